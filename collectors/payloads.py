@@ -1,0 +1,120 @@
+"""Typed payloads of each document kind. Units are SI and named in the field names."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from collectors.stats import Stat
+
+Status = Literal["ok", "oom", "skipped", "error"]
+
+
+@dataclass(frozen=True)
+class CpuInfo:
+    model: str
+    logical_cores: int
+    physical_cores: int | None
+    ram_bytes: int | None
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    """One GPU as NVML (and torch) describe it. A field is None when it could not be read;
+    `unavailable` then says why, keyed by the field name."""
+
+    index: int
+    name: str
+    memory_bytes: int | None = None
+    sm_count: int | None = None
+    l2_bytes: int | None = None
+    compute_capability: str | None = None
+    sm_clock_max_hz: float | None = None
+    sm_clock_hz: float | None = None
+    memory_clock_max_hz: float | None = None
+    memory_clock_hz: float | None = None
+    power_limit_w: float | None = None
+    pcie_gen: int | None = None
+    pcie_gen_max: int | None = None
+    pcie_width: int | None = None
+    pcie_width_max: int | None = None
+    ecc_enabled: bool | None = None
+    mig_enabled: bool | None = None
+    other_processes: int | None = None
+    unavailable: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class EnvironmentPayload:
+    hostname: str
+    os: str
+    kernel: str
+    cpu: CpuInfo
+    python: str
+    torch: str
+    cuda_runtime: str | None
+    cudnn: str | None
+    driver: str | None
+    gpus: list[GpuInfo]
+    gpu_absent_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class MatmulShape:
+    m: int
+    n: int
+    k: int
+    flops_per_s: Stat
+
+
+@dataclass(frozen=True)
+class MatmulCeiling:
+    """Best dense matmul throughput for one dtype over the shapes searched."""
+
+    dtype: str
+    status: Status
+    reason: str | None = None
+    flops_per_s: Stat | None = None
+    best_shape: list[int] | None = None
+    shapes: list[MatmulShape] = field(default_factory=list)
+
+    def check(self) -> str | None:
+        if self.status == "ok" and self.flops_per_s is None:
+            return "status is ok but flops_per_s is missing"
+        return None
+
+
+@dataclass(frozen=True)
+class BandwidthCeiling:
+    """Bytes per second of one kind of transfer. `name` is e.g. copy, read, write,
+    h2d_pinned, d2h_pageable; copy counts bytes read plus bytes written."""
+
+    name: str
+    status: Status
+    reason: str | None = None
+    bytes_per_s: Stat | None = None
+    buffer_bytes: int | None = None
+
+    def check(self) -> str | None:
+        if self.status == "ok" and self.bytes_per_s is None:
+            return "status is ok but bytes_per_s is missing"
+        return None
+
+
+@dataclass(frozen=True)
+class CeilingsPayload:
+    device: Literal["cuda", "cpu"]
+    device_name: str
+    matmul: list[MatmulCeiling]
+    memory: list[BandwidthCeiling]
+    host_device: list[BandwidthCeiling]
+    launch_latency_s: Stat | None
+    elapsed_s: float
+    l2_bytes: int | None = None
+    threads: int | None = None
+
+
+PAYLOADS: dict[str, type] = {
+    "environment": EnvironmentPayload,
+    "ceilings": CeilingsPayload,
+}

@@ -1,0 +1,225 @@
+"""The one way to and from disk for every gpuplan document.
+
+A document is a JSON object with an envelope (`schema_version`, `kind`, `collector`,
+`machine`, `created`) and a `payload`. Payloads are dataclasses registered per kind in
+`collectors.payloads`; `load_document` checks the envelope, migrates older versions,
+refuses newer ones and converts the payload into its dataclass, naming the field of any
+problem. Standard library only: this module runs on bare GPU hosts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import tempfile
+import types
+import typing
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+SCHEMA_VERSION = 1
+ENVELOPE_FIELDS = ("schema_version", "kind", "collector", "machine", "created", "payload")
+
+# Migrations from version N to N+1, applied in order to older documents. Each takes the raw
+# document dict and returns it at the next version. Empty while there is only version 1.
+MIGRATIONS: dict[int, Callable[[dict], dict]] = {}
+
+
+class DocumentError(ValueError):
+    """A document that cannot be read; the message names the file and the field."""
+
+    def __init__(self, path: Path | str, field: str, problem: str):
+        self.path, self.field, self.problem = str(path), field, problem
+        super().__init__(f"{path}: {field}: {problem}" if field else f"{path}: {problem}")
+
+
+@dataclass(frozen=True)
+class CollectorInfo:
+    name: str
+    version: str
+
+
+@dataclass(frozen=True)
+class Document:
+    kind: str
+    collector: CollectorInfo
+    machine: str
+    created: str
+    payload: Any
+    schema_version: int = SCHEMA_VERSION
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def build_document(kind: str, collector: str, version: str, machine: str, payload: Any) -> Document:
+    return Document(kind, CollectorInfo(collector, version), machine, utc_now(), payload)
+
+
+def document_to_dict(doc: Document) -> dict:
+    return {
+        "schema_version": doc.schema_version,
+        "kind": doc.kind,
+        "collector": dataclasses.asdict(doc.collector),
+        "machine": doc.machine,
+        "created": doc.created,
+        "payload": dataclasses.asdict(doc.payload) if dataclasses.is_dataclass(doc.payload) else doc.payload,
+    }
+
+
+def save_document(doc: Document, path: Path) -> Path:
+    """Write atomically: a temp file in the same folder, fsync, then rename over the target."""
+    text = json.dumps(document_to_dict(doc), indent=1, allow_nan=False) + "\n"
+    write_text_atomic(Path(path), text)
+    return Path(path)
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def load_document(path: Path | str) -> Document:
+    path = Path(path)
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"), parse_constant=_reject_constant)
+    except FileNotFoundError:
+        raise DocumentError(path, "", "no such file") from None
+    except UnicodeDecodeError:
+        raise DocumentError(path, "", "not UTF-8 text") from None
+    except json.JSONDecodeError as e:
+        raise DocumentError(path, "", f"not valid JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
+    except ValueError as e:
+        raise DocumentError(path, "", str(e)) from None
+    return parse_document(raw, path)
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"JSON holds {name}, which is not a number")
+
+
+def parse_document(raw: Any, path: Path | str = "<document>") -> Document:
+    if not isinstance(raw, dict):
+        raise DocumentError(path, "", "not a JSON object")
+    raw = migrate(raw, path)
+    for name in ENVELOPE_FIELDS:
+        if name not in raw:
+            raise DocumentError(path, name, "missing")
+    from collectors.payloads import PAYLOADS  # late import: payloads imports this module
+
+    kind = _check(raw["kind"], str, path, "kind")
+    if kind not in PAYLOADS:
+        raise DocumentError(path, "kind", f"unknown kind {kind!r} (known: {', '.join(sorted(PAYLOADS))})")
+    collector = from_dict(CollectorInfo, raw["collector"], path, "collector")
+    created = _check(raw["created"], str, path, "created")
+    try:
+        datetime.strptime(created, "%Y-%m-%dT%H:%M:%SZ")
+    except ValueError:
+        raise DocumentError(path, "created", f"{created!r} is not a UTC time like 2026-01-31T12:00:00Z") from None
+    machine = _check(raw["machine"], str, path, "machine")
+    if not machine.strip():
+        raise DocumentError(path, "machine", "empty")
+    payload = from_dict(PAYLOADS[kind], raw["payload"], path, "payload")
+    return Document(kind, collector, machine, created, payload, raw["schema_version"])
+
+
+def migrate(raw: dict, path: Path | str) -> dict:
+    version = raw.get("schema_version")
+    if version is None:
+        raise DocumentError(path, "schema_version", "missing")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise DocumentError(path, "schema_version", f"{version!r} is not a positive whole number")
+    if version > SCHEMA_VERSION:
+        raise DocumentError(
+            path, "schema_version",
+            f"version {version} is newer than this gpuplan reads ({SCHEMA_VERSION}); upgrade gpuplan",
+        )
+    while version < SCHEMA_VERSION:
+        raw = MIGRATIONS[version](dict(raw))
+        version += 1
+        raw["schema_version"] = version
+    return raw
+
+
+def _check(value: Any, typ: type, path: Path | str, field: str) -> Any:
+    if not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
+        raise DocumentError(path, field, f"expected {typ.__name__}, got {type(value).__name__}")
+    return value
+
+
+def from_dict(tp: Any, value: Any, path: Path | str, field: str) -> Any:
+    """Convert parsed JSON into the typed value `tp`, naming the field path of any mismatch."""
+    origin = typing.get_origin(tp)
+    if tp is Any:
+        return value
+    if origin in (typing.Union, types.UnionType):
+        return _from_union(typing.get_args(tp), value, path, field)
+    if origin is list:
+        (item,) = typing.get_args(tp)
+        _check(value, list, path, field)
+        return [from_dict(item, v, path, f"{field}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        key_tp, val_tp = typing.get_args(tp)
+        _check(value, dict, path, field)
+        return {k: from_dict(val_tp, v, path, f"{field}.{k}") for k, v in value.items()}
+    if origin is typing.Literal:
+        if value not in typing.get_args(tp):
+            raise DocumentError(path, field, f"{value!r} is not one of {list(typing.get_args(tp))}")
+        return value
+    if dataclasses.is_dataclass(tp):
+        return _from_dataclass(tp, value, path, field)
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise DocumentError(path, field, f"expected a number, got {type(value).__name__}")
+        if not math.isfinite(value):
+            raise DocumentError(path, field, f"{value} is not a finite number")
+        return float(value)
+    return _check(value, tp, path, field)
+
+
+def _from_union(options: tuple, value: Any, path: Path | str, field: str) -> Any:
+    if value is None and type(None) in options:
+        return None
+    real = [o for o in options if o is not type(None)]
+    errors = []
+    for option in real:
+        try:
+            return from_dict(option, value, path, field)
+        except DocumentError as e:
+            errors.append(e)
+    if len(errors) == 1:
+        raise errors[0]
+    raise DocumentError(path, field, f"does not match any of {[getattr(o, '__name__', str(o)) for o in real]}")
+
+
+def _from_dataclass(cls: Any, value: Any, path: Path | str, field: str) -> Any:
+    _check(value, dict, path, field)
+    hints = typing.get_type_hints(cls)
+    kwargs = {}
+    for f in dataclasses.fields(cls):
+        sub = f"{field}.{f.name}"
+        if f.name in value:
+            kwargs[f.name] = from_dict(hints[f.name], value[f.name], path, sub)
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise DocumentError(path, sub, "missing")
+    check = getattr(cls, "check", None)
+    obj = cls(**kwargs)
+    if check is not None:
+        problem = check(obj)
+        if problem:
+            raise DocumentError(path, field, problem)
+    return obj

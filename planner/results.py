@@ -1,0 +1,88 @@
+"""Loading a machine's results folder (and a results root) into typed structures.
+
+Every document is read and checked before anything is written anywhere, so a bad file
+stops a command with one clear line and leaves existing output alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from collectors.payloads import CeilingsPayload, EnvironmentPayload
+from collectors.schema import Document, DocumentError, load_document
+
+
+@dataclass(frozen=True)
+class MachineResults:
+    machine: str
+    folder: Path
+    documents: dict[str, Document]  # by kind
+
+    @property
+    def environment(self) -> EnvironmentPayload | None:
+        doc = self.documents.get("environment")
+        return doc.payload if doc else None
+
+    @property
+    def ceilings(self) -> CeilingsPayload | None:
+        doc = self.documents.get("ceilings")
+        return doc.payload if doc else None
+
+    @property
+    def gpu_name(self) -> str | None:
+        env = self.environment
+        if env and env.gpus:
+            return env.gpus[0].name
+        ceilings = self.ceilings
+        if ceilings and ceilings.device == "cuda":
+            return ceilings.device_name
+        return None
+
+    @property
+    def device_label(self) -> str:
+        """What ran the measurements, for one-line summaries: the GPU, or the CPU model."""
+        if self.gpu_name:
+            count = len(self.environment.gpus) if self.environment else 1
+            return f"{count}× {self.gpu_name}" if count > 1 else self.gpu_name
+        if self.environment:
+            return f"CPU: {self.environment.cpu.model}"
+        return self.ceilings.device_name if self.ceilings else "unknown device"
+
+
+def iter_document_paths(folder: Path) -> list[Path]:
+    """The JSON documents of a machine folder, in a stable order (temp files of atomic writes skipped)."""
+    return sorted(p for p in folder.glob("*.json") if not p.name.startswith("."))
+
+
+def load_machine(folder: Path) -> MachineResults:
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise DocumentError(folder, "", "not a results folder (no such directory)")
+    paths = iter_document_paths(folder)
+    if not paths:
+        raise DocumentError(folder, "", "holds no result documents (*.json); run `gpuplan collect` first")
+    documents: dict[str, Document] = {}
+    machine = None
+    for path in paths:
+        doc = load_document(path)
+        if machine is not None and doc.machine != machine:
+            raise DocumentError(path, "machine", f"{doc.machine!r} differs from {machine!r} in the same folder")
+        if doc.kind in documents:
+            raise DocumentError(path, "kind", f"a second {doc.kind!r} document in one machine folder")
+        machine = doc.machine
+        documents[doc.kind] = doc
+    assert machine is not None
+    return MachineResults(machine, folder, documents)
+
+
+def load_results_root(root: Path) -> list[MachineResults]:
+    """Every machine folder under `root` (symlinks are not followed out of the root)."""
+    root = Path(root)
+    if not root.is_dir():
+        raise DocumentError(root, "", "not a results root (no such directory)")
+    folders = sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink() and not p.name.startswith("."))
+    machines = [load_machine(f) for f in folders if iter_document_paths(f)]
+    if not machines:
+        raise DocumentError(root, "", "holds no machine folders with results")
+    return machines
