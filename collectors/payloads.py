@@ -69,7 +69,13 @@ class MatmulShape:
 
 @dataclass(frozen=True)
 class MatmulCeiling:
-    """Best dense matmul throughput for one dtype over the shapes searched."""
+    """Best dense matmul throughput for one dtype over the shapes searched.
+
+    `flops_per_s` is the peak: short bursts after an idle pause, at the clock a GPU holds for
+    its first ~100 ms of full load (what datasheets and mamf-finder quote). `sustained_flops_per_s`
+    is the best shape run without pause for about a second, once power capping has set the clock
+    (`sustained_sm_clock_hz`, read through NVML at its end): what a long training step sees.
+    """
 
     dtype: str
     status: Status
@@ -77,6 +83,8 @@ class MatmulCeiling:
     flops_per_s: Stat | None = None
     best_shape: list[int] | None = None
     shapes: list[MatmulShape] = field(default_factory=list)
+    sustained_flops_per_s: Stat | None = None
+    sustained_sm_clock_hz: float | None = None
 
     def check(self) -> str | None:
         if self.status == "ok" and self.flops_per_s is None:
