@@ -8,61 +8,105 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from collectors import ceilings, environment
+from collectors import ceilings, environment, workload_collector
 from collectors.machine import default_machine_id, sanitize_machine_id
+from collectors.payloads import PAYLOADS, WorkloadPayload
+from collectors.profiles import PROFILES
 from collectors.progress import Progress
 from collectors.schema import build_document, save_document
+from collectors.workloads import BUILTIN, WorkloadError, load_workload
+
+
+@dataclass(frozen=True)
+class Options:
+    out: Path = Path("results")
+    machine: str | None = None
+    only: list[str] | None = None
+    profile: str = "quick"
+    workloads: list[str] | None = None
+
+
+# A collector yields (file stem, payload) pairs; each is saved the moment it is yielded, so a
+# long collection keeps what it finished.
+Run = Callable[[Progress, Path, Options], Iterator[tuple[str, Any]]]
 
 
 @dataclass(frozen=True)
 class Collector:
     name: str
     version: str
-    run: Callable[[Progress], Any]
+    run: Run
     help: str
+
+
+def _environment(progress: Progress, folder: Path, options: Options) -> Iterator[tuple[str, Any]]:
+    yield "environment", environment.collect_environment()
+
+
+def _ceilings(progress: Progress, folder: Path, options: Options) -> Iterator[tuple[str, Any]]:
+    yield "ceilings", ceilings.collect_ceilings(progress)
+
+
+def _workloads(progress: Progress, folder: Path, options: Options) -> Iterator[tuple[str, Any]]:
+    names = options.workloads or workload_collector.DEFAULT_WORKLOADS
+    for spec in names:  # load every workload first: a bad user file fails before hours of measuring
+        load_workload(spec)
+    yield from workload_collector.iter_workload_documents(names, options.profile, folder, ceilings.pick_device(),
+                                                          progress)
 
 
 COLLECTORS = {
     c.name: c
     for c in (
-        Collector(environment.NAME, environment.VERSION, lambda p: environment.collect_environment(),
+        Collector(environment.NAME, environment.VERSION, _environment,
                   "machine fingerprint: OS, CPU, RAM, versions, each GPU through NVML"),
-        Collector(ceilings.NAME, ceilings.VERSION, lambda p: ceilings.collect_ceilings(p),
+        Collector(ceilings.NAME, ceilings.VERSION, _ceilings,
                   "hardware roofs: matmul per dtype, memory and host-device bandwidth, launch latency"),
+        Collector(workload_collector.NAME, workload_collector.VERSION, _workloads,
+                  "reference workloads: batch/sequence scaling to OOM, precisions, variants"),
     )
 }
+KIND_OF = {payload_type: kind for kind, payload_type in PAYLOADS.items()}
 
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     parser = parser or argparse.ArgumentParser(prog="python -m collectors")
     parser.description = (
-        "Measure this machine and write one JSON document per collector into OUT/MACHINE/. "
+        "Measure this machine and write one JSON document per result into OUT/MACHINE/. "
         "Collectors: " + "; ".join(f"{c.name} ({c.help})" for c in COLLECTORS.values()) + "."
     )
     parser.add_argument("--out", type=Path, default=Path("results"), help="results root (default: results/)")
     parser.add_argument("--machine", help="machine id for the folder name (default: hostname + GPU model + count)")
     parser.add_argument("--only", nargs="+", choices=sorted(COLLECTORS), metavar="NAME",
                         help=f"run only these collectors ({', '.join(COLLECTORS)})")
+    parser.add_argument("--profile", choices=sorted(PROFILES), default="quick",
+                        help="how much of the workload sweeps to run: quick (main points, about a minute on "
+                             "an H100), standard (to the OOM boundary, about 5 min), full (default: quick)")
+    parser.add_argument("--workload", dest="workloads", action="append", metavar="NAME|FILE.py:FN",
+                        help=f"workload to run (repeatable): built-in {', '.join(BUILTIN)}, or a user file "
+                             "path/to/file.py:function (default: the four built-ins)")
     return parser
 
 
-def run_collection(out: Path, machine: str | None, only: list[str] | None) -> tuple[Path, list[str]]:
-    """Run the chosen collectors; returns the machine folder and one summary line per collector."""
-    machine_id = sanitize_machine_id(machine) if machine else default_machine_id()
-    folder = out / machine_id
+def run_collection(options: Options) -> tuple[Path, list[str]]:
+    """Run the chosen collectors; returns the machine folder and one summary line per document."""
+    machine_id = sanitize_machine_id(options.machine) if options.machine else default_machine_id()
+    folder = options.out / machine_id
     lines = []
-    for name in only or list(COLLECTORS):
+    for name in options.only or list(COLLECTORS):
         c = COLLECTORS[name]
         started = time.perf_counter()
         with Progress(name, total=1) as progress:
-            payload = c.run(progress)
+            for stem, payload in c.run(progress, folder, options):
+                doc = build_document(KIND_OF[type(payload)], c.name, c.version, machine_id, payload)
+                path = save_document(doc, folder / f"{stem}.json")
+                lines.append(f"{stem:<24} {time.perf_counter() - started:6.1f}s  {path}  {summary_of(payload)}")
             progress.advance("done")
-        path = save_document(build_document(c.name, c.name, c.version, machine_id, payload), folder / f"{name}.json")
-        lines.append(f"{name:<12} {time.perf_counter() - started:6.1f}s  {path}  {summary_of(payload)}")
     return folder, lines
 
 
@@ -70,6 +114,13 @@ def summary_of(payload: Any) -> str:
     if isinstance(payload, environment.EnvironmentPayload):
         gpus = ", ".join(g.name for g in payload.gpus) or f"no GPU ({payload.gpu_absent_reason})"
         return f"{payload.cpu.model}; {gpus}"
+    if isinstance(payload, WorkloadPayload):
+        ok = [p for p in payload.points if p.status == "ok"]
+        best = max(ok, key=lambda p: p.throughput_per_s or 0, default=None)
+        bounds = ", ".join(f"{b.precision} {b.max_batch}" for b in payload.boundaries if b.max_batch)
+        head = f"best {best.throughput_per_s:.4g} {payload.unit}/s ({best.precision}, batch {best.batch})" if best \
+            else "no point ran"
+        return head + (f"; max batch {bounds}" if bounds else "")
     if isinstance(payload, ceilings.CeilingsPayload):
         parts = [f"{m.dtype} {m.flops_per_s.median / 1e12:.3g} TFLOP/s" for m in payload.matmul if m.flops_per_s]
         parts += [f"{b.name} {b.bytes_per_s.median / 1e9:.4g} GB/s" for b in payload.memory if b.bytes_per_s]
@@ -77,12 +128,20 @@ def summary_of(payload: Any) -> str:
     return ""
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    folder, lines = run_collection(args.out, args.machine, args.only)
+def run_from_args(args: argparse.Namespace) -> int:
+    options = Options(args.out, args.machine, args.only, args.profile, args.workloads)
+    try:
+        folder, lines = run_collection(options)
+    except WorkloadError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     print(f"\nCollected into {folder}:")
     print("\n".join(lines))
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_from_args(build_parser().parse_args(argv))
 
 
 if __name__ == "__main__":

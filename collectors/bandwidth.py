@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
@@ -31,20 +31,23 @@ def device_memory(device: torch.device, l2_bytes: int | None) -> list[BandwidthC
     """copy (read + write counted), read-only (a sum) and write-only (a fill) over large buffers."""
     size = buffer_bytes(device, l2_bytes)
     plan = GPU_PLAN if device.type == "cuda" else CPU_PLAN
-    n = size // 4
-    src = torch.rand(n, device=device)
+    results = [_bandwidth(name, fn, moved, device, plan, size)
+               for name, (fn, moved) in _memory_ops(size, device).items()]
+    if device.type == "cuda":
+        torch.cuda.empty_cache()  # the buffers died with the closures above
+    return results
+
+
+def _memory_ops(size: int, device: torch.device) -> dict[str, tuple[Callable[[], object], int]]:
+    """name → (operation, bytes it moves) over two buffers of `size` bytes of random floats."""
+    src = torch.rand(size // 4, device=device)
     dst = torch.empty_like(src)
     scratch = torch.empty((), device=device)
-    ops: dict[str, tuple[Callable[[], object], int]] = {
+    return {
         "copy": (lambda: dst.copy_(src), 2 * size),
         "read": (lambda: torch.sum(src, dim=0, out=scratch), size),
         "write": (lambda: dst.fill_(1.5), size),
     }
-    results = [_bandwidth(name, fn, moved, device, plan, size) for name, (fn, moved) in ops.items()]
-    del src, dst
-    if device.type == "cuda":
-        torch.cuda.empty_cache()
-    return results
 
 
 def host_device(device: torch.device) -> list[BandwidthCeiling]:
@@ -58,10 +61,10 @@ def host_device(device: torch.device) -> list[BandwidthCeiling]:
     for pinned in (True, False):
         host = torch.rand(n, pin_memory=pinned)
         kind = "pinned" if pinned else "pageable"
-        results.append(_bandwidth(f"h2d_{kind}", lambda: gpu.copy_(host, non_blocking=pinned), TRANSFER_BYTES,
-                                  device, GPU_PLAN, TRANSFER_BYTES))
-        results.append(_bandwidth(f"d2h_{kind}", lambda: host.copy_(gpu, non_blocking=pinned), TRANSFER_BYTES,
-                                  device, GPU_PLAN, TRANSFER_BYTES))
+        h2d = lambda h=host, p=pinned: gpu.copy_(h, non_blocking=p)  # noqa: E731 - bind this loop's values
+        d2h = lambda h=host, p=pinned: h.copy_(gpu, non_blocking=p)  # noqa: E731
+        results.append(_bandwidth(f"h2d_{kind}", h2d, TRANSFER_BYTES, device, GPU_PLAN, TRANSFER_BYTES))
+        results.append(_bandwidth(f"d2h_{kind}", d2h, TRANSFER_BYTES, device, GPU_PLAN, TRANSFER_BYTES))
     order = {name: i for i, name in enumerate(names)}
     return sorted(results, key=lambda r: order[r.name])
 

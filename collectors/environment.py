@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import platform
 import socket
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -82,11 +83,11 @@ def describe_gpus() -> tuple[list[GpuInfo], str | None, str | None]:
     try:
         import pynvml
     except ImportError:
-        return [_torch_only_gpu(i, "nvidia-ml-py is not installed") for i in range(torch.cuda.device_count())], None, None
+        return _torch_only_gpus("nvidia-ml-py is not installed"), None, None
     try:
         pynvml.nvmlInit()
     except pynvml.NVMLError as e:
-        return [_torch_only_gpu(i, f"NVML failed to start: {e}") for i in range(torch.cuda.device_count())], None, None
+        return _torch_only_gpus(f"NVML failed to start: {e}"), None, None
     try:
         driver = _text(pynvml.nvmlSystemGetDriverVersion())
         return [_nvml_gpu(pynvml, i) for i in range(torch.cuda.device_count())], None, driver
@@ -96,6 +97,10 @@ def describe_gpus() -> tuple[list[GpuInfo], str | None, str | None]:
 
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _torch_only_gpus(why: str) -> list[GpuInfo]:
+    return [_torch_only_gpu(i, why) for i in range(torch.cuda.device_count())]
 
 
 def _torch_only_gpu(index: int, why: str) -> GpuInfo:

@@ -8,8 +8,8 @@ same way. The ceiling is the median of the best shape's samples.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 

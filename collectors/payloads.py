@@ -122,7 +122,90 @@ class CeilingsPayload:
     threads: int | None = None
 
 
+@dataclass(frozen=True)
+class TrafficEstimate:
+    """Bytes moved per step by the traffic model of seed 002 (see collectors/accounting.py)."""
+
+    params_bytes: int
+    grads_bytes: int
+    optimizer_bytes: int
+    activations_bytes: int
+
+    @property
+    def total_bytes(self) -> int:
+        return self.params_bytes + self.grads_bytes + self.optimizer_bytes + self.activations_bytes
+
+
+@dataclass(frozen=True)
+class MemoryUse:
+    """Peak memory of a step: torch's allocator (allocated, reserved) and the device as NVML sees it."""
+
+    peak_allocated_bytes: int | None = None
+    peak_reserved_bytes: int | None = None
+    device_used_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class DeviceSamples:
+    """NVML readings sampled through the timed loop: GPU utilisation (0-1) and power draw."""
+
+    utilization: Stat | None = None
+    power_w: Stat | None = None
+
+
+@dataclass(frozen=True)
+class WorkloadPoint:
+    """One measured configuration. `sweep` says why it was measured: batch, sequence, variant, repeat."""
+
+    sweep: Literal["batch", "sequence", "variant", "repeat"]
+    precision: str
+    batch: int
+    variant: str
+    status: Status
+    reason: str | None = None
+    seq_len: int | None = None
+    step_s: Stat | None = None
+    throughput_per_s: float | None = None
+    tokens_per_s: float | None = None
+    memory: MemoryUse | None = None
+    flops_per_step: float | None = None
+    traffic: TrafficEstimate | None = None
+    achieved_flops_fraction: float | None = None
+    achieved_bytes_fraction: float | None = None
+    device_samples: DeviceSamples | None = None
+    compile_s: float | None = None
+
+
+@dataclass(frozen=True)
+class OomBoundary:
+    """The largest batch that runs at a precision, to within `tolerance` of the first that does not."""
+
+    precision: str
+    status: Status
+    max_batch: int | None = None
+    first_oom_batch: int | None = None
+    capped: bool = False
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class WorkloadPayload:
+    workload: str
+    source: str
+    unit: str
+    training: bool
+    device: Literal["cuda", "cpu"]
+    profile: str
+    parameters: int
+    points: list[WorkloadPoint]
+    boundaries: list[OomBoundary]
+    elapsed_s: float
+    tokens_per_sample: int | None = None
+    scale: str = "reference"
+
+
 PAYLOADS: dict[str, type] = {
     "environment": EnvironmentPayload,
     "ceilings": CeilingsPayload,
+    "workload": WorkloadPayload,
 }

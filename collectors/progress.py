@@ -19,7 +19,7 @@ class Progress:
         self.started = time.perf_counter()
         self.tty = getattr(self.stream, "isatty", lambda: False)()
 
-    def __enter__(self) -> "Progress":
+    def __enter__(self) -> Progress:
         self._draw("starting")
         return self
 

@@ -16,10 +16,11 @@ import os
 import tempfile
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 SCHEMA_VERSION = 1
 ENVELOPE_FIELDS = ("schema_version", "kind", "collector", "machine", "created", "payload")
@@ -149,6 +150,8 @@ def migrate(raw: dict, path: Path | str) -> dict:
             f"version {version} is newer than this gpuplan reads ({SCHEMA_VERSION}); upgrade gpuplan",
         )
     while version < SCHEMA_VERSION:
+        if version not in MIGRATIONS:
+            raise DocumentError(path, "schema_version", f"no migration from version {version}")
         raw = MIGRATIONS[version](dict(raw))
         version += 1
         raw["schema_version"] = version

@@ -34,12 +34,12 @@ class Stat:
             return "not ordered as min <= q1 <= median <= q3 <= max"
         return None
 
-    def scaled(self, factor: float) -> "Stat":
+    def scaled(self, factor: float) -> Stat:
         """The same samples under a monotone increasing change of unit (e.g. time → rate needs `inverted`)."""
         return Stat(self.median * factor, self.q1 * factor, self.q3 * factor, self.min * factor,
                     self.max * factor, self.n)
 
-    def inverted(self, numerator: float) -> "Stat":
+    def inverted(self, numerator: float) -> Stat:
         """numerator / x for each sample: turns seconds per operation into operations per second."""
         return Stat(numerator / self.median, numerator / self.q3, numerator / self.q1,
                     numerator / self.max, numerator / self.min, self.n)

@@ -8,8 +8,8 @@ resolution and the launch overhead; samples are taken until their relative IQR i
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 

@@ -9,25 +9,32 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from collectors.payloads import CeilingsPayload, EnvironmentPayload
+from collectors.payloads import CeilingsPayload, EnvironmentPayload, WorkloadPayload
 from collectors.schema import Document, DocumentError, load_document
+
+SINGLETON_KINDS = ("environment", "ceilings")  # one per machine; workload documents are one per workload
 
 
 @dataclass(frozen=True)
 class MachineResults:
     machine: str
     folder: Path
-    documents: dict[str, Document]  # by kind
+    documents: dict[str, Document]  # by file stem: "environment", "ceilings", "workload-gpt-small"…
 
     @property
     def environment(self) -> EnvironmentPayload | None:
-        doc = self.documents.get("environment")
-        return doc.payload if doc else None
+        return self._singleton("environment")
 
     @property
     def ceilings(self) -> CeilingsPayload | None:
-        doc = self.documents.get("ceilings")
-        return doc.payload if doc else None
+        return self._singleton("ceilings")
+
+    def _singleton(self, kind: str):  # noqa: ANN202 - the payload type depends on the kind
+        return next((d.payload for d in self.documents.values() if d.kind == kind), None)
+
+    @property
+    def workloads(self) -> list[WorkloadPayload]:
+        return [d.payload for d in self.documents.values() if d.kind == "workload"]
 
     @property
     def gpu_name(self) -> str | None:
@@ -68,10 +75,10 @@ def load_machine(folder: Path) -> MachineResults:
         doc = load_document(path)
         if machine is not None and doc.machine != machine:
             raise DocumentError(path, "machine", f"{doc.machine!r} differs from {machine!r} in the same folder")
-        if doc.kind in documents:
+        if doc.kind in SINGLETON_KINDS and any(d.kind == doc.kind for d in documents.values()):
             raise DocumentError(path, "kind", f"a second {doc.kind!r} document in one machine folder")
         machine = doc.machine
-        documents[doc.kind] = doc
+        documents[path.stem] = doc
     assert machine is not None
     return MachineResults(machine, folder, documents)
 

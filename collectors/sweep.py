@@ -1,0 +1,154 @@
+"""Measuring workload points and finding the out-of-memory boundary.
+
+Every point builds its step afresh and frees it afterwards, so one point's memory never leaks
+into the next; an out-of-memory error is recorded as the point's status and never ends the run.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+from collectors.accounting import count_flops, estimate_traffic
+from collectors.nvml_sampler import NvmlSampler
+from collectors.payloads import CeilingsPayload, MemoryUse, OomBoundary, WorkloadPoint
+from collectors.stats import Stat
+from collectors.timing import TimingPlan, time_callable
+from collectors.training import Variant, build_step, precision_mode, prepare_model
+from collectors.workloads import Workload
+
+GPU_STEP_PLAN = TimingPlan(warmup_s=0.3, sample_s=0.03, min_samples=7, max_samples=15, budget_s=1.5,
+                           target_rel_iqr=0.01)
+CPU_STEP_PLAN = TimingPlan(warmup_s=0.05, sample_s=0.02, min_samples=3, max_samples=5, budget_s=0.5)
+BOUNDARY_TOLERANCE = 0.02
+DEFAULT_VARIANT = Variant()
+
+
+@dataclass
+class Context:
+    device: torch.device
+    ceilings: CeilingsPayload | None = None
+    flops_cache: dict[tuple[str, int, int | None], float] = field(default_factory=dict)
+
+    @property
+    def plan(self) -> TimingPlan:
+        return GPU_STEP_PLAN if self.device.type == "cuda" else CPU_STEP_PLAN
+
+
+def free_memory(device: torch.device) -> None:
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats(device)
+
+
+def is_oom(error: BaseException) -> bool:
+    return isinstance(error, torch.OutOfMemoryError) or "out of memory" in str(error).lower()
+
+
+def measure_point(workload: Workload, precision: str, batch: int, ctx: Context, sweep: str = "batch",
+                  variant: Variant = DEFAULT_VARIANT, seq_len: int | None = None) -> WorkloadPoint:
+    """Time one configuration; OOM and errors become the point's status."""
+    base = dict(sweep=sweep, precision=precision, batch=batch, variant=variant.name, seq_len=seq_len)
+    free_memory(ctx.device)
+    try:
+        with precision_mode(precision, ctx.device, variant):
+            return _measure(workload, precision, batch, ctx, variant, base)
+    except (RuntimeError, torch.OutOfMemoryError) as e:
+        status = "oom" if is_oom(e) else "error"
+        return WorkloadPoint(status=status, reason=str(e).splitlines()[0][:300], **base)
+    finally:
+        free_memory(ctx.device)
+
+
+def _measure(workload: Workload, precision: str, batch: int, ctx: Context, variant: Variant,
+             base: dict) -> WorkloadPoint:
+    started = time.perf_counter()
+    model = prepare_model(workload, ctx.device, variant)
+    step = build_step(workload, model, precision, batch, ctx.device, variant)
+    step.run()  # first step: allocations, optimizer state, cudnn autotuning, compilation
+    compile_s = time.perf_counter() - started if variant.compile else None
+    with NvmlSampler(ctx.device.index if ctx.device.type == "cuda" else None) as sampler:
+        seconds = time_callable(step.run, ctx.device, ctx.plan)
+    memory = _memory_use(ctx.device, sampler.max_used)
+    key = (workload.name, batch, base["seq_len"])
+    if key not in ctx.flops_cache and not variant.compile:  # FLOPs depend on shapes, not on precision
+        ctx.flops_cache[key] = float(count_flops(step))
+    flops = ctx.flops_cache.get(key)
+    traffic = estimate_traffic(step, workload.model) if not variant.compile else None
+    del step, model
+    tokens = (workload.tokens_per_sample if base["seq_len"] is None else base["seq_len"])
+    return WorkloadPoint(
+        status="ok", step_s=seconds, throughput_per_s=batch / seconds.median,
+        tokens_per_s=batch * tokens / seconds.median if tokens else None,
+        memory=memory, flops_per_step=flops, traffic=traffic,
+        achieved_flops_fraction=_fraction(flops, seconds, _flops_ceiling(ctx, precision)),
+        achieved_bytes_fraction=_fraction(traffic.total_bytes if traffic else None, seconds, _bw_ceiling(ctx)),
+        device_samples=sampler.result(), compile_s=compile_s, **base)
+
+
+def _memory_use(device: torch.device, nvml_used: int | None) -> MemoryUse | None:
+    if device.type != "cuda":
+        return None
+    return MemoryUse(peak_allocated_bytes=torch.cuda.max_memory_allocated(device),
+                     peak_reserved_bytes=torch.cuda.max_memory_reserved(device), device_used_bytes=nvml_used)
+
+
+def _flops_ceiling(ctx: Context, precision: str) -> float | None:
+    if ctx.ceilings is None:
+        return None
+    for m in ctx.ceilings.matmul:
+        if m.dtype == precision and m.flops_per_s:
+            return m.flops_per_s.median
+    return None
+
+
+def _bw_ceiling(ctx: Context) -> float | None:
+    if ctx.ceilings is None:
+        return None
+    copy = next((b for b in ctx.ceilings.memory if b.name == "copy" and b.bytes_per_s), None)
+    return copy.bytes_per_s.median if copy else None
+
+
+def _fraction(amount: float | None, seconds: Stat, ceiling: float | None) -> float | None:
+    if amount is None or not ceiling:
+        return None
+    return amount / seconds.median / ceiling
+
+
+def fits(workload: Workload, precision: str, batch: int, device: torch.device) -> bool:
+    """Whether two steps at `batch` run (the second holds the optimizer state too)."""
+    free_memory(device)
+    try:
+        with precision_mode(precision, device, Variant()):
+            model = prepare_model(workload, device, Variant())
+            step = build_step(workload, model, precision, batch, device, Variant())
+            step.run()
+            step.run()
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+        return True
+    except (RuntimeError, torch.OutOfMemoryError) as e:
+        if not is_oom(e):
+            raise
+        return False
+    finally:
+        step = model = None  # noqa: F841 - drop references before freeing
+        free_memory(device)
+
+
+def bisect_boundary(workload: Workload, precision: str, largest_ok: int, first_oom: int,
+                    device: torch.device) -> OomBoundary:
+    """Narrow [largest_ok, first_oom) until the gap is within BOUNDARY_TOLERANCE of largest_ok."""
+    lo, hi = largest_ok, first_oom
+    while hi - lo > max(1, int(lo * BOUNDARY_TOLERANCE)):
+        mid = (lo + hi) // 2
+        if fits(workload, precision, mid, device):
+            lo = mid
+        else:
+            hi = mid
+    return OomBoundary(precision=precision, status="ok", max_batch=lo, first_oom_batch=hi)

@@ -1,0 +1,253 @@
+"""`gpuplan`: the command line. It only parses arguments and calls the stage functions.
+
+Every bad-input error is turned into one line, `gpuplan: error: <file>: <field>: <problem>`,
+with exit status 2, in one place (`main`); nothing reaches the user as a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from collectors.schema import DocumentError, load_document, write_text_atomic
+
+PROG = "gpuplan"
+EXIT_OK, EXIT_BAD_INPUT = 0, 2
+
+
+class UsageError(Exception):
+    """Bad input that is not a document: a missing dependency, an unusable path."""
+
+
+def format_error(error: BaseException) -> str:
+    if isinstance(error, OSError) and error.filename is not None:
+        return f"{PROG}: error: {error.filename}: {error.strerror or error}"
+    return f"{PROG}: error: {error}"
+
+
+# ── collect ─────────────────────────────────────────────────────────────────────────────────
+
+COLLECT_HELP = "measure this machine (needs torch; a GPU if there is one) into RESULTS/MACHINE/"
+
+
+def add_collect_options(parser: argparse.ArgumentParser) -> None:
+    # collectors.__main__ imports torch (seconds to load), so its options are added only when
+    # `collect` is the command being run; other commands work without torch installed.
+    try:
+        from collectors.__main__ import build_parser
+    except ImportError as e:
+        raise UsageError(f"collect needs torch and the collectors package ({e}); "
+                         "install torch (see `make setup`)") from None
+    build_parser(parser)
+
+
+def cmd_collect(args: argparse.Namespace) -> int:
+    from collectors.__main__ import run_from_args
+
+    return run_from_args(args)
+
+
+# ── validate ────────────────────────────────────────────────────────────────────────────────
+
+def iter_validate_targets(path: Path) -> list[Path]:
+    """The documents a path names: the file itself, or every *.json under a folder."""
+    if not path.is_dir():
+        return [path]
+    found = sorted(p for p in path.rglob("*.json")
+                   if not any(part.startswith(".") for part in p.relative_to(path).parts))
+    if not found:
+        raise DocumentError(path, "", "holds no result documents (*.json)")
+    return found
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    bad = 0
+    for target in args.paths:
+        try:
+            paths = iter_validate_targets(Path(target))
+        except DocumentError as e:
+            print(format_error(e), file=sys.stderr)
+            bad += 1
+            continue
+        for path in paths:
+            try:
+                doc = load_document(path)
+            except DocumentError as e:
+                print(format_error(e), file=sys.stderr)
+                bad += 1
+            else:
+                print(f"ok {path} ({doc.kind})")
+    return EXIT_BAD_INPUT if bad else EXIT_OK
+
+
+# ── export ──────────────────────────────────────────────────────────────────────────────────
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from planner.export import build_tidy_table, render_csv, render_json
+
+    rows = build_tidy_table([args.results_dir])
+    text = render_json(rows) if args.format == "json" else render_csv(rows)
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        write_text_atomic(args.output, text)
+        print(f"wrote {len(rows)} rows to {args.output}")
+    return EXIT_OK
+
+
+# ── report, site ────────────────────────────────────────────────────────────────────────────
+
+def _load(module: str, name: str) -> Callable[..., Any]:
+    """Import a rendering function only when its command runs: jinja2, altair and WeasyPrint
+    load slowly, and a machine that only collects or exports need not have them."""
+    import importlib
+
+    try:
+        return getattr(importlib.import_module(module), name)
+    except ImportError as e:
+        # A missing dependency (jinja2, weasyprint…) is fixed by installing; a missing gpuplan
+        # module means a broken or partial checkout.
+        hint = "this gpuplan is incomplete" if (e.name or "").startswith("planner") else "run `make setup`"
+        raise UsageError(f"{module}.{name} cannot be loaded ({e}); {hint}") from None
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    render_report = _load("planner.render", "render_report")
+    _print_written(render_report(args.results_dir, args.out))
+    return EXIT_OK
+
+
+def cmd_site(args: argparse.Namespace) -> int:
+    build_site = _load("planner.site", "build_site")
+    _print_written(build_site(args.results_root, args.out))
+    return EXIT_OK
+
+
+def _print_written(result: Any) -> None:
+    paths = result if isinstance(result, (list, tuple)) else [result]
+    for path in paths:
+        if path is not None:
+            print(f"wrote {path}")
+
+
+# ── specs ───────────────────────────────────────────────────────────────────────────────────
+
+SPEC_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
+
+
+def build_gpu_table() -> list[list[str]]:
+    """The GPU catalog in human units: one header row, then one row per GPU."""
+    from planner.specs import load_gpu_catalog
+
+    header = ["GPU", "memory GB", "GB/s", "SMs", "L2 MiB", "TDP W", "CC",
+              *(f"{d} TFLOP/s" for d in SPEC_DTYPES), "source"]
+    rows = [header]
+    for s in load_gpu_catalog():
+        rows.append([
+            s.name, _num(s.memory_bytes, 1e9), _num(s.memory_bandwidth_bytes_per_s, 1e9), _num(s.sm_count),
+            _num(s.l2_bytes, 2**20), _num(s.tdp_w), s.compute_capability or "-",
+            *(_num(s.flops_per_s.get(d), 1e12) for d in SPEC_DTYPES), s.source,
+        ])
+    return rows
+
+
+def _num(value: float | None, per: float = 1) -> str:
+    return "-" if value is None else f"{value / per:g}"
+
+
+def render_table(rows: list[list[str]]) -> str:
+    """Left-align the first and last (text) columns, right-align the numbers between."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    last = len(widths) - 1
+    lines = []
+    for r in rows:
+        cells = [c.ljust(w) if i in (0, last) else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))]
+        lines.append("  ".join(cells).rstrip())
+    return "\n".join(lines) + "\n"
+
+
+def cmd_specs(args: argparse.Namespace) -> int:
+    # --gpus is the only catalog today; the flag keeps room for --instances.
+    sys.stdout.write(render_table(build_gpu_table()))
+    return EXIT_OK
+
+
+# ── parser and entry point ──────────────────────────────────────────────────────────────────
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="GPU capacity planner: measure a GPU, export and report what bounds a workload.",
+        epilog=f"Run `{PROG} COMMAND --help` for the options of a command.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    collect = _add(sub, "collect", cmd_collect, COLLECT_HELP)
+    if command == "collect":
+        add_collect_options(collect)
+    _add_validate(sub)
+    _add_export(sub)
+    _add_report_and_site(sub)
+    specs = _add(sub, "specs", cmd_specs, "list the spec catalog (GPU datasheet figures, dense rates)")
+    specs.add_argument("--gpus", action="store_true", help="list the GPU catalog (the default)")
+    return parser
+
+
+def _add(sub: Any, name: str, func: Callable[[argparse.Namespace], int], help: str) -> argparse.ArgumentParser:
+    p = sub.add_parser(name, help=help, description=help[0].upper() + help[1:] + ".")
+    p.set_defaults(func=func)
+    return p
+
+
+def _add_validate(sub: Any) -> None:
+    p = _add(sub, "validate", cmd_validate,
+             "check result documents (files, or folders searched for *.json) against the schema")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="a document, a machine folder or a results root")
+
+
+def _add_export(sub: Any) -> None:
+    p = _add(sub, "export", cmd_export,
+             "write every measured figure as one tidy row (CSV or JSON), for pandas and for comparing machines")
+    p.add_argument("results_dir", type=Path, metavar="RESULTS_DIR",
+                   help="a machine folder (results/<machine>/) or a results root holding several")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--csv", dest="format", action="store_const", const="csv", help="CSV (the default)")
+    fmt.add_argument("--json", dest="format", action="store_const", const="json",
+                     help="JSON: a list of objects, empty cells as null")
+    p.add_argument("-o", "--output", type=Path, metavar="FILE", help="write to FILE (default: standard output)")
+    p.set_defaults(format="csv")
+
+
+def _add_report_and_site(sub: Any) -> None:
+    p = _add(sub, "report", cmd_report, "render one machine's results as a self-contained HTML page and a PDF")
+    p.add_argument("results_dir", type=Path, metavar="RESULTS_DIR", help="a machine folder (results/<machine>/)")
+    p.add_argument("--out", type=Path, default=Path("reports"), help="output root (default: reports/)")
+    p = _add(sub, "site", cmd_site, "render every machine under a results root as a static site")
+    p.add_argument("results_root", type=Path, metavar="RESULTS_ROOT", help="folder of machine folders (results/)")
+    p.add_argument("--out", type=Path, default=Path("site/_build"), help="output folder (default: site/_build/)")
+
+
+def _command_of(argv: Sequence[str]) -> str | None:
+    # The top-level parser takes no option with a value, so the first word not starting with
+    # '-' is the command.
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        try:
+            args = build_parser(_command_of(argv)).parse_args(argv)
+        except SystemExit as e:  # --help (0) or a usage error (2, already printed by argparse)
+            return e.code if isinstance(e.code, int) else EXIT_BAD_INPUT
+        return args.func(args)
+    except (DocumentError, UsageError, OSError) as e:
+        print(format_error(e), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

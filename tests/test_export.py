@@ -1,0 +1,121 @@
+"""Tidy export of the real fixtures: one row per measured figure, stable columns, CSV and JSON."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from collectors.payloads import PAYLOADS
+from collectors.schema import DocumentError
+from planner.export import (
+    COLUMNS,
+    EXPORTERS,
+    TidyRow,
+    build_tidy_table,
+    iter_tidy_rows,
+    render_csv,
+    render_json,
+)
+from planner.results import load_machine
+
+FIXTURES = Path(__file__).parent / "fixtures" / "results"
+H100 = FIXTURES / "h100-80gb"
+CPU = FIXTURES / "cpu-test"
+DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
+
+
+def rows_by(rows: list[TidyRow], metric: str) -> dict[str | None, TidyRow]:
+    return {r.precision: r for r in rows if r.metric == metric}
+
+
+def test_columns_are_the_documented_ones_in_order():
+    assert COLUMNS == ("machine", "gpu", "collector", "workload", "precision", "batch", "variant",
+                       "metric", "value", "unit", "spread", "n", "status")
+
+
+def test_every_document_kind_has_an_exporter():
+    assert set(PAYLOADS) <= set(EXPORTERS)
+
+
+def test_h100_matmul_rows_carry_the_document_figures():
+    machine = load_machine(H100)
+    rows = list(iter_tidy_rows(machine))
+    matmul = rows_by(rows, "matmul_flops_per_s")
+    assert tuple(matmul) == DTYPES
+    for m in machine.ceilings.matmul:
+        row = matmul[m.dtype]
+        assert (row.value, row.spread, row.n) == (m.flops_per_s.median, m.flops_per_s.iqr, m.flops_per_s.n)
+        assert (row.unit, row.status, row.machine) == ("FLOP/s", "ok", "h100-80gb")
+        assert row.gpu == "NVIDIA H100 80GB HBM3" and row.collector == "ceilings"
+    assert 700e12 < matmul["bf16"].value < 989e12  # the measured peak sits under the dense datasheet
+
+
+def test_h100_bandwidth_and_latency_rows():
+    machine = load_machine(H100)
+    rows = {r.metric: r for r in iter_tidy_rows(machine) if r.precision is None}
+    copy = next(b for b in machine.ceilings.memory if b.name == "copy")
+    assert rows["memory_copy_bytes_per_s"].value == copy.bytes_per_s.median
+    assert rows["memory_copy_bytes_per_s"].unit == "B/s"
+    for name in ("memory_read", "memory_write", "h2d_pinned", "h2d_pageable", "d2h_pinned", "d2h_pageable"):
+        assert rows[f"{name}_bytes_per_s"].status == "ok"
+    assert rows["launch_latency_s"].value == machine.ceilings.launch_latency_s.median
+    assert rows["launch_latency_s"].unit == "s"
+
+
+def test_cpu_fixture_marks_missing_dtypes_and_links_skipped():
+    rows = list(iter_tidy_rows(load_machine(CPU)))
+    matmul = rows_by(rows, "matmul_flops_per_s")
+    for dtype in ("tf32", "fp8"):
+        assert matmul[dtype].status == "skipped"
+        assert (matmul[dtype].value, matmul[dtype].spread, matmul[dtype].n) == (None, None, None)
+    assert matmul["fp32"].status == "ok" and matmul["fp32"].value > 1e9
+    link_rows = [r for r in rows if r.metric.startswith(("h2d_", "d2h_"))]
+    assert len(link_rows) == 4 and {r.status for r in link_rows} == {"skipped"}
+    assert {r.gpu for r in rows} == {None}  # a CPU machine has no GPU cell
+
+
+def test_environment_contributes_no_rows():
+    rows = build_tidy_table([FIXTURES])
+    assert {r.collector for r in rows} == {"ceilings"}
+
+
+def test_results_root_and_machine_folder():
+    assert {r.machine for r in build_tidy_table([FIXTURES])} == {"h100-80gb", "cpu-test"}
+    assert {r.machine for r in build_tidy_table([H100])} == {"h100-80gb"}
+
+
+def test_csv_parses_back_exactly():
+    rows = build_tidy_table([FIXTURES])
+    parsed = list(csv.reader(io.StringIO(render_csv(rows))))
+    assert tuple(parsed[0]) == COLUMNS
+    assert len(parsed) == len(rows) + 1
+    for row, cells in zip(rows, parsed[1:], strict=True):
+        record = dict(zip(COLUMNS, cells, strict=True))
+        assert record["metric"] == row.metric
+        if row.value is None:
+            assert record["value"] == "" and record["n"] == ""
+        else:
+            assert float(record["value"]) == row.value and int(record["n"]) == row.n
+        assert record["workload"] == "" and record["batch"] == ""
+
+
+def test_json_uses_numbers_and_nulls():
+    rows = build_tidy_table([CPU])
+    records = json.loads(render_json(rows))
+    assert [list(r) for r in records] == [list(COLUMNS)] * len(rows)
+    tf32 = next(r for r in records if r["metric"] == "matmul_flops_per_s" and r["precision"] == "tf32")
+    assert tf32["value"] is None and tf32["gpu"] is None and tf32["status"] == "skipped"
+    fp32 = next(r for r in records if r["metric"] == "matmul_flops_per_s" and r["precision"] == "fp32")
+    assert isinstance(fp32["value"], float) and isinstance(fp32["n"], int)
+
+
+def test_a_bad_document_fails_the_whole_export(tmp_path):
+    shutil.copytree(FIXTURES, tmp_path / "results")
+    (tmp_path / "results" / "cpu-test" / "ceilings.json").write_text("{", encoding="utf-8")
+    with pytest.raises(DocumentError, match="cpu-test"):
+        build_tidy_table([tmp_path / "results"])
