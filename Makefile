@@ -13,7 +13,7 @@ SITE_OUT ?= site/_build
 # the CUDA one, which also runs on a CPU.
 TORCH_VERSION ?= 2.13.0
 # What WeasyPrint needs from the system (Pango, HarfBuzz, a font), and pdftotext for tests.
-APT_PACKAGES ?= libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz0b fonts-dejavu-core poppler-utils
+APT_PACKAGES ?= libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz0b libharfbuzz-subset0 fonts-dejavu-core poppler-utils
 # The results folder name: MACHINE=... if given (made filesystem-safe), else this host's id
 # (hostname + GPU model + count), as `gpuplan collect` names it.
 MACHINE ?=

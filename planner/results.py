@@ -58,8 +58,9 @@ class MachineResults:
 
 
 def iter_document_paths(folder: Path) -> list[Path]:
-    """The JSON documents of a machine folder, in a stable order (temp files of atomic writes skipped)."""
-    return sorted(p for p in folder.glob("*.json") if not p.name.startswith("."))
+    """The JSON documents of a machine folder, in a stable order. Temp files of atomic writes are
+    skipped, and so are symlinks: a results folder must not lead the reader out of itself."""
+    return sorted(p for p in folder.glob("*.json") if not p.name.startswith(".") and not p.is_symlink())
 
 
 def load_machine(folder: Path) -> MachineResults:
