@@ -174,6 +174,7 @@ class WorkloadPoint:
     achieved_bytes_fraction: float | None = None
     device_samples: DeviceSamples | None = None
     compile_s: float | None = None
+    first_step_s: float | None = None  # wall time of the first step: allocation, cudnn autotuning, compiling
 
 
 @dataclass(frozen=True)

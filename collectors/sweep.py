@@ -71,7 +71,12 @@ def _measure(workload: Workload, precision: str, batch: int, ctx: Context, varia
     model = prepare_model(workload, ctx.device, variant)
     step = build_step(workload, model, precision, batch, ctx.device, variant)
     step.run()  # first step: allocations, optimizer state, cudnn autotuning, compilation
-    compile_s = time.perf_counter() - started if variant.compile else None
+    if ctx.device.type == "cuda":
+        torch.cuda.synchronize(ctx.device)
+    # cudnn.benchmark's autotuning is paid here: 19 s for resnet50 bf16 at batch 256 and 68 s for
+    # fp32 at 256 on an H100, for no gain in fp32 (.diag run, 2026-11-22); users should see it.
+    first_step_s = time.perf_counter() - started
+    compile_s = first_step_s if variant.compile else None
     with NvmlSampler(ctx.device.index if ctx.device.type == "cuda" else None) as sampler:
         seconds = time_callable(step.run, ctx.device, ctx.plan)
     memory = _memory_use(ctx.device, sampler.max_used)
@@ -88,7 +93,7 @@ def _measure(workload: Workload, precision: str, batch: int, ctx: Context, varia
         memory=memory, flops_per_step=flops, traffic=traffic,
         achieved_flops_fraction=_fraction(flops, seconds, _flops_ceiling(ctx, precision)),
         achieved_bytes_fraction=_fraction(traffic.total_bytes if traffic else None, seconds, _bw_ceiling(ctx)),
-        device_samples=sampler.result(), compile_s=compile_s, **base)
+        device_samples=sampler.result(), compile_s=compile_s, first_step_s=first_step_s, **base)
 
 
 def _memory_use(device: torch.device, nvml_used: int | None) -> MemoryUse | None:
