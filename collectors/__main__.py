@@ -54,8 +54,6 @@ def _ceilings(progress: Progress, folder: Path, options: Options) -> Iterator[tu
 
 def _workloads(progress: Progress, folder: Path, options: Options) -> Iterator[tuple[str, Any]]:
     names = options.workloads or workload_collector.DEFAULT_WORKLOADS
-    for spec in names:  # load every workload first: a bad user file fails before hours of measuring
-        load_workload(spec)
     yield from workload_collector.iter_workload_documents(names, options.profile, folder, ceilings.pick_device(),
                                                           progress)
 
@@ -131,6 +129,10 @@ def summary_of(payload: Any) -> str:
 def run_from_args(args: argparse.Namespace) -> int:
     options = Options(args.out, args.machine, args.only, args.profile, args.workloads)
     try:
+        # Every workload is loaded before anything runs or is written: a bad user file fails in
+        # a second, not after the other collectors have spent minutes.
+        for spec in options.workloads or []:
+            load_workload(spec)
         folder, lines = run_collection(options)
     except WorkloadError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -33,37 +33,47 @@ def _nbytes(t: torch.Tensor) -> int:
     return t.numel() * t.element_size()
 
 
-class _OutputBytes(TorchDispatchMode):
-    """Sums the bytes of every op's outputs and counts forward calls of nothing else."""
+def _storages(model: torch.nn.Module) -> set[int]:
+    return {p.untyped_storage().data_ptr() for p in model.parameters()}
 
-    def __init__(self) -> None:
+
+class _OutputBytes(TorchDispatchMode):
+    """Sums the bytes of every op's outputs, except views of the parameters (a weight's `t()`)."""
+
+    def __init__(self, params: set[int]) -> None:
         super().__init__()
-        self.total = 0
+        self.total, self.params = 0, params
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001 - torch's signature
         out = func(*args, **(kwargs or {}))
-        self.total += sum(_nbytes(t) for t in tree_leaves(out) if isinstance(t, torch.Tensor))
+        self.total += sum(_nbytes(t) for t in tree_leaves(out)
+                          if isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() not in self.params)
         return out
 
 
 @dataclass
 class _SavedBytes:
+    """Bytes of the tensors autograd saves for backward; parameters are counted apart, not here."""
+
+    params: set[int]
     total: int = 0
 
     def pack(self, t: torch.Tensor) -> torch.Tensor:
-        self.total += _nbytes(t)
+        if t.untyped_storage().data_ptr() not in self.params:
+            self.total += _nbytes(t)
         return t
 
 
 def estimate_traffic(step: Step, model: torch.nn.Module, forward_passes: int = 1) -> TrafficEstimate:
     params = sum(_nbytes(p) for p in model.parameters())
+    storages = _storages(model)
     if step.optimizer is None:
-        outputs = _OutputBytes()
+        outputs = _OutputBytes(storages)
         with outputs:
             step.run()
         return TrafficEstimate(params_bytes=params * forward_passes, grads_bytes=0, optimizer_bytes=0,
                                activations_bytes=2 * outputs.total)
-    saved = _SavedBytes()
+    saved = _SavedBytes(storages)
     with torch.autograd.graph.saved_tensors_hooks(saved.pack, lambda t: t):
         step.run()
     state = sum(_nbytes(v) for s in step.optimizer.state.values() for v in s.values()

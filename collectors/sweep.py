@@ -58,11 +58,17 @@ def measure_point(workload: Workload, precision: str, batch: int, ctx: Context, 
     try:
         with precision_mode(precision, ctx.device, variant):
             return _measure(workload, precision, batch, ctx, variant, base)
-    except (RuntimeError, torch.OutOfMemoryError) as e:
+    except Exception as e:  # a user's step may raise anything: record it, go on with the next point
         status = "oom" if is_oom(e) else "error"
-        return WorkloadPoint(status=status, reason=str(e).splitlines()[0][:300], **base)
+        return WorkloadPoint(status=status, reason=error_line(e), **base)
     finally:
         free_memory(ctx.device)
+
+
+def error_line(error: BaseException) -> str:
+    """One line for the document: the first line of the message, or the exception's type."""
+    first = (str(error).splitlines() or [""])[0].strip()
+    return f"{type(error).__name__}: {first}"[:300] if first else type(error).__name__
 
 
 def _measure(workload: Workload, precision: str, batch: int, ctx: Context, variant: Variant,
@@ -137,7 +143,7 @@ def fits(workload: Workload, precision: str, batch: int, device: torch.device) -
             if device.type == "cuda":
                 torch.cuda.synchronize(device)
         return True
-    except (RuntimeError, torch.OutOfMemoryError) as e:
+    except Exception as e:
         if not is_oom(e):
             raise
         return False
@@ -152,7 +158,11 @@ def bisect_boundary(workload: Workload, precision: str, largest_ok: int, first_o
     lo, hi = largest_ok, first_oom
     while hi - lo > max(1, int(lo * BOUNDARY_TOLERANCE)):
         mid = (lo + hi) // 2
-        if fits(workload, precision, mid, device):
+        try:
+            ok = fits(workload, precision, mid, device)
+        except Exception as e:  # not an OOM: the boundary is unknown past `lo`
+            return OomBoundary(precision=precision, status="error", max_batch=lo, reason=error_line(e))
+        if ok:
             lo = mid
         else:
             hi = mid

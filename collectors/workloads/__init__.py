@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,9 +82,13 @@ def _call_user_function(path: Path, fn_name: str) -> Any:
     if module_spec is None or module_spec.loader is None:
         raise WorkloadError(f"{path}: cannot be imported as Python")
     module = importlib.util.module_from_spec(module_spec)
+    # Registered before it runs, as importlib's recipe does: dataclasses and pickling look the
+    # module up in sys.modules while it is being executed.
+    sys.modules[module_spec.name] = module
     try:
         module_spec.loader.exec_module(module)
     except Exception as e:  # the user's code: any error is reported in one line, never a traceback
+        sys.modules.pop(module_spec.name, None)
         raise WorkloadError(f"{path}: importing it raised {type(e).__name__}: {e}") from None
     fn = getattr(module, fn_name, None)
     if not callable(fn):
