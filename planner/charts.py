@@ -8,12 +8,28 @@ report renders them interactively; the PDF gets SVG from `vl_convert.vegalite_to
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import altair as alt
 
-from collectors.payloads import BandwidthCeiling, CeilingsPayload, MatmulCeiling
-from planner.formatting import format_bandwidth, format_flops, format_intensity
+from collectors.payloads import (
+    BandwidthCeiling,
+    CeilingsPayload,
+    MatmulCeiling,
+    OomBoundary,
+    WorkloadPayload,
+    WorkloadPoint,
+)
+from planner.formatting import (
+    format_bandwidth,
+    format_bytes,
+    format_duration,
+    format_flops,
+    format_intensity,
+    format_number,
+    format_percent,
+)
 
 DTYPE_COLORS = {"fp8": "#d62728", "bf16": "#1f77b4", "fp16": "#2ca02c", "tf32": "#9467bd", "fp32": "#ff7f0e"}
 DTYPE_ORDER = tuple(DTYPE_COLORS)
@@ -120,3 +136,173 @@ def _colors(dtypes: list[str]) -> list[str]:
 def with_width(spec: dict, width: int) -> dict:
     """A copy of `spec` at a fixed pixel width: SVG rendering has no container to fill."""
     return {**spec, "width": width}
+
+
+# ---- Workload charts: batch scaling, memory against the OOM boundary, sequence scaling ----
+
+GIB = float(1 << 30)
+SAFE_UNIT = re.compile(r"[A-Za-z][A-Za-z -]{0,23}")
+
+
+def unit_label(unit: str) -> str:
+    """What one sample is, as the charts may say it: a user workload's free text becomes 'samples'."""
+    return unit if SAFE_UNIT.fullmatch(unit) else "samples"
+
+
+def _ok_points(payload: WorkloadPayload, sweep: str) -> list[WorkloadPoint]:
+    return [p for p in payload.points if p.sweep == sweep and p.status == "ok" and p.step_s is not None]
+
+
+def _precisions(points: list[WorkloadPoint]) -> list[str]:
+    rank = {d: i for i, d in enumerate(DTYPE_ORDER)}
+    return sorted({p.precision for p in points}, key=lambda d: (rank.get(d, len(rank)), d))
+
+
+def _point_tooltip(p: WorkloadPoint, unit: str) -> dict:
+    memory = p.memory.peak_allocated_bytes if p.memory else None
+    return {"precision": p.precision, "batch": p.batch,
+            "throughput_text": f"{format_number(p.throughput_per_s)} {unit}/s",
+            "step": format_duration(p.step_s.median), "memory_text": format_bytes(memory),
+            "flops_pct": format_percent(p.achieved_flops_fraction),
+            "bytes_pct": format_percent(p.achieved_bytes_fraction)}
+
+
+POINT_TOOLTIP = [alt.Tooltip("precision:N", title="Precision"), alt.Tooltip("batch:Q", title="Batch"),
+                 alt.Tooltip("throughput_text:N", title="Throughput"), alt.Tooltip("step:N", title="Step time"),
+                 alt.Tooltip("memory_text:N", title="Peak allocated"),
+                 alt.Tooltip("flops_pct:N", title="Of FLOP/s ceiling"),
+                 alt.Tooltip("bytes_pct:N", title="Of copy bandwidth (est.)")]
+
+
+def _log2_x(field: str, title: str, ticks: list[int], extra: list[int] = ()) -> alt.X:
+    """A log-2 axis ticked at the measured values, spanning `extra` ones too (rules, labelled where drawn),
+    padded so that rules at the ends stay off the frame."""
+    values = [*ticks, *extra]
+    return alt.X(f"{field}:Q", title=f"{title} (log scale, base 2)",
+                 scale=alt.Scale(type="log", base=2, domain=[min(values) / 1.15, max(values) * 1.15], nice=False),
+                 axis=alt.Axis(values=sorted(set(ticks)), format="d", labelOverlap=True))
+
+
+def _batch_x(batches: list[int], extra: list[int] = ()) -> alt.X:
+    return _log2_x("batch", "Batch size", batches, extra)
+
+
+def _legend(title: str | None) -> alt.Legend:
+    """Legends go under the plot: the PDF's font is wider than the one vl-convert measures with, and a
+    legend on the right would be clipped at the SVG's edge."""
+    return alt.Legend(title=title, orient="bottom", direction="horizontal")
+
+
+def _rule_labels(field: str, rows: list[dict]) -> alt.Chart:
+    """The label of each vertical rule written beside it near the top of the plot (one line down per rule,
+    so that close rules do not print over each other), for readers of the PDF, who have no tooltips."""
+    rows = [{**row, "offset": 16 + 14 * i} for i, row in enumerate(rows)]
+    return alt.Chart(alt.Data(values=rows)).mark_text(align="right", baseline="top", dx=-4, fontSize=10,
+                                                      color="#333333").encode(
+        x=alt.X(f"{field}:Q"), y=alt.Y("offset:Q", scale=None), text="text:N")
+
+
+def _precision_color(precisions: list[str]) -> alt.Color:
+    return alt.Color("precision:N", scale=alt.Scale(domain=precisions, range=_colors(precisions)),
+                     legend=_legend("Precision"))
+
+
+def build_throughput_chart(payload: WorkloadPayload, width: int | str = "container") -> dict | None:
+    """Throughput against batch size, one line per precision (x on a log₂ scale); None without a sweep."""
+    points = _ok_points(payload, "batch")
+    if not points:
+        return None
+    unit = unit_label(payload.unit)
+    rows = [{**_point_tooltip(p, unit), "y": p.throughput_per_s} for p in points]
+    chart = alt.Chart(alt.Data(values=rows)).mark_line(point=True, strokeWidth=2).encode(
+        x=_batch_x([p.batch for p in points]), y=alt.Y("y:Q", title=f"Throughput ({unit}/s)"),
+        color=_precision_color(_precisions(points)), tooltip=POINT_TOOLTIP)
+    chart = chart.properties(width=width, height=CHART_HEIGHT, title="Throughput against batch size")
+    return chart.configure_view(stroke=None).to_dict()
+
+
+def _boundary_rules(boundaries: list[OomBoundary]) -> list[dict]:
+    return [{"precision": b.precision, "batch": b.max_batch,
+             "label": f"{b.precision}: max batch {b.max_batch}, out of memory at {b.first_oom_batch}"}
+            for b in boundaries if b.status == "ok" and b.max_batch and b.first_oom_batch and not b.capped]
+
+
+def _boundary_labels(rules: list[dict]) -> list[dict]:
+    """One label per distinct boundary: 'max 77: fp16, bf16'."""
+    by_batch: dict[int, list[str]] = {}
+    for rule in rules:
+        by_batch.setdefault(rule["batch"], []).append(rule["precision"])
+    return [{"batch": b, "text": f"max {b}: {', '.join(names)}"} for b, names in sorted(by_batch.items())]
+
+
+def build_memory_chart(payload: WorkloadPayload, gpu_memory_bytes: int | None = None,
+                       width: int | str = "container") -> dict | None:
+    """Peak allocated memory against batch size, per precision, with a dashed rule at each precision's
+    largest batch that fits (the OOM boundary) and a grey one at the GPU's memory. None without figures."""
+    points = [p for p in _ok_points(payload, "batch") if p.memory and p.memory.peak_allocated_bytes]
+    if not points:
+        return None
+    unit = unit_label(payload.unit)
+    rows = [{**_point_tooltip(p, unit), "y": p.memory.peak_allocated_bytes / GIB} for p in points]
+    rules = _boundary_rules(payload.boundaries)
+    x = _batch_x([p.batch for p in points], [r["batch"] for r in rules])
+    color = _precision_color(_precisions(points))
+    y = alt.Y("y:Q", title="Peak allocated (GiB)")
+    layers = [alt.Chart(alt.Data(values=rows)).mark_line(point=True, strokeWidth=2).encode(
+        x=x, y=y, color=color, tooltip=POINT_TOOLTIP)]
+    if rules:
+        layers.append(alt.Chart(alt.Data(values=rules)).mark_rule(strokeDash=[6, 4], strokeWidth=1.5).encode(
+            x=x, color=color, tooltip=[alt.Tooltip("label:N", title="OOM boundary")]))
+        layers.append(_rule_labels("batch", _boundary_labels(rules)))
+    if gpu_memory_bytes:
+        label = f"GPU memory: {format_bytes(gpu_memory_bytes)}"
+        capacity = alt.Chart(alt.Data(values=[{"y": gpu_memory_bytes / GIB, "label": label}]))
+        layers.append(capacity.mark_rule(color="#555555", strokeWidth=1.5).encode(
+            y=y, tooltip=[alt.Tooltip("label:N", title="Capacity")]))
+        layers.append(capacity.mark_text(align="left", baseline="bottom", dx=4, dy=-2, fontSize=10,
+                                         color="#333333").encode(y=y, x=alt.value(0), text="label:N"))
+    chart = alt.layer(*layers).properties(width=width, height=CHART_HEIGHT,
+                                         title="Peak memory against batch size (dashed: largest batch that fits)")
+    return chart.configure_view(stroke=None).to_dict()
+
+
+def _sequence_rows(points: list[WorkloadPoint]) -> list[dict]:
+    rows = []
+    for p in points:
+        memory = p.memory.peak_allocated_bytes if p.memory else None
+        common = {"seq_len": p.seq_len, "tokens_text": f"{format_number(p.tokens_per_s)} tokens/s",
+                  "memory_text": format_bytes(memory), "step": format_duration(p.step_s.median)}
+        rows.append({**common, "series": "tokens/s", "y": p.tokens_per_s})
+        if memory:
+            rows.append({**common, "series": "peak allocated", "y": memory / GIB})
+    return rows
+
+
+def build_sequence_chart(payload: WorkloadPayload, width: int | str = "container") -> dict | None:
+    """Tokens/s (left axis) and peak allocated memory (right axis) against sequence length (log₂), with a
+    dashed rule at the first length that ran out of memory. None when there are no sequence points."""
+    points = [p for p in _ok_points(payload, "sequence") if p.seq_len and p.tokens_per_s]
+    if not points:
+        return None
+    rows = _sequence_rows(points)
+    ooms = [{"seq_len": p.seq_len, "label": f"out of memory at sequence {p.seq_len}, batch {p.batch}",
+             "text": "out of memory"}
+            for p in payload.points if p.sweep == "sequence" and p.status == "oom" and p.seq_len]
+    x = _log2_x("seq_len", "Sequence length (tokens)", [p.seq_len for p in points] + [o["seq_len"] for o in ooms])
+    color = alt.Color("series:N", scale=alt.Scale(domain=["tokens/s", "peak allocated"],
+                                                   range=["#1f77b4", "#d62728"]), legend=_legend(None))
+    tooltip = [alt.Tooltip("seq_len:Q", title="Sequence length"), alt.Tooltip("tokens_text:N", title="Throughput"),
+               alt.Tooltip("memory_text:N", title="Peak allocated"), alt.Tooltip("step:N", title="Step time")]
+    base = alt.Chart(alt.Data(values=rows)).mark_line(point=True, strokeWidth=2)
+    tokens = base.encode(x=x, y=alt.Y("y:Q", title="Tokens/s", axis=alt.Axis(orient="left")),
+                         color=color, tooltip=tooltip).transform_filter("datum.series == 'tokens/s'")
+    memory = base.encode(x=x, y=alt.Y("y:Q", title="Peak allocated (GiB)", axis=alt.Axis(orient="right")),
+                         color=color, tooltip=tooltip).transform_filter("datum.series == 'peak allocated'")
+    layers = [tokens, memory]
+    if ooms:
+        layers.append(alt.Chart(alt.Data(values=ooms)).mark_rule(strokeDash=[6, 4], color="#555555").encode(
+            x=x, tooltip=[alt.Tooltip("label:N", title="Capacity")]))
+        layers.append(_rule_labels("seq_len", ooms))
+    chart = alt.layer(*layers).resolve_scale(y="independent").properties(
+        width=width, height=CHART_HEIGHT, title=f"Sequence scaling at batch {points[0].batch}")
+    return chart.configure_view(stroke=None).to_dict()

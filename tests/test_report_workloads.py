@@ -1,0 +1,187 @@
+"""Workload sections of the report, on real data only: the committed H100 run of gpt-small (standard
+profile) and a CPU run of mlp-stgan made here once per module (standard profile, tiny sizes)."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+import vl_convert
+from pypdf import PdfReader
+
+from collectors.__main__ import main as collect_main
+from collectors.payloads import WorkloadPayload, WorkloadPoint
+from collectors.schema import load_document
+from planner.charts import build_memory_chart, build_sequence_chart, build_throughput_chart, with_width
+from planner.formatting import format_count, format_number, format_percent
+from planner.render import render_report, render_report_html
+from planner.report import NotCollectedSection, build_report
+from planner.report_workloads import WorkloadSection, build_workload_section
+from planner.results import load_machine
+from planner.workload_verdict import BOUNDS, build_verdict, gpu_memory_bytes
+
+H100 = Path(__file__).resolve().parent.parent / "results" / "h100-80gb"
+GPT = H100 / "workload-gpt-small.json"
+TINY_NOTE = "Reduced sizes, not for planning."
+
+
+@pytest.fixture(scope="module")
+def gpt() -> WorkloadPayload:
+    return load_document(GPT).payload
+
+
+@pytest.fixture(scope="module")
+def h100_gpu_memory() -> int:
+    memory = gpu_memory_bytes(load_machine(H100))
+    assert memory
+    return memory
+
+
+@pytest.fixture(scope="module")
+def h100_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    html, pdf = render_report(H100, tmp_path_factory.mktemp("h100"))
+    text = " ".join(page.extract_text() for page in PdfReader(pdf).pages)
+    return html.read_text(encoding="utf-8"), re.sub(r"\s+", " ", text)
+
+
+def visible(html: str) -> str:
+    """The page's text as a reader sees it: tags dropped, white space collapsed."""
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", html))
+
+
+@pytest.fixture(scope="module")
+def cpu_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("cpu")
+    assert collect_main(["--only", "workloads", "--out", str(out), "--machine", "cpu-t", "--workload", "mlp-stgan",
+                         "--profile", "standard"]) == 0
+    return out / "cpu-t"
+
+
+def main_point(payload: WorkloadPayload, precision: str, batch: int) -> WorkloadPoint:
+    """The default-variant trial at the main batch: the point the report's tables and verdict quote."""
+    return next(p for p in payload.points if p.sweep == "variant" and p.variant == "default"
+                and p.precision == precision and p.batch == batch)
+
+
+def gpt_section(report_sections: list) -> WorkloadSection:
+    return next(s for s in report_sections if isinstance(s, WorkloadSection) and s.name == "gpt-small")
+
+
+def test_html_and_pdf_name_the_workload_its_verdict_and_the_bf16_batch_32_throughput(h100_report, gpt):
+    html, pdf = h100_report
+    throughput = f"{format_number(main_point(gpt, 'bf16', 32).throughput_per_s)} sequences/s"
+    for text in (visible(html), pdf):
+        assert "Workload: gpt-small" in text
+        assert "Verdict: memory-bandwidth-bound at bf16, batch 32" in text
+        assert f"Throughput at bf16, batch 32: {throughput}" in text
+    assert f'<td class="num">{format_number(main_point(gpt, "bf16", 32).throughput_per_s)}</td>' in html
+
+
+def test_oom_boundary_table_lists_the_documents_max_batch(h100_report, gpt):
+    bf16 = next(b for b in gpt.boundaries if b.precision == "bf16")
+    assert (bf16.max_batch, bf16.first_oom_batch, bf16.capped) == (77, 78, False)  # the real run's bisection
+    table = re.search(r'<table class="workload-boundaries">(.*?)</table>', h100_report[0], re.S)[1]
+    row = re.search(r'<th scope="row">bf16</th>\s*<td class="num">([^<]*)</td>\s*<td class="num">([^<]*)</td>', table)
+    assert row and row.groups() == (format_count(bf16.max_batch), format_count(bf16.first_oom_batch))
+    assert "max 77: fp16, bf16" in str(build_memory_chart(gpt))  # the boundary's rule, labelled for the PDF
+
+
+def test_verdict_on_the_real_h100_run_is_memory_bandwidth_bound_by_the_fusion_rule(gpt, h100_gpu_memory):
+    """bf16 is the fastest precision at batch 32. Doubling to 64 gains under 4%, so the device is saturated
+    (not latency-bound); 30.8 GiB of 79.6 GiB leaves room, and the sweep plateaued before it ran out of
+    memory (not capacity-bound). The step reaches under half of both ceilings (about 23% of the bf16 matmul
+    FLOP/s, 12% of the copy bandwidth by the traffic estimate), and torch.compile, which removes memory
+    traffic by fusing element-wise operations, is about 1.4× faster: memory-bandwidth-bound by rule 6."""
+    point = main_point(gpt, "bf16", 32)
+    assert point.achieved_flops_fraction < 0.5 and point.achieved_bytes_fraction < 0.5
+    verdict = build_verdict(gpt, h100_gpu_memory)
+    assert (verdict.bound, verdict.precision, verdict.batch) == ("memory-bandwidth-bound", "bf16", 32)
+    assert format_percent(point.achieved_flops_fraction) in verdict.reason
+    assert "torch.compile" in verdict.reason
+    assert any("16384 runs out of memory" in line for line in verdict.evidence)  # sequence: capacity
+
+
+def test_verdict_without_the_compile_trial_falls_back_to_the_larger_fraction(gpt, h100_gpu_memory):
+    """The same run without its compile point: no fusion evidence, so the larger fraction (FLOP/s) decides."""
+    plain = dataclasses.replace(gpt, points=[p for p in gpt.points if p.variant != "compile"])
+    assert build_verdict(plain, h100_gpu_memory).bound == "compute-bound"
+
+
+def test_verdict_says_capacity_bound_when_the_gpu_is_nearly_full(gpt):
+    """On a GPU with 32 GiB the same 30.8 GiB step leaves under 10% free."""
+    verdict = build_verdict(gpt, 32 << 30)
+    assert verdict.bound == "capacity-bound" and "of GPU memory is left" in verdict.reason
+
+
+def test_trial_table_compares_precisions_and_variants_at_the_main_batch(gpt, h100_gpu_memory):
+    section = build_workload_section(gpt, h100_gpu_memory)
+    assert section.main_batch == 32
+    rows = {(r.precision, r.variant): r for r in section.trials}
+    assert list(rows)[:4] == [("fp32", "default"), ("tf32", "default"), ("fp16", "default"), ("bf16", "default")]
+    fp32 = next(p for p in gpt.points if p.sweep == "batch" and p.precision == "fp32" and p.batch == 32)
+    bf16 = main_point(gpt, "bf16", 32)
+    assert rows["bf16", "default"].vs_fp32 == pytest.approx(bf16.throughput_per_s / fp32.throughput_per_s)
+    compiled = rows["bf16", "compile"]
+    assert compiled.compile_s and compiled.vs_default == pytest.approx(
+        compiled.throughput / bf16.throughput_per_s)
+    repeat = next(p for p in gpt.points if p.sweep == "repeat")
+    assert section.repeats[0].difference == pytest.approx(repeat.step_s.median / bf16.step_s.median - 1)
+
+
+def test_workload_charts_render_to_svg_offline(gpt, h100_gpu_memory):
+    specs = {"throughput": build_throughput_chart(gpt), "memory": build_memory_chart(gpt, h100_gpu_memory),
+             "sequence": build_sequence_chart(gpt)}
+    for name, spec in specs.items():
+        assert spec is not None, name
+        svg = vl_convert.vegalite_to_svg(with_width(spec, 500))
+        assert svg.lstrip().startswith("<svg"), name
+    assert "Throughput (sequences/s)" in vl_convert.vegalite_to_svg(with_width(specs["throughput"], 500))
+    tooltips = str(specs["throughput"])
+    assert "TFLOP" not in tooltips and "Of FLOP/s ceiling" in tooltips and "sequences/s" in tooltips
+
+
+def test_each_workload_gets_its_own_anchor_and_contents_entry(h100_report):
+    html = h100_report[0]
+    names = [p.stem.removeprefix("workload-") for p in sorted(H100.glob("workload-*.json"))]
+    for name in names:
+        assert f'<li><a href="#workload-{name}">Workload: {name}</a></li>' in html
+        assert html.count(f'id="workload-{name}"') == 1
+    assert html.count('data-chart="chart-workload-gpt-small-') == 3
+    for tag in re.findall(r"<(?:script|link|img|iframe)\b[^>]*>", html, flags=re.IGNORECASE):
+        assert not re.search(r"\b(?:src|href)\s*=\s*[\"']?\s*(?:https?:)?//", tag, re.IGNORECASE), tag  # offline
+
+
+def test_workload_kind_is_no_longer_listed_as_not_collected():
+    report = build_report(load_machine(H100))
+    missing = [s.kinds for s in report.sections if isinstance(s, NotCollectedSection)]
+    assert all("workload" not in kinds for kinds in missing)
+
+
+def test_tiny_cpu_run_carries_the_note_and_the_h100_run_does_not(cpu_folder, h100_report):
+    machine = load_machine(cpu_folder)
+    assert [w.scale for w in machine.workloads] == ["tiny"]
+    html = render_report_html(build_report(machine))
+    assert TINY_NOTE in html and "Workload: mlp-stgan" in html
+    assert TINY_NOTE not in h100_report[0] and TINY_NOTE not in h100_report[1]
+    section = next(s for s in build_report(machine).sections if isinstance(s, WorkloadSection))
+    assert section.verdict.bound in BOUNDS
+    assert section.memory_chart is None  # a CPU reports no allocator peak; the page says so instead
+    assert "does not report PyTorch" in html
+    for spec in (section.throughput_chart,):
+        assert vl_convert.vegalite_to_svg(with_width(spec, 400)).lstrip().startswith("<svg")
+
+
+def test_workload_names_from_documents_are_escaped(gpt):
+    hostile = dataclasses.replace(gpt, workload="<script>alert(1)</script>")
+    html = render_report_html(build_report_with(hostile))
+    assert "<script>alert(1)" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert 'id="workload-script-alert-1-script"' in html
+
+
+def build_report_with(payload: WorkloadPayload):  # noqa: ANN201 - a Report
+    machine = load_machine(H100)
+    docs = {stem: doc for stem, doc in machine.documents.items() if doc.kind != "workload"}
+    docs["workload-x"] = dataclasses.replace(load_document(GPT), payload=payload)
+    return build_report(dataclasses.replace(machine, documents=docs))
