@@ -36,7 +36,7 @@ PROFILES = {
 # The batch each workload is judged at (acceptance: gpt-small 32, resnet50 256 on an H100),
 # and a cap on the sweep so that a tiny model does not double for ever.
 MAIN_BATCH = {"gpt-small": 32, "resnet50": 256, "mlp-stgan": 4096, "conv-rollout": 40}
-SWEEP_CAP = {"gpt-small": 2048, "resnet50": 8192, "mlp-stgan": 1 << 22, "conv-rollout": 640}
+SWEEP_CAP = {"gpt-small": 2048, "resnet50": 8192, "mlp-stgan": 1 << 22, "conv-rollout": 320}
 SEQUENCE_BATCH, SEQUENCE_START, SEQUENCE_CAP = 8, 1024, 65536
 
 # On a CPU the reference sizes would take minutes a step: the CPU run uses tiny sizes, says so

@@ -131,13 +131,19 @@ def _fraction(amount: float | None, seconds: Stat, ceiling: float | None) -> flo
     return amount / seconds.median / ceiling
 
 
+# The bisection only asks "does it run?": cudnn.benchmark's autotuning would cost a minute or
+# more per probe (68 s for resnet50 fp32 at batch 256 on an H100) for no information, so the
+# probes run without it. cuDNN caps an algorithm's workspace by the free memory either way.
+PROBE_VARIANT = Variant(cudnn_benchmark=False)
+
+
 def fits(workload: Workload, precision: str, batch: int, device: torch.device) -> bool:
     """Whether two steps at `batch` run (the second holds the optimizer state too)."""
     free_memory(device)
     try:
-        with precision_mode(precision, device, Variant()):
-            model = prepare_model(workload, device, Variant())
-            step = build_step(workload, model, precision, batch, device, Variant())
+        with precision_mode(precision, device, PROBE_VARIANT):
+            model = prepare_model(workload, device, PROBE_VARIANT)
+            step = build_step(workload, model, precision, batch, device, PROBE_VARIANT)
             step.run()
             step.run()
             if device.type == "cuda":
