@@ -161,15 +161,8 @@ def script_json(value: object) -> Markup:
 
 
 FILTERS: dict[str, Callable[..., str]] = {
+    **UNIT_FORMATTERS,
     "number": format_number,
-    "flops": format_flops,
-    "bandwidth": format_bandwidth,
-    "hertz": format_hertz,
-    "watts": format_watts,
-    "bytes": format_bytes,
-    "duration": format_duration,
-    "percent": format_percent,
-    "intensity": format_intensity,
     "count": format_count,
     "text": format_text,
     "shape": format_shape,
