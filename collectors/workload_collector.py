@@ -104,12 +104,12 @@ def iter_detail(name: str, workload: Workload, precision: str, plan: Plan,
 
 def iter_sequence(precision: str, plan: Plan, ctx: Context) -> Iterator[WorkloadPoint]:
     """gpt-small at batch 8, sequence 1024, 2048, … until OOM (capacity) or the cap."""
-    seq, batch = profiles.SEQUENCE_START, profiles.SEQUENCE_BATCH
+    seq, batch, cap = profiles.SEQUENCE_START, profiles.SEQUENCE_BATCH, profiles.SEQUENCE_CAP
+    sizes = builtin.TINY_GPT if plan.tiny else {}
     if plan.tiny:
-        seq, batch = 64, 1
-    while seq <= (profiles.SEQUENCE_CAP if not plan.tiny else 256):
-        spec = builtin.gpt_small(seq_len=seq) if not plan.tiny else \
-            builtin.gpt_small(seq_len=seq, d_model=128, n_layers=2, n_heads=4)
+        seq, batch, cap = builtin.TINY_GPT_SEQ, 1, 4 * builtin.TINY_GPT_SEQ
+    while seq <= cap:
+        spec = builtin.gpt_small(seq_len=seq, **sizes)
         point = measure_point(workload_from_dict(spec, "built-in"), precision, batch, ctx, "sequence", seq_len=seq)
         yield point
         if point.status != "ok":
@@ -149,11 +149,7 @@ def iter_workload_documents(names: list[str], profile_name: str, folder: Path, d
     progress.total = len(names) * len(PRECISIONS)
     for name in names:
         payload = collect_workload(name, profiles.PROFILES[profile_name], ctx, progress)
-        yield f"workload-{_stem(payload.workload)}", payload
-
-
-def _stem(name: str) -> str:
-    return sanitize_machine_id(name)
+        yield f"workload-{sanitize_machine_id(payload.workload)}", payload
 
 
 DEFAULT_WORKLOADS = list(BUILTIN)

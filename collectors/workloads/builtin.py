@@ -50,8 +50,10 @@ def conv_rollout(size: int = 128, steps: int = ROLLOUT_STEPS) -> dict:
 
 
 # Tiny sizes for the CPU path (tests, `make report` on a laptop): same code, smaller shapes.
+TINY_GPT = {"d_model": 128, "n_layers": 2, "n_heads": 4}
+TINY_GPT_SEQ = 64
 TINY = {
-    "gpt-small": lambda: gpt_small(seq_len=64, d_model=128, n_layers=2, n_heads=4),
+    "gpt-small": lambda: gpt_small(seq_len=TINY_GPT_SEQ, **TINY_GPT),
     "resnet50": lambda: resnet50(image=64),
     "mlp-stgan": mlp_stgan,
     "conv-rollout": lambda: conv_rollout(size=32, steps=5),
