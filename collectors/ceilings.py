@@ -10,7 +10,7 @@ from collectors import bandwidth, matmul
 from collectors.payloads import CeilingsPayload
 from collectors.progress import Progress
 
-NAME, VERSION = "ceilings", "1"
+NAME, VERSION = "ceilings", "2"
 
 
 def pick_device() -> torch.device:

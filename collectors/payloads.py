@@ -155,9 +155,10 @@ class DeviceSamples:
 
 @dataclass(frozen=True)
 class WorkloadPoint:
-    """One measured configuration. `sweep` says why it was measured: batch, sequence, variant, repeat."""
+    """One measured configuration. `sweep` says why it was measured: batch, sequence, variant, repeat, or
+    probe (an untimed run of the out-of-memory boundary search: status and peak memory only)."""
 
-    sweep: Literal["batch", "sequence", "variant", "repeat"]
+    sweep: Literal["batch", "sequence", "variant", "repeat", "probe"]
     precision: str
     batch: int
     variant: str

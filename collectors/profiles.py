@@ -1,46 +1,60 @@
 """Collection profiles: how much of the workload sweeps to run.
 
-quick     main point of each workload at the main precision (≤ 60 s on an H100)
-standard  batch sweep to the OOM boundary at every precision, sequence scaling, variants and a
-          repeat at the main precision (≤ 5 min on an H100)
-full      everything at every precision, with higher caps
+quick     the main point of each workload at the main precision (≤ 60 s on an H100)
+standard  at every precision the main batch and the OOM boundary; at the main precision a timed
+          batch sweep, sequence scaling, the variants and a repeat (≤ 5 min on an H100)
+full      timed batch sweeps and variants at every precision, cuDNN autotuning everywhere
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+ALL_PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
+MAIN_PRECISION = "bf16"
+
 
 @dataclass(frozen=True)
 class Profile:
     name: str
-    sweep_precisions: tuple[str, ...]   # batch sweep (and OOM boundary) at these
-    detail_precisions: tuple[str, ...]  # variants, sequence scaling and repeat at these
-    boundary: bool                      # double to OOM, then bisect
+    precisions: tuple[str, ...]         # a main-batch point at each
+    sweep_precisions: tuple[str, ...]   # a timed batch sweep at each
+    detail_precisions: tuple[str, ...]  # variants, sequence scaling and the repeat at each
+    boundary: bool                      # find the OOM boundary at every precision (untimed probes)
     sequence: bool
     variants: bool
     compile: bool
     repeat: bool
-    cap_factor: int                     # batch cap = main batch × this
+    cap_factor: int                     # the timed sweep stops at main batch × this
+    timed_step_limit_s: float           # … or once a step takes this long: larger batches are probed, not timed
+    # cuDNN autotuning runs again for every new input shape and costs 5–70 s a point for ResNet-50 on
+    # an H100 (68 s at fp32, batch 256, for no gain): outside `full`, only the main precision's
+    # trials autotune; the other points of a network with convolutions run without it and say so.
+    autotune_everywhere: bool
 
 
 PROFILES = {
-    "quick": Profile("quick", (), ("bf16",), boundary=False, sequence=False, variants=False, compile=False,
-                     repeat=False, cap_factor=1),
-    "standard": Profile("standard", ("fp32", "tf32", "fp16", "bf16"), ("bf16",), boundary=True, sequence=True,
-                        variants=True, compile=True, repeat=True, cap_factor=64),
-    "full": Profile("full", ("fp32", "tf32", "fp16", "bf16"), ("fp32", "tf32", "fp16", "bf16"), boundary=True,
-                    sequence=True, variants=True, compile=True, repeat=True, cap_factor=1024),
+    "quick": Profile("quick", (MAIN_PRECISION,), (), (MAIN_PRECISION,), boundary=False, sequence=False,
+                     variants=False, compile=False, repeat=False, cap_factor=1, timed_step_limit_s=0.0,
+                     autotune_everywhere=False),
+    "standard": Profile("standard", ALL_PRECISIONS, (MAIN_PRECISION,), (MAIN_PRECISION,), boundary=True,
+                        sequence=True, variants=True, compile=True, repeat=True, cap_factor=64,
+                        timed_step_limit_s=0.5, autotune_everywhere=False),
+    "full": Profile("full", ALL_PRECISIONS, ALL_PRECISIONS, ALL_PRECISIONS, boundary=True, sequence=True,
+                    variants=True, compile=True, repeat=True, cap_factor=1024, timed_step_limit_s=4.0,
+                    autotune_everywhere=True),
 }
 
-# The batch each workload is judged at (acceptance: gpt-small 32, resnet50 256 on an H100),
-# and a cap on the sweep so that a tiny model does not double for ever.
+# The batch each workload is judged at (acceptance: gpt-small 32, resnet50 256 on an H100), and a
+# ceiling on the boundary search so that a tiny model does not grow for ever.
 MAIN_BATCH = {"gpt-small": 32, "resnet50": 256, "mlp-stgan": 4096, "conv-rollout": 40}
-SWEEP_CAP = {"gpt-small": 2048, "resnet50": 8192, "mlp-stgan": 1 << 22, "conv-rollout": 320}
+SEARCH_CAP = {"gpt-small": 4096, "resnet50": 16384, "mlp-stgan": 1 << 24, "conv-rollout": 1 << 17}
+DEFAULT_SEARCH_CAP_FACTOR = 4096  # user workloads: main batch × this
 SEQUENCE_BATCH, SEQUENCE_START, SEQUENCE_CAP = 8, 1024, 65536
 
 # On a CPU the reference sizes would take minutes a step: the CPU run uses tiny sizes, says so
-# in its documents (scale = "tiny"), and is for testing the path, not for planning.
+# in its documents (scale = "tiny"), and is for testing the path, not for planning. A CPU does
+# not run out of memory at these sizes, so its boundary search stops at the cap.
 CPU_MAIN_BATCH = {"gpt-small": 2, "resnet50": 2, "mlp-stgan": 256, "conv-rollout": 2}
 CPU_SWEEP_CAP = {"gpt-small": 4, "resnet50": 4, "mlp-stgan": 512, "conv-rollout": 4}
 CPU_PRECISIONS = ("fp32", "bf16")

@@ -1,4 +1,4 @@
-"""Measuring workload points and finding the out-of-memory boundary.
+"""Measuring workload points (the out-of-memory boundary's probes are in collectors/boundary.py).
 
 Every point builds its step afresh and frees it afterwards, so one point's memory never leaks
 into the next; an out-of-memory error is recorded as the point's status and never ends the run.
@@ -14,16 +14,20 @@ import torch
 
 from collectors.accounting import count_flops, estimate_traffic
 from collectors.nvml_sampler import NvmlSampler
-from collectors.payloads import CeilingsPayload, MemoryUse, OomBoundary, WorkloadPoint
+from collectors.payloads import CeilingsPayload, MemoryUse, WorkloadPoint
 from collectors.stats import Stat
 from collectors.timing import TimingPlan, time_callable
 from collectors.training import Variant, build_step, precision_mode, prepare_model
 from collectors.workloads import Workload
 
+# The trials at the main batch (precision table, variants, repeat) get the longer plan; the points
+# of a sweep, which only draw a curve, a shorter one (the standard profile has a 5-minute budget).
 GPU_STEP_PLAN = TimingPlan(warmup_s=0.3, sample_s=0.03, min_samples=7, max_samples=15, budget_s=1.5,
                            target_rel_iqr=0.01)
+GPU_SWEEP_PLAN = TimingPlan(warmup_s=0.15, sample_s=0.03, min_samples=5, max_samples=9, budget_s=0.8,
+                            target_rel_iqr=0.02)
 CPU_STEP_PLAN = TimingPlan(warmup_s=0.05, sample_s=0.02, min_samples=3, max_samples=5, budget_s=0.5)
-BOUNDARY_TOLERANCE = 0.02
+SWEEPS = ("batch", "sequence")
 DEFAULT_VARIANT = Variant()
 
 
@@ -33,9 +37,10 @@ class Context:
     ceilings: CeilingsPayload | None = None
     flops_cache: dict[tuple[str, int, int | None], float] = field(default_factory=dict)
 
-    @property
-    def plan(self) -> TimingPlan:
-        return GPU_STEP_PLAN if self.device.type == "cuda" else CPU_STEP_PLAN
+    def plan(self, sweep: str) -> TimingPlan:
+        if self.device.type != "cuda":
+            return CPU_STEP_PLAN
+        return GPU_SWEEP_PLAN if sweep in SWEEPS else GPU_STEP_PLAN
 
 
 def free_memory(device: torch.device) -> None:
@@ -84,7 +89,7 @@ def _measure(workload: Workload, precision: str, batch: int, ctx: Context, varia
     first_step_s = time.perf_counter() - started
     compile_s = first_step_s if variant.compile else None
     with NvmlSampler(ctx.device.index if ctx.device.type == "cuda" else None) as sampler:
-        seconds = time_callable(step.run, ctx.device, ctx.plan)
+        seconds = time_callable(step.run, ctx.device, ctx.plan(base["sweep"]))
     memory = _memory_use(ctx.device, sampler.max_used)
     key = (workload.name, batch, base["seq_len"])
     if key not in ctx.flops_cache and not variant.compile:  # FLOPs depend on shapes, not on precision
@@ -129,47 +134,3 @@ def _fraction(amount: float | None, seconds: Stat, ceiling: float | None) -> flo
     if amount is None or not ceiling:
         return None
     return amount / seconds.median / ceiling
-
-
-# The bisection only asks "does it run?": cudnn.benchmark's autotuning would cost a minute or
-# more per probe (68 s for resnet50 fp32 at batch 256 on an H100) for no information, so the
-# probes run without it. cuDNN caps an algorithm's workspace by the free memory either way.
-PROBE_VARIANT = Variant(cudnn_benchmark=False)
-
-
-def fits(workload: Workload, precision: str, batch: int, device: torch.device) -> bool:
-    """Whether two steps at `batch` run (the second holds the optimizer state too)."""
-    free_memory(device)
-    try:
-        with precision_mode(precision, device, PROBE_VARIANT):
-            model = prepare_model(workload, device, PROBE_VARIANT)
-            step = build_step(workload, model, precision, batch, device, PROBE_VARIANT)
-            step.run()
-            step.run()
-            if device.type == "cuda":
-                torch.cuda.synchronize(device)
-        return True
-    except Exception as e:
-        if not is_oom(e):
-            raise
-        return False
-    finally:
-        step = model = None  # noqa: F841 - drop references before freeing
-        free_memory(device)
-
-
-def bisect_boundary(workload: Workload, precision: str, largest_ok: int, first_oom: int,
-                    device: torch.device) -> OomBoundary:
-    """Narrow [largest_ok, first_oom) until the gap is within BOUNDARY_TOLERANCE of largest_ok."""
-    lo, hi = largest_ok, first_oom
-    while hi - lo > max(1, int(lo * BOUNDARY_TOLERANCE)):
-        mid = (lo + hi) // 2
-        try:
-            ok = fits(workload, precision, mid, device)
-        except Exception as e:  # not an OOM: the boundary is unknown past `lo`
-            return OomBoundary(precision=precision, status="error", max_batch=lo, reason=error_line(e))
-        if ok:
-            lo = mid
-        else:
-            hi = mid
-    return OomBoundary(precision=precision, status="ok", max_batch=lo, first_oom_batch=hi)

@@ -11,15 +11,16 @@ from pathlib import Path
 import torch
 
 from collectors import profiles
+from collectors.boundary import iter_boundary
 from collectors.machine import sanitize_machine_id
 from collectors.payloads import CeilingsPayload, OomBoundary, WorkloadPayload, WorkloadPoint
 from collectors.progress import Progress
 from collectors.schema import DocumentError, load_document
-from collectors.sweep import Context, bisect_boundary, measure_point
-from collectors.training import PRECISIONS, Variant, precision_unsupported
+from collectors.sweep import Context, measure_point
+from collectors.training import Variant, precision_unsupported
 from collectors.workloads import BUILTIN, Workload, builtin, load_workload, workload_from_dict
 
-NAME, VERSION = "workloads", "1"
+NAME, VERSION = "workloads", "2"
 
 
 @dataclass(frozen=True)
@@ -29,8 +30,8 @@ class Plan:
     profile: profiles.Profile
     start: int
     main_batch: int
-    cap: int
-    precisions: tuple[str, ...]
+    cap: int         # the timed sweep's last batch
+    search_cap: int  # the boundary search's
     tiny: bool
 
 
@@ -42,17 +43,25 @@ def load_ceilings(folder: Path) -> CeilingsPayload | None:
         return None
 
 
+def device_precisions(profile: profiles.Profile, device: torch.device) -> tuple[str, ...]:
+    """The profile's precisions that this device runs (a CPU: fp32 and bf16)."""
+    if device.type != "cpu":
+        return profile.precisions
+    return tuple(p for p in profiles.CPU_PRECISIONS if p in profile.precisions) or profile.precisions
+
+
 def build_plan(name: str, workload: Workload, profile: profiles.Profile, device: torch.device) -> Plan:
     if device.type == "cpu":
         main = profiles.CPU_MAIN_BATCH.get(name, workload.batch_start)
         cap = profiles.CPU_SWEEP_CAP.get(name, 2 * workload.batch_start)
-        sweep = tuple(p for p in profile.sweep_precisions if p in profiles.CPU_PRECISIONS)
-        return Plan(replace(profile, sweep_precisions=sweep), min(workload.batch_start, main), main, cap,
-                    sweep or profile.detail_precisions, tiny=True)
+        keep = device_precisions(profile, device)
+        cpu_profile = replace(profile, precisions=keep,
+                              sweep_precisions=tuple(p for p in profile.sweep_precisions if p in keep) or
+                              (tuple(keep) if profile.sweep_precisions else ()))
+        return Plan(cpu_profile, min(workload.batch_start, main), main, cap, cap, tiny=True)
     main = profiles.MAIN_BATCH.get(name, workload.batch_start * 8)
-    cap = min(profiles.SWEEP_CAP.get(name, main * profile.cap_factor), main * profile.cap_factor)
-    return Plan(profile, workload.batch_start, main, max(cap, main),
-                profile.sweep_precisions or profile.detail_precisions, tiny=False)
+    search_cap = profiles.SEARCH_CAP.get(name, main * profiles.DEFAULT_SEARCH_CAP_FACTOR)
+    return Plan(profile, workload.batch_start, main, max(main * profile.cap_factor, main), search_cap, tiny=False)
 
 
 def instantiate(name: str, tiny: bool) -> Workload:
@@ -61,39 +70,62 @@ def instantiate(name: str, tiny: bool) -> Workload:
     return load_workload(name)
 
 
+def has_convolution(workload: Workload) -> bool:
+    return any(isinstance(m, torch.nn.modules.conv._ConvNd) for m in workload.model.modules())
+
+
+def untuned(workload: Workload) -> Variant:
+    """The settings of sweeps and probes: without cuDNN autotuning where there is a convolution to tune
+    (elsewhere the switch changes nothing, and the point keeps the name `default`)."""
+    return Variant(cudnn_benchmark=False) if has_convolution(workload) else Variant()
+
+
+def trial_variant(workload: Workload, precision: str, profile: profiles.Profile) -> Variant:
+    """The main-batch point of a precision: the workload's own settings at the detail precisions."""
+    if profile.autotune_everywhere or precision in profile.detail_precisions:
+        return Variant()
+    return untuned(workload)
+
+
 def iter_batch_sweep(workload: Workload, precision: str, plan: Plan, ctx: Context,
-                     progress: Progress) -> Iterator[WorkloadPoint | OomBoundary]:
-    """Double from the workload's first batch until OOM or the cap, then bisect the boundary."""
-    batch, largest_ok, point = plan.start, None, None
+                     progress: Progress) -> Iterator[WorkloadPoint]:
+    """Timed doubling from the workload's first batch until OOM, the cap, or a step over the time limit."""
+    variant = Variant() if plan.profile.autotune_everywhere else untuned(workload)
+    batch = plan.start
     while batch <= plan.cap:
-        point = measure_point(workload, precision, batch, ctx)
+        point = measure_point(workload, precision, batch, ctx, "batch", variant)
         progress.note(f"{workload.name} {precision} batch {batch}: {point.status}")
         yield point
-        if point.status != "ok":
-            break
-        largest_ok, batch = batch, batch * 2
-    if not plan.profile.boundary or point is None:
-        return
-    if largest_ok is None:
-        yield OomBoundary(precision, "error" if point.status == "error" else "oom", reason=point.reason)
-    elif batch > plan.cap:
-        yield OomBoundary(precision, "ok", max_batch=largest_ok, capped=True,
-                          reason=f"no OOM up to the profile's cap of {plan.cap}")
-    elif point.status == "oom":
-        yield bisect_boundary(workload, precision, largest_ok, batch, ctx.device)
-    else:
-        yield OomBoundary(precision, "error", max_batch=largest_ok, reason=point.reason)
+        if point.status != "ok" or point.step_s is None or point.step_s.median >= plan.profile.timed_step_limit_s:
+            return
+        batch *= 2
+
+
+def iter_precision(name: str, workload: Workload, precision: str, plan: Plan, ctx: Context,
+                   progress: Progress) -> Iterator[WorkloadPoint | OomBoundary]:
+    """One precision: the timed sweep, the main-batch point, the boundary's probes, the details."""
+    measured: list[WorkloadPoint] = []
+    if precision in plan.profile.sweep_precisions:
+        measured += iter_batch_sweep(workload, precision, plan, ctx, progress)
+    measured.append(measure_point(workload, precision, plan.main_batch, ctx, "variant",
+                                  trial_variant(workload, precision, plan.profile)))
+    yield from measured
+    if plan.profile.boundary:
+        progress.note(f"{workload.name} {precision}: searching the OOM boundary")
+        yield from iter_boundary(workload, precision, measured, ctx, plan.search_cap, untuned(workload))
+    if precision in plan.profile.detail_precisions:
+        yield from iter_detail(name, workload, precision, plan, ctx)
 
 
 def iter_detail(name: str, workload: Workload, precision: str, plan: Plan,
                 ctx: Context) -> Iterator[WorkloadPoint]:
-    """Main-batch trials: the plain run (twice with `repeat`), variants and sequence scaling."""
+    """Main-batch trials beside the plain run: the repeat, variants and sequence scaling."""
     main = plan.main_batch
-    yield measure_point(workload, precision, main, ctx, sweep="variant")
     if plan.profile.repeat:
         yield measure_point(workload, precision, main, ctx, sweep="repeat")
     if plan.profile.variants and ctx.device.type == "cuda":
-        yield measure_point(workload, precision, main, ctx, "variant", Variant(cudnn_benchmark=False))
+        if has_convolution(workload):
+            yield measure_point(workload, precision, main, ctx, "variant", Variant(cudnn_benchmark=False))
         if name == "resnet50":
             yield measure_point(workload, precision, main, ctx, "variant", Variant(channels_last=False))
     if plan.profile.compile and ctx.device.type == "cuda":
@@ -123,17 +155,13 @@ def collect_workload(name: str, profile: profiles.Profile, ctx: Context, progres
     plan = build_plan(name, workload, profile, ctx.device)
     points: list[WorkloadPoint] = []
     boundaries: list[OomBoundary] = []
-    for precision in PRECISIONS:
+    for precision in plan.profile.precisions:
         reason = precision_unsupported(precision, ctx.device)
-        wanted = precision in plan.profile.sweep_precisions or precision in plan.profile.detail_precisions
-        if reason and wanted:
-            points.append(WorkloadPoint("batch", precision, plan.main_batch, "default", "skipped", reason=reason))
-            continue
-        if precision in plan.profile.sweep_precisions:
-            for item in iter_batch_sweep(workload, precision, plan, ctx, progress):
+        if reason:
+            points.append(WorkloadPoint("variant", precision, plan.main_batch, "default", "skipped", reason=reason))
+        else:
+            for item in iter_precision(name, workload, precision, plan, ctx, progress):
                 (boundaries if isinstance(item, OomBoundary) else points).append(item)
-        if precision in plan.profile.detail_precisions:
-            points.extend(iter_detail(name, workload, precision, plan, ctx))
         progress.advance(f"{name} {precision}")
     return WorkloadPayload(
         workload=workload.name, source=workload.source, unit=workload.unit, training=workload.training,
@@ -146,7 +174,7 @@ def iter_workload_documents(names: list[str], profile_name: str, folder: Path, d
                             progress: Progress) -> Iterator[tuple[str, WorkloadPayload]]:
     """(file stem, payload) for each workload, yielded as each finishes so it is saved at once."""
     ctx = Context(device, load_ceilings(folder))
-    progress.total = len(names) * len(PRECISIONS)
+    progress.total = len(names) * len(device_precisions(profiles.PROFILES[profile_name], device))
     for name in names:
         payload = collect_workload(name, profiles.PROFILES[profile_name], ctx, progress)
         yield f"workload-{sanitize_machine_id(payload.workload)}", payload

@@ -149,8 +149,26 @@ def unit_label(unit: str) -> str:
     return unit if SAFE_UNIT.fullmatch(unit) else "samples"
 
 
+# Runs whose memory is the workload's own (compile and memory-format variants change it).
+PLAIN_VARIANTS = ("default", "no_cudnn_benchmark")
+
+
 def _ok_points(payload: WorkloadPayload, sweep: str) -> list[WorkloadPoint]:
     return [p for p in payload.points if p.sweep == sweep and p.status == "ok" and p.step_s is not None]
+
+
+def _memory_points(payload: WorkloadPayload) -> list[WorkloadPoint]:
+    """Every plain run's peak memory by precision and batch: timed sweep points, main-batch points and the
+    boundary's untimed probes (the highest reading where a batch ran more than once)."""
+    best: dict[tuple[str, int], WorkloadPoint] = {}
+    for p in payload.points:
+        if p.status != "ok" or p.seq_len is not None or not (p.memory and p.memory.peak_allocated_bytes) \
+                or p.variant not in PLAIN_VARIANTS:
+            continue
+        seen = best.get((p.precision, p.batch))
+        if seen is None or p.memory.peak_allocated_bytes > seen.memory.peak_allocated_bytes:  # type: ignore[union-attr]
+            best[(p.precision, p.batch)] = p
+    return sorted(best.values(), key=lambda p: p.batch)
 
 
 def _precisions(points: list[WorkloadPoint]) -> list[str]:
@@ -162,7 +180,8 @@ def _point_tooltip(p: WorkloadPoint, unit: str) -> dict:
     memory = p.memory.peak_allocated_bytes if p.memory else None
     return {"precision": p.precision, "batch": p.batch,
             "throughput_text": f"{format_number(p.throughput_per_s)} {unit}/s",
-            "step": format_duration(p.step_s.median), "memory_text": format_bytes(memory),
+            "step": format_duration(p.step_s.median) if p.step_s else "untimed (boundary probe)",
+            "memory_text": format_bytes(memory),
             "flops_pct": format_percent(p.achieved_flops_fraction),
             "bytes_pct": format_percent(p.achieved_bytes_fraction)}
 
@@ -239,7 +258,7 @@ def build_memory_chart(payload: WorkloadPayload, gpu_memory_bytes: int | None = 
                        width: int | str = "container") -> dict | None:
     """Peak allocated memory against batch size, per precision, with a dashed rule at each precision's
     largest batch that fits (the OOM boundary) and a grey one at the GPU's memory. None without figures."""
-    points = [p for p in _ok_points(payload, "batch") if p.memory and p.memory.peak_allocated_bytes]
+    points = _memory_points(payload)
     if not points:
         return None
     unit = unit_label(payload.unit)

@@ -109,20 +109,29 @@ def _bandwidth_row(ctx: RowContext, metric: str, b: BandwidthCeiling) -> TidyRow
 def iter_workload_rows(ctx: RowContext, payload: WorkloadPayload) -> Iterator[TidyRow]:
     for p in payload.points:
         keys = dict(workload=payload.workload, precision=p.precision, batch=p.batch, variant=_variant_cell(p))
+        if p.sweep == "probe":  # untimed: whether it fit, and its peak memory
+            yield ctx.row("peak_allocated_bytes", "B", _single(p.memory.peak_allocated_bytes if p.memory else None),
+                          p.status, **keys)
+            continue
         yield ctx.row("step_s", "s", p.step_s, p.status, **keys)
         if p.status != "ok":
             continue
         yield from _plain_rows(ctx, keys, p)
     for b in payload.boundaries:
-        value = Stat(b.max_batch, b.max_batch, b.max_batch, b.max_batch, b.max_batch, 1) if b.max_batch else None
         variant = "capped" if b.capped else "default"
-        yield ctx.row("max_batch", "samples", value, b.status, workload=payload.workload, precision=b.precision,
-                      variant=variant)
+        yield ctx.row("max_batch", "samples", _single(b.max_batch), b.status, workload=payload.workload,
+                      precision=b.precision, variant=variant)
+
+
+def _single(value: float | None) -> Stat | None:
+    """One reading as a statistic of one sample (no spread)."""
+    return Stat(value, value, value, value, value, 1) if value is not None else None
 
 
 def _variant_cell(p: WorkloadPoint) -> str:
-    """The variant's name, plus the sequence length of sequence-scaling points and a repeat marker."""
-    parts = [p.variant] + ([f"seq={p.seq_len}"] if p.seq_len else []) + (["repeat"] if p.sweep == "repeat" else [])
+    """The variant's name, plus the sequence length of sequence-scaling points and a repeat or probe marker."""
+    marker = [p.sweep] if p.sweep in ("repeat", "probe") else []
+    parts = [p.variant] + ([f"seq={p.seq_len}"] if p.seq_len else []) + marker
     return ";".join(parts)
 
 

@@ -188,17 +188,26 @@ def _ratio(value: float | None, base: float | None) -> float | None:
 
 def build_trial_rows(payload: WorkloadPayload, main: int) -> list[TrialRow]:
     by_precision = main_batch_points(payload, main)
-    fp32 = next((p.throughput_per_s for p in by_precision.get("fp32", []) if p.variant == "default"), None)
+    fp32 = by_precision.get("fp32", [])
     rows = []
     for points in by_precision.values():
         default = next((p.throughput_per_s for p in points if p.variant == "default"), None)
         for p in points:
+            base = fp32_reference(fp32, p.variant)
             rows.append(TrialRow(
                 p.precision, p.variant.replace("_", " "), p.status, short_reason(p.reason, p.status), p.step_s,
                 p.memory.peak_allocated_bytes if p.memory else None, p.throughput_per_s, p.tokens_per_s,
-                None if p.precision == "fp32" and p.variant == "default" else _ratio(p.throughput_per_s, fp32),
+                None if p is base else _ratio(p.throughput_per_s, base.throughput_per_s if base else None),
                 None if p.variant == "default" else _ratio(p.throughput_per_s, default), p.compile_s))
     return rows
+
+
+def fp32_reference(fp32: list[WorkloadPoint], variant: str) -> WorkloadPoint | None:
+    """The fp32 point a speed-up is taken against: the same variant where fp32 ran it (like for like), else
+    fp32's plain run (outside the `full` profile, a convolution network's fp32 runs without autotuning)."""
+    ran = [p for p in fp32 if p.throughput_per_s]
+    return next((p for p in ran if p.variant == variant), None) or \
+        next((p for p in ran if p.variant in ("default", "no_cudnn_benchmark")), None)
 
 
 def build_repeat_rows(payload: WorkloadPayload) -> list[RepeatRow]:

@@ -22,13 +22,12 @@ from torch import nn
 
 from collectors.__main__ import main as collect_main
 from collectors.accounting import count_flops, estimate_traffic
-from collectors.payloads import OomBoundary, WorkloadPoint
 from collectors.profiles import PROFILES
 from collectors.progress import Progress
 from collectors.schema import load_document
-from collectors.sweep import BOUNDARY_TOLERANCE, Context, bisect_boundary
+from collectors.sweep import Context
 from collectors.training import Variant, build_step, prepare_model
-from collectors.workload_collector import build_plan, collect_workload, iter_batch_sweep
+from collectors.workload_collector import collect_workload
 from collectors.workloads import Workload, WorkloadError, builtin, load_workload, workload_from_dict
 from collectors.workloads.small import ConvOperator, rollout
 from planner.export import iter_tidy_rows
@@ -362,58 +361,7 @@ def test_user_file_with_a_dataclass_config_loads(tmp_path):
     assert load_workload(f"{path}:build").name == "w"
 
 
-# ── the out-of-memory boundary ─────────────────────────────────────────────────────────────────
-
-OOM_FILE = '''\
-import torch
-import torch.nn.functional as F
-
-LIMIT = {limit}
-
-
-def make_batch(batch_size, device):
-    if batch_size > LIMIT:  # what a full card does: torch raises exactly this type on a GPU
-        raise torch.OutOfMemoryError(f"CUDA out of memory (test: batch > {{LIMIT}})")
-    return torch.randn(batch_size, 8, device=device), torch.randn(batch_size, 2, device=device)
-
-
-def build():
-    return {{"name": "oom-above-{limit}", "model": torch.nn.Linear(8, 2), "make_batch": make_batch,
-            "loss": F.mse_loss, "batch_start": 4}}
-'''
-
-
-def oom_workload(folder: Path, limit: int) -> Workload:
-    path = write_user_file(folder, f"oom_{limit}", OOM_FILE.format(limit=limit))
-    return load_workload(f"{path}:build")
-
-
-def gpu_plan(workload: Workload, spec: str):
-    """The plan a GPU run makes (start at batch_start, cap far above): the sweep itself runs on the CPU."""
-    return build_plan(spec, workload, PROFILES["standard"], torch.device("cuda"))
-
-
-def test_batch_sweep_finds_the_oom_boundary(tmp_path):
-    workload = oom_workload(tmp_path, 37)
-    plan = gpu_plan(workload, "oom.py:build")
-    assert plan.start == 4 and plan.cap >= 64
-    items = list(iter_batch_sweep(workload, "fp32", plan, Context(CPU), quiet_progress()))
-    points = [i for i in items if isinstance(i, WorkloadPoint)]
-    boundaries = [i for i in items if isinstance(i, OomBoundary)]
-    assert [(p.batch, p.status) for p in points] == [(4, "ok"), (8, "ok"), (16, "ok"), (32, "ok"), (64, "oom")]
-    assert points[-1].reason == "OutOfMemoryError: CUDA out of memory (test: batch > 37)" and points[-1].step_s is None
-    assert all(p.throughput_per_s > 0 for p in points[:-1])
-    [boundary] = boundaries
-    assert (boundary.status, boundary.max_batch, boundary.first_oom_batch, boundary.capped) == ("ok", 37, 38, False)
-    assert boundary.first_oom_batch - boundary.max_batch <= max(1, BOUNDARY_TOLERANCE * boundary.max_batch)
-
-
-def test_bisection_stops_within_the_tolerance(tmp_path):
-    limit = 1000
-    boundary = bisect_boundary(oom_workload(tmp_path, limit), "fp32", 512, 1024, CPU)
-    assert boundary.status == "ok" and boundary.max_batch <= limit < boundary.first_oom_batch
-    assert boundary.first_oom_batch - boundary.max_batch <= BOUNDARY_TOLERANCE * boundary.max_batch
-
+# ── errors inside a user's step ────────────────────────────────────────────────────────────────
 
 ERROR_FILE = '''\
 import torch
@@ -439,17 +387,6 @@ def build():
 def error_spec(folder: Path, error: str, first_bad: int = 0) -> str:
     path = write_user_file(folder, "fails", ERROR_FILE.format(error=error, first_bad=first_bad))
     return f"{path}:build"
-
-
-def test_error_that_is_not_oom_ends_the_sweep_with_status_error(tmp_path):
-    spec = error_spec(tmp_path, 'RuntimeError("mat1 and mat2 shapes cannot be multiplied")', first_bad=16)
-    workload = load_workload(spec)
-    items = list(iter_batch_sweep(workload, "fp32", gpu_plan(workload, spec), Context(CPU), quiet_progress()))
-    assert [(i.batch, i.status) for i in items if isinstance(i, WorkloadPoint)] == [
-        (4, "ok"), (8, "ok"), (16, "error")]
-    [boundary] = [i for i in items if isinstance(i, OomBoundary)]
-    assert (boundary.status, boundary.max_batch) == ("error", 8)
-    assert boundary.reason == "RuntimeError: mat1 and mat2 shapes cannot be multiplied"
 
 
 def run_failing_collection(spec: str):
@@ -489,14 +426,18 @@ def standard_run(tmp_path_factory) -> Path:
 def test_standard_profile_on_cpu(standard_run):
     payload = load_document(standard_run / "workload-mlp-stgan.json").payload
     assert payload.scale == "tiny" and payload.profile == "standard" and payload.device == "cpu"
-    assert {p.sweep for p in payload.points} == {"batch", "variant", "repeat"}
-    assert all(p.status == "ok" and p.throughput_per_s > 0 and p.flops_per_step > 0 for p in payload.points)
+    assert {p.sweep for p in payload.points} == {"batch", "variant", "repeat", "probe"}
+    assert all(p.status == "ok" for p in payload.points)
+    timed = [p for p in payload.points if p.sweep != "probe"]
+    assert all(p.throughput_per_s > 0 and p.flops_per_step > 0 for p in timed)
+    # the timed sweep runs at the main precision only; fp32 gets its main point and the boundary's probe
     batch_points = {(p.precision, p.batch) for p in payload.points if p.sweep == "batch"}
-    assert batch_points == {("fp32", 256), ("fp32", 512), ("bf16", 256), ("bf16", 512)}
+    assert batch_points == {("bf16", 256), ("bf16", 512)}
+    assert {(p.precision, p.batch) for p in payload.points if p.sweep == "probe"} == {("fp32", 512)}
     assert {b.precision for b in payload.boundaries} == {"fp32", "bf16"}
     for b in payload.boundaries:  # a CPU never runs out of memory: the sweep stops at the cap
         assert (b.status, b.capped, b.max_batch, b.first_oom_batch) == ("ok", True, 512, None)
-        assert b.reason == "no OOM up to the profile's cap of 512"
+        assert b.reason == "no OOM up to the search cap of 512"
 
 
 def test_export_of_a_cpu_collection(standard_run):

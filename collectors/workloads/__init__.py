@@ -9,6 +9,8 @@ A workload file exposes a function returning a dict:
     unit               optional, what one sample is ("images", "sequences"; default "samples")
     tokens_per_sample  optional int (tokens/s is reported when given)
     run                optional (model, inputs) -> outputs; default model(inputs)
+    probe_run          optional, a cheaper `run` with the same peak memory, used only by the
+                       out-of-memory boundary search (e.g. 2 rollout steps instead of 100)
     batch_start        optional int, first batch of the sweep (default 1)
 
 Loaded with `load_workload("gpt-small")` or `load_workload("path/to/file.py:build")`.
@@ -44,6 +46,7 @@ class Workload:
     tokens_per_sample: int | None = None
     run: Callable[[nn.Module, Any], Any] | None = None
     batch_start: int = 1
+    probe_run: Callable[[nn.Module, Any], Any] | None = None
     source: str = "built-in"
 
     @property
@@ -113,6 +116,7 @@ def workload_from_dict(spec: Any, source: str) -> Workload:
         "unit": lambda v: isinstance(v, str),
         "tokens_per_sample": lambda v: v is None or (isinstance(v, int) and v > 0),
         "run": lambda v: v is None or callable(v),
+        "probe_run": lambda v: v is None or callable(v),
         "batch_start": lambda v: isinstance(v, int) and v > 0,
     }
     for key, value in spec.items():

@@ -1,0 +1,158 @@
+"""The out-of-memory boundary: the largest batch that runs, found with untimed probes.
+
+A probe builds the step at one batch and runs it (twice when training: the second step also holds
+AdamW's state), recording only whether it fits and its peak memory. The search starts from a
+guess: peak memory is close to linear in the batch (fixed: weights, gradients, optimizer state;
+per sample: activations), so a line through the points already measured, set against the device's
+memory, says where the boundary should be. Probes step out from the guess until they bracket the
+boundary, then bisect to within BOUNDARY_TOLERANCE. Without a guess (a CPU, no memory figures) the
+search doubles from the largest batch that ran.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+
+import torch
+
+from collectors.payloads import MemoryUse, OomBoundary, WorkloadPoint
+from collectors.sweep import Context, error_line, free_memory, is_oom
+from collectors.training import Variant, build_step, precision_mode, prepare_model
+from collectors.workloads import Workload
+
+BOUNDARY_TOLERANCE = 0.02
+# Peak allocated memory at the boundary as a fraction of the device's memory: 0.89 for gpt-small
+# bf16 and 0.86 for fp32 on an H100 (2026-11-21); allocator fragmentation, the CUDA context and
+# cuBLAS/cuDNN workspaces take the rest. Only where the search starts: the probes find the boundary.
+USABLE_FRACTION = 0.88
+STEPS_OUT = (0.04, 0.08, 0.16, 0.32, 0.64, 1.0)  # relative steps when walking out from the guess
+
+
+@dataclass
+class Bracket:
+    """What the probes know: `lo` runs (0: nothing has), `hi` does not (None: nothing failed yet)."""
+
+    lo: int
+    hi: int | None = None
+
+    def record(self, batch: int, fits: bool) -> None:
+        if fits:
+            self.lo = max(self.lo, batch)
+        else:
+            self.hi = batch if self.hi is None else min(self.hi, batch)
+
+    @property
+    def narrow(self) -> bool:
+        return self.hi is not None and self.hi - self.lo <= max(1, int(self.lo * BOUNDARY_TOLERANCE))
+
+
+def device_capacity(device: torch.device) -> int | None:
+    return torch.cuda.mem_get_info(device)[1] if device.type == "cuda" else None
+
+
+def guess_max_batch(points: list[WorkloadPoint], capacity: int | None) -> int | None:
+    """Where a line through the two largest measured batches' peak memory meets the usable memory."""
+    peak: dict[int, int] = {}
+    for p in points:
+        if p.status == "ok" and p.memory is not None:
+            peak[p.batch] = max(peak.get(p.batch, 0), p.memory.peak_allocated_bytes)
+    if capacity is None or len(peak) < 2:
+        return None
+    (b1, m1), (b2, m2) = sorted(peak.items())[-2:]
+    per_sample = (m2 - m1) / (b2 - b1)
+    if per_sample <= 0:
+        return None
+    return max(1, int((capacity * USABLE_FRACTION - (m2 - per_sample * b2)) / per_sample))
+
+
+def probe(workload: Workload, precision: str, batch: int, ctx: Context, variant: Variant) -> WorkloadPoint:
+    """Does `batch` run? Untimed; records the status and the peak memory."""
+    base = dict(sweep="probe", precision=precision, batch=batch, variant=variant.name)
+    runner = replace(workload, run=workload.probe_run) if workload.probe_run else workload
+    free_memory(ctx.device)
+    model = step = None
+    try:
+        with precision_mode(precision, ctx.device, variant):
+            model = prepare_model(runner, ctx.device, variant)
+            step = build_step(runner, model, precision, batch, ctx.device, variant)
+            for _ in range(2 if step.optimizer else 1):
+                step.run()
+            return WorkloadPoint(status="ok", memory=_peak_memory(ctx.device), **base)
+    except Exception as e:  # an OOM is the answer; anything else ends the search with its reason
+        return WorkloadPoint(status="oom" if is_oom(e) else "error", reason=error_line(e), **base)
+    finally:
+        model = step = None  # noqa: F841 - drop references before freeing
+        free_memory(ctx.device)
+
+
+def _peak_memory(device: torch.device) -> MemoryUse | None:
+    if device.type != "cuda":
+        return None
+    torch.cuda.synchronize(device)
+    return MemoryUse(peak_allocated_bytes=torch.cuda.max_memory_allocated(device),
+                     peak_reserved_bytes=torch.cuda.max_memory_reserved(device))
+
+
+def iter_boundary(workload: Workload, precision: str, measured: list[WorkloadPoint], ctx: Context, cap: int,
+                  variant: Variant) -> Iterator[WorkloadPoint | OomBoundary]:
+    """Probe points, then the boundary; `measured` are this precision's points so far (timed ones)."""
+    known = [p for p in measured if p.status in ("ok", "oom") and p.seq_len is None]
+    bracket = Bracket(lo=max((p.batch for p in known if p.status == "ok"), default=0))
+    for p in known:
+        if p.status == "oom":
+            bracket.record(p.batch, False)
+    capacity = device_capacity(ctx.device)
+    if capacity and bracket.lo and len({p.batch for p in known if p.status == "ok" and p.memory}) < 2:
+        known.append(point := probe(workload, precision, max(1, bracket.lo // 4), ctx, variant))
+        yield point  # a second, small batch: the line's intercept (weights, gradients, optimizer state)
+    for batch in iter_probe_batches(bracket, guess_max_batch(known, capacity), cap):
+        point = probe(workload, precision, batch, ctx, variant)
+        yield point
+        if point.status == "error":
+            yield OomBoundary(precision, "error", max_batch=bracket.lo or None, reason=point.reason)
+            return
+        bracket.record(batch, point.status == "ok")
+    yield _boundary(precision, bracket, cap)
+
+
+def _boundary(precision: str, bracket: Bracket, cap: int) -> OomBoundary:
+    if bracket.hi is None:
+        return OomBoundary(precision, "ok", max_batch=bracket.lo, capped=True,
+                           reason=f"no OOM up to the search cap of {cap}")
+    if not bracket.lo:
+        return OomBoundary(precision, "oom", first_oom_batch=bracket.hi, reason="not even a batch of 1 fits")
+    return OomBoundary(precision, "ok", max_batch=bracket.lo, first_oom_batch=bracket.hi)
+
+
+def iter_probe_batches(bracket: Bracket, guess: int | None, cap: int) -> Iterator[int]:
+    """The next batch to probe, reading `bracket` as the caller records each answer: the guess, then
+    steps out from it (or doublings without one) until the boundary is bracketed, then halving."""
+    if bracket.hi is None and bracket.lo < cap:
+        if guess is not None and guess > bracket.lo:
+            yield min(guess, cap)
+            yield from _walk_out(bracket, cap)
+        else:
+            while bracket.hi is None and bracket.lo < cap:
+                yield min(max(1, bracket.lo * 2), cap)
+    while bracket.hi is not None and not bracket.lo and bracket.hi > 1:
+        yield bracket.hi // 2  # nothing ran yet: halve down to something that does
+    while bracket.lo and not bracket.narrow and bracket.hi is not None:
+        yield (bracket.lo + bracket.hi) // 2
+
+
+def _walk_out(bracket: Bracket, cap: int) -> Iterator[int]:
+    """From the guess, growing steps up while probes fit, or down while they do not."""
+    for step in STEPS_OUT + (1.0,) * 64:
+        if bracket.hi is None:  # the last probe fitted: go up
+            if bracket.lo >= cap:
+                return
+            yield min(cap, math.ceil(bracket.lo * (1 + step)))
+        else:
+            below = math.floor(bracket.hi * (1 - min(step, 0.5)))
+            if below <= bracket.lo or bracket.narrow:
+                return
+            yield below
+            if bracket.lo == below:  # it fitted: bracketed
+                return
