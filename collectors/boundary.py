@@ -5,8 +5,9 @@ AdamW's state), recording only whether it fits and its peak memory. The search s
 guess: peak memory is close to linear in the batch (fixed: weights, gradients, optimizer state;
 per sample: activations), so a line through the points already measured, set against the device's
 memory, says where the boundary should be. Probes step out from the guess until they bracket the
-boundary, then bisect to within BOUNDARY_TOLERANCE. Without a guess (a CPU, no memory figures) the
-search doubles from the largest batch that ran.
+boundary, then bisect to within BOUNDARY_TOLERANCE. A precision that stores tensors as another
+already searched does (tf32 as fp32, bf16 as fp16) starts from that one's boundary instead. Without
+a guess (a CPU, no memory figures) the search doubles from the largest batch that ran.
 """
 
 from __future__ import annotations
@@ -23,11 +24,15 @@ from collectors.training import Variant, build_step, precision_mode, prepare_mod
 from collectors.workloads import Workload
 
 BOUNDARY_TOLERANCE = 0.02
-# Peak allocated memory at the boundary as a fraction of the device's memory: 0.89 for gpt-small
-# bf16 and 0.86 for fp32 on an H100 (2026-11-21); allocator fragmentation, the CUDA context and
-# cuBLAS/cuDNN workspaces take the rest. Only where the search starts: the probes find the boundary.
-USABLE_FRACTION = 0.88
-STEPS_OUT = (0.04, 0.08, 0.16, 0.32, 0.64, 1.0)  # relative steps when walking out from the guess
+# Peak allocated memory at the boundary as a fraction of the device's memory, H100 80GB, 2026-11-22:
+# gpt-small 0.86 (fp32) to 0.89 (bf16), mlp-stgan 0.91 to 0.95, resnet50 0.96 to 0.98; allocator
+# fragmentation, the CUDA context and cuBLAS/cuDNN workspaces take the rest. Only where the search
+# starts: the probes find the boundary.
+USABLE_FRACTION = 0.93
+STEPS_OUT = (0.04, 0.08, 0.16, 0.32, 0.5, 1.0)  # relative steps when walking out from the guess
+# Precisions whose tensors are stored alike, so that their boundaries nearly agree (cuDNN's
+# workspace can differ: resnet50 fp32 938 and tf32 947 on an H100).
+SAME_STORAGE = {"tf32": "fp32", "fp32": "tf32", "bf16": "fp16", "fp16": "bf16"}
 
 
 @dataclass
@@ -96,18 +101,19 @@ def _peak_memory(device: torch.device) -> MemoryUse | None:
 
 
 def iter_boundary(workload: Workload, precision: str, measured: list[WorkloadPoint], ctx: Context, cap: int,
-                  variant: Variant) -> Iterator[WorkloadPoint | OomBoundary]:
-    """Probe points, then the boundary; `measured` are this precision's points so far (timed ones)."""
+                  variant: Variant, hint: int | None = None) -> Iterator[WorkloadPoint | OomBoundary]:
+    """Probe points, then the boundary; `measured` are this precision's points so far (timed ones), `hint`
+    the boundary of a precision that stores tensors alike."""
     known = [p for p in measured if p.status in ("ok", "oom") and p.seq_len is None]
     bracket = Bracket(lo=max((p.batch for p in known if p.status == "ok"), default=0))
     for p in known:
         if p.status == "oom":
             bracket.record(p.batch, False)
     capacity = device_capacity(ctx.device)
-    if capacity and bracket.lo and len({p.batch for p in known if p.status == "ok" and p.memory}) < 2:
+    if not hint and capacity and bracket.lo and len({p.batch for p in known if p.status == "ok" and p.memory}) < 2:
         known.append(point := probe(workload, precision, max(1, bracket.lo // 4), ctx, variant))
         yield point  # a second, small batch: the line's intercept (weights, gradients, optimizer state)
-    for batch in iter_probe_batches(bracket, guess_max_batch(known, capacity), cap):
+    for batch in iter_probe_batches(bracket, hint or guess_max_batch(known, capacity), cap):
         point = probe(workload, precision, batch, ctx, variant)
         yield point
         if point.status == "error":
@@ -129,30 +135,30 @@ def _boundary(precision: str, bracket: Bracket, cap: int) -> OomBoundary:
 def iter_probe_batches(bracket: Bracket, guess: int | None, cap: int) -> Iterator[int]:
     """The next batch to probe, reading `bracket` as the caller records each answer: the guess, then
     steps out from it (or doublings without one) until the boundary is bracketed, then halving."""
-    if bracket.hi is None and bracket.lo < cap:
-        if guess is not None and guess > bracket.lo:
-            yield min(guess, cap)
-            yield from _walk_out(bracket, cap)
-        else:
-            while bracket.hi is None and bracket.lo < cap:
-                yield min(max(1, bracket.lo * 2), cap)
+    top = cap if bracket.hi is None else bracket.hi - 1
+    if guess is not None and bracket.lo < min(guess, top):
+        yield (start := min(guess, top))
+        yield from _walk_out(bracket, start, cap)
+    while bracket.hi is None and bracket.lo < cap:
+        yield min(max(1, bracket.lo * 2), cap)
     while bracket.hi is not None and not bracket.lo and bracket.hi > 1:
         yield bracket.hi // 2  # nothing ran yet: halve down to something that does
     while bracket.lo and not bracket.narrow and bracket.hi is not None:
         yield (bracket.lo + bracket.hi) // 2
 
 
-def _walk_out(bracket: Bracket, cap: int) -> Iterator[int]:
-    """From the guess, growing steps up while probes fit, or down while they do not."""
+def _walk_out(bracket: Bracket, start: int, cap: int) -> Iterator[int]:
+    """From the guess, growing steps up while probes fit (or down while they do not), until one answers
+    the other way: the boundary is then bracketed."""
+    up, last = bracket.lo == start, start
     for step in STEPS_OUT + (1.0,) * 64:
-        if bracket.hi is None:  # the last probe fitted: go up
-            if bracket.lo >= cap:
-                return
-            yield min(cap, math.ceil(bracket.lo * (1 + step)))
+        if up:
+            batch = min(cap, math.ceil(last * (1 + step)))
         else:
-            below = math.floor(bracket.hi * (1 - min(step, 0.5)))
-            if below <= bracket.lo or bracket.narrow:
-                return
-            yield below
-            if bracket.lo == below:  # it fitted: bracketed
-                return
+            batch = math.floor(last * (1 - min(step, 0.5)))
+        if batch <= bracket.lo or (bracket.hi is not None and batch >= bracket.hi) or bracket.narrow:
+            return
+        yield batch
+        if (bracket.lo == batch) != up:
+            return
+        last = batch

@@ -39,7 +39,7 @@ PROFILES = {
                      autotune_everywhere=False),
     "standard": Profile("standard", ALL_PRECISIONS, (MAIN_PRECISION,), (MAIN_PRECISION,), boundary=True,
                         sequence=True, variants=True, compile=True, repeat=True, cap_factor=64,
-                        timed_step_limit_s=0.5, autotune_everywhere=False),
+                        timed_step_limit_s=0.4, autotune_everywhere=False),
     "full": Profile("full", ALL_PRECISIONS, ALL_PRECISIONS, ALL_PRECISIONS, boundary=True, sequence=True,
                     variants=True, compile=True, repeat=True, cap_factor=1024, timed_step_limit_s=4.0,
                     autotune_everywhere=True),

@@ -52,7 +52,12 @@ def precision_mode(precision: str, device: torch.device, variant: Variant) -> It
     """TF32 switches and cudnn.benchmark for the block, restored afterwards."""
     saved = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32, torch.backends.cudnn.benchmark)
     torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
-    torch.backends.cudnn.allow_tf32 = precision == "tf32"
+    # PyTorch keeps one cuDNN plan per convolution and reuses it whatever cudnn.benchmark says: an
+    # autotuned run after an untuned one of the same shapes would not autotune (and the reverse).
+    # `allow_tf32` is part of that cache's key and changes nothing for bf16/fp16 convolutions, so the
+    # autotuned half-precision runs set it to keep their own plans. fp32 and tf32 cannot be told apart
+    # this way: their on/off comparison shares plans (the standard profile compares at bf16).
+    torch.backends.cudnn.allow_tf32 = precision == "tf32" or (variant.cudnn_benchmark and precision in AUTOCAST)
     torch.backends.cudnn.benchmark = variant.cudnn_benchmark
     try:
         yield

@@ -3,6 +3,7 @@ variant trials, FLOP and byte accounting; one document per workload."""
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -11,7 +12,7 @@ from pathlib import Path
 import torch
 
 from collectors import profiles
-from collectors.boundary import iter_boundary
+from collectors.boundary import SAME_STORAGE, iter_boundary
 from collectors.machine import sanitize_machine_id
 from collectors.payloads import CeilingsPayload, OomBoundary, WorkloadPayload, WorkloadPoint
 from collectors.progress import Progress
@@ -55,7 +56,8 @@ def build_plan(name: str, workload: Workload, profile: profiles.Profile, device:
         main = profiles.CPU_MAIN_BATCH.get(name, workload.batch_start)
         cap = profiles.CPU_SWEEP_CAP.get(name, 2 * workload.batch_start)
         keep = device_precisions(profile, device)
-        cpu_profile = replace(profile, precisions=keep,
+        # the tiny sizes' caps bound a CPU sweep; a step-time limit would make it depend on the load
+        cpu_profile = replace(profile, precisions=keep, timed_step_limit_s=math.inf,
                               sweep_precisions=tuple(p for p in profile.sweep_precisions if p in keep) or
                               (tuple(keep) if profile.sweep_precisions else ()))
         return Plan(cpu_profile, min(workload.batch_start, main), main, cap, cap, tiny=True)
@@ -64,9 +66,12 @@ def build_plan(name: str, workload: Workload, profile: profiles.Profile, device:
     return Plan(profile, workload.batch_start, main, max(main * profile.cap_factor, main), search_cap, tiny=False)
 
 
-def instantiate(name: str, tiny: bool) -> Workload:
-    if tiny and name in builtin.TINY:
+def instantiate(name: str, device: torch.device) -> Workload:
+    if device.type == "cpu" and name in builtin.TINY:
         return workload_from_dict(builtin.TINY[name](), "built-in (tiny)")
+    if name in BUILTIN:
+        with device:  # initialise the weights where they will run: gpt-small's take seconds on a CPU
+            return load_workload(name)
     return load_workload(name)
 
 
@@ -102,8 +107,9 @@ def iter_batch_sweep(workload: Workload, precision: str, plan: Plan, ctx: Contex
 
 
 def iter_precision(name: str, workload: Workload, precision: str, plan: Plan, ctx: Context,
-                   progress: Progress) -> Iterator[WorkloadPoint | OomBoundary]:
-    """One precision: the timed sweep, the main-batch point, the boundary's probes, the details."""
+                   progress: Progress, hint: int | None = None) -> Iterator[WorkloadPoint | OomBoundary]:
+    """One precision: the timed sweep, the main-batch point, the boundary's probes (starting from `hint`,
+    the boundary of a precision that stores tensors alike, where there is one), the details."""
     measured: list[WorkloadPoint] = []
     if precision in plan.profile.sweep_precisions:
         measured += iter_batch_sweep(workload, precision, plan, ctx, progress)
@@ -112,7 +118,7 @@ def iter_precision(name: str, workload: Workload, precision: str, plan: Plan, ct
     yield from measured
     if plan.profile.boundary:
         progress.note(f"{workload.name} {precision}: searching the OOM boundary")
-        yield from iter_boundary(workload, precision, measured, ctx, plan.search_cap, untuned(workload))
+        yield from iter_boundary(workload, precision, measured, ctx, plan.search_cap, untuned(workload), hint)
     if precision in plan.profile.detail_precisions:
         yield from iter_detail(name, workload, precision, plan, ctx)
 
@@ -141,7 +147,8 @@ def iter_sequence(precision: str, plan: Plan, ctx: Context) -> Iterator[Workload
     if plan.tiny:
         seq, batch, cap = builtin.TINY_GPT_SEQ, 1, 4 * builtin.TINY_GPT_SEQ
     while seq <= cap:
-        spec = builtin.gpt_small(seq_len=seq, **sizes)
+        with ctx.device:
+            spec = builtin.gpt_small(seq_len=seq, **sizes)
         point = measure_point(workload_from_dict(spec, "built-in"), precision, batch, ctx, "sequence", seq_len=seq)
         yield point
         if point.status != "ok":
@@ -151,7 +158,7 @@ def iter_sequence(precision: str, plan: Plan, ctx: Context) -> Iterator[Workload
 
 def collect_workload(name: str, profile: profiles.Profile, ctx: Context, progress: Progress) -> WorkloadPayload:
     started = time.perf_counter()
-    workload = instantiate(name, ctx.device.type == "cpu")
+    workload = instantiate(name, ctx.device)
     plan = build_plan(name, workload, profile, ctx.device)
     points: list[WorkloadPoint] = []
     boundaries: list[OomBoundary] = []
@@ -160,7 +167,8 @@ def collect_workload(name: str, profile: profiles.Profile, ctx: Context, progres
         if reason:
             points.append(WorkloadPoint("variant", precision, plan.main_batch, "default", "skipped", reason=reason))
         else:
-            for item in iter_precision(name, workload, precision, plan, ctx, progress):
+            alike = next((b.max_batch for b in boundaries if b.precision == SAME_STORAGE.get(precision)), None)
+            for item in iter_precision(name, workload, precision, plan, ctx, progress, alike):
                 (boundaries if isinstance(item, OomBoundary) else points).append(item)
         progress.advance(f"{name} {precision}")
     return WorkloadPayload(

@@ -106,6 +106,13 @@ def test_without_a_guess_it_doubles_then_bisects():
     assert_found(bracket, 1000)
 
 
+def test_a_guess_inside_a_known_bracket_is_used():
+    bracket = Bracket(lo=64, hi=128)  # the timed sweep ran 64 and ran out of memory at 128
+    probed = simulate(bracket, guess=75, cap=4096, limit=77)
+    assert probed[0] == 75 and len(probed) <= 4
+    assert_found(bracket, 77)
+
+
 def test_known_oom_goes_straight_to_bisection():
     bracket = Bracket(lo=512, hi=1024)
     probed = simulate(bracket, guess=None, cap=4096, limit=1000)
