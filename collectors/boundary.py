@@ -1,7 +1,8 @@
 """The out-of-memory boundary: the largest batch that runs, found with untimed probes.
 
-A probe builds the step at one batch and runs it (twice when training: the second step also holds
-AdamW's state), recording only whether it fits and its peak memory. The search starts from a
+A probe builds the step at one batch and runs it once, recording only whether it fits and its peak
+memory; a training probe first takes one step at a batch of 1 so that AdamW's state (which does not
+depend on the batch) is held, as in every step after the first. The search starts from a
 guess: peak memory is close to linear in the batch (fixed: weights, gradients, optimizer state;
 per sample: activations), so a line through the points already measured, set against the device's
 memory, says where the boundary should be. Probes step out from the guess until they bracket the
@@ -13,6 +14,7 @@ a guess (a CPU, no memory figures) the search doubles from the largest batch tha
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
@@ -28,11 +30,12 @@ BOUNDARY_TOLERANCE = 0.02
 # gpt-small 0.86 (fp32) to 0.89 (bf16), mlp-stgan 0.91 to 0.95, resnet50 0.96 to 0.98; allocator
 # fragmentation, the CUDA context and cuBLAS/cuDNN workspaces take the rest. Only where the search
 # starts: the probes find the boundary.
-USABLE_FRACTION = 0.93
+USABLE_FRACTION = 0.95
 STEPS_OUT = (0.04, 0.08, 0.16, 0.32, 0.5, 1.0)  # relative steps when walking out from the guess
 # Precisions whose tensors are stored alike, so that their boundaries nearly agree (cuDNN's
 # workspace can differ: resnet50 fp32 938 and tf32 947 on an H100).
 SAME_STORAGE = {"tf32": "fp32", "fp32": "tf32", "bf16": "fp16", "fp16": "bf16"}
+HINT_AGREEMENT = 0.25
 
 
 @dataclass
@@ -72,24 +75,34 @@ def guess_max_batch(points: list[WorkloadPoint], capacity: int | None) -> int | 
     return max(1, int((capacity * USABLE_FRACTION - (m2 - per_sample * b2)) / per_sample))
 
 
+def choose_guess(line: int | None, hint: int | None) -> int | None:
+    """The precision stored alike where it agrees with this one's memory line within HINT_AGREEMENT (it
+    carries the other's fragmentation and workspaces: gpt-small fp32 57 and tf32 58 where the line says
+    62), else the line (conv-rollout's fp16 holds 1.8× bf16's batch on an H100)."""
+    if hint and (line is None or abs(hint - line) <= HINT_AGREEMENT * line):
+        return hint
+    return line
+
+
 def probe(workload: Workload, precision: str, batch: int, ctx: Context, variant: Variant) -> WorkloadPoint:
     """Does `batch` run? Untimed; records the status and the peak memory."""
     base = dict(sweep="probe", precision=precision, batch=batch, variant=variant.name)
     runner = replace(workload, run=workload.probe_run) if workload.probe_run else workload
+    started = time.perf_counter()
     free_memory(ctx.device)
     model = step = None
     try:
         with precision_mode(precision, ctx.device, variant):
             model = prepare_model(runner, ctx.device, variant)
-            step = build_step(runner, model, precision, batch, ctx.device, variant)
-            for _ in range(2 if step.optimizer else 1):
-                step.run()
-            return WorkloadPoint(status="ok", memory=_peak_memory(ctx.device), **base)
+            step = build_step(runner, model, precision, batch, ctx.device, variant, state_batch=1)
+            step.run()
+            point = WorkloadPoint(status="ok", memory=_peak_memory(ctx.device), **base)
     except Exception as e:  # an OOM is the answer; anything else ends the search with its reason
-        return WorkloadPoint(status="oom" if is_oom(e) else "error", reason=error_line(e), **base)
+        point = WorkloadPoint(status="oom" if is_oom(e) else "error", reason=error_line(e), **base)
     finally:
         model = step = None  # noqa: F841 - drop references before freeing
         free_memory(ctx.device)
+    return replace(point, wall_s=time.perf_counter() - started)
 
 
 def _peak_memory(device: torch.device) -> MemoryUse | None:
@@ -110,10 +123,10 @@ def iter_boundary(workload: Workload, precision: str, measured: list[WorkloadPoi
         if p.status == "oom":
             bracket.record(p.batch, False)
     capacity = device_capacity(ctx.device)
-    if not hint and capacity and bracket.lo and len({p.batch for p in known if p.status == "ok" and p.memory}) < 2:
+    if capacity and bracket.lo and len({p.batch for p in known if p.status == "ok" and p.memory}) < 2:
         known.append(point := probe(workload, precision, max(1, bracket.lo // 4), ctx, variant))
         yield point  # a second, small batch: the line's intercept (weights, gradients, optimizer state)
-    for batch in iter_probe_batches(bracket, hint or guess_max_batch(known, capacity), cap):
+    for batch in iter_probe_batches(bracket, choose_guess(guess_max_batch(known, capacity), hint), cap):
         point = probe(workload, precision, batch, ctx, variant)
         yield point
         if point.status == "error":

@@ -176,6 +176,7 @@ class WorkloadPoint:
     device_samples: DeviceSamples | None = None
     compile_s: float | None = None
     first_step_s: float | None = None  # wall time of the first step: allocation, cudnn autotuning, compiling
+    wall_s: float | None = None        # wall time the collector spent on this point, all included
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import gc
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 
@@ -24,7 +24,7 @@ from collectors.workloads import Workload
 # of a sweep, which only draw a curve, a shorter one (the standard profile has a 5-minute budget).
 GPU_STEP_PLAN = TimingPlan(warmup_s=0.3, sample_s=0.03, min_samples=7, max_samples=15, budget_s=1.5,
                            target_rel_iqr=0.01)
-GPU_SWEEP_PLAN = TimingPlan(warmup_s=0.15, sample_s=0.03, min_samples=5, max_samples=9, budget_s=0.8,
+GPU_SWEEP_PLAN = TimingPlan(warmup_s=0.1, sample_s=0.03, min_samples=5, max_samples=9, budget_s=0.5,
                             target_rel_iqr=0.02)
 CPU_STEP_PLAN = TimingPlan(warmup_s=0.05, sample_s=0.02, min_samples=3, max_samples=5, budget_s=0.5)
 SWEEPS = ("batch", "sequence")
@@ -59,15 +59,16 @@ def measure_point(workload: Workload, precision: str, batch: int, ctx: Context, 
                   variant: Variant = DEFAULT_VARIANT, seq_len: int | None = None) -> WorkloadPoint:
     """Time one configuration; OOM and errors become the point's status."""
     base = dict(sweep=sweep, precision=precision, batch=batch, variant=variant.name, seq_len=seq_len)
+    started = time.perf_counter()
     free_memory(ctx.device)
     try:
         with precision_mode(precision, ctx.device, variant):
-            return _measure(workload, precision, batch, ctx, variant, base)
+            point = _measure(workload, precision, batch, ctx, variant, base)
     except Exception as e:  # a user's step may raise anything: record it, go on with the next point
-        status = "oom" if is_oom(e) else "error"
-        return WorkloadPoint(status=status, reason=error_line(e), **base)
+        point = WorkloadPoint(status="oom" if is_oom(e) else "error", reason=error_line(e), **base)
     finally:
         free_memory(ctx.device)
+    return replace(point, wall_s=time.perf_counter() - started)
 
 
 def error_line(error: BaseException) -> str:

@@ -100,11 +100,11 @@ def prepare_model(workload: Workload, device: torch.device, variant: Variant) ->
 
 
 def build_step(workload: Workload, model: torch.nn.Module, precision: str, batch: int,
-               device: torch.device, variant: Variant) -> Step:
-    inputs, targets = workload.make_batch(batch, device)
-    if variant.channels_last is False and isinstance(inputs, torch.Tensor) and inputs.dim() == 4:
-        inputs = inputs.contiguous()
+               device: torch.device, variant: Variant, state_batch: int | None = None) -> Step:
+    """The step at `batch`. With `state_batch`, a training step at that batch is taken first with the
+    same optimizer, creating its state (how the boundary probes hold it without a second full-size step)."""
     forward = (lambda x: workload.run(model, x)) if workload.run else model
+    inputs, targets = _batch(workload, batch, device, variant)
     if not workload.training:
         def infer() -> None:
             with torch.no_grad(), autocast(precision, device):
@@ -115,11 +115,20 @@ def build_step(workload: Workload, model: torch.nn.Module, precision: str, batch
     loss_fn = workload.loss
     assert loss_fn is not None
 
-    def train() -> None:
+    def train_on(x: Any, y: Any) -> None:
         optimizer.zero_grad(set_to_none=True)
         with autocast(precision, device):
-            loss = loss_fn(forward(inputs), targets)
+            loss = loss_fn(forward(x), y)
         scaler.scale(loss).backward()
         scaler.step(optimizer)
         scaler.update()
-    return Step(train, optimizer, inputs, targets)
+    if state_batch is not None:
+        train_on(*_batch(workload, state_batch, device, variant))
+    return Step(lambda: train_on(inputs, targets), optimizer, inputs, targets)
+
+
+def _batch(workload: Workload, batch: int, device: torch.device, variant: Variant) -> tuple[Any, Any]:
+    inputs, targets = workload.make_batch(batch, device)
+    if variant.channels_last is False and isinstance(inputs, torch.Tensor) and inputs.dim() == 4:
+        inputs = inputs.contiguous()
+    return inputs, targets
