@@ -18,11 +18,14 @@ from pathlib import Path
 import pytest
 import torch
 import vl_convert
+from torch.autograd import DeviceType
+from torch.autograd.profiler_util import FunctionEvent
 from torch.utils.flop_counter import flop_registry
 
 from collectors.__main__ import main as collect_main
 from collectors.accounting import count_flops
-from collectors.op_profile import profile_steps
+from collectors.op_accounting import OpCall
+from collectors.op_profile import attribute, profile_steps
 from collectors.op_roofline import LATENCY_MULTIPLE, build_ops, build_roofs, classify
 from collectors.payloads import OpRoofline, RooflinePayload, RooflineRoofs
 from collectors.profiles import CPU_MAIN_BATCH
@@ -247,3 +250,42 @@ def test_ranking_puts_ops_without_a_roof_last():
     judged = OpRoofline("aten::a", 1, stat, 10, 10, "memory-bound", expected_s=0.0)
     unjudged = OpRoofline("aten::b", 1, stat, 10, 10, "unclassified")
     assert rank_by_time_lost([unjudged, judged]) == [judged, unjudged]
+
+
+def test_cuda_attribution_counts_kernels_below_each_call_and_not_range_spans():
+    """The GPU branch of the attribution, on real profiler event objects shaped as a CUDA profile gives them:
+    a kernel hangs off the innermost aten op that launched it, and every profiler range (ours, the optimizer's)
+    carries a device-side span of its own name, which is not a kernel and must not be counted."""
+    cuda = DeviceType.CUDA
+
+    def event(i: int, name: str, start: float, end: float, annotation: bool = False) -> FunctionEvent:
+        return FunctionEvent(i, name, thread=1, start_us=start, end_us=end, use_device="cuda",
+                             is_user_annotation=annotation)
+
+    def nest(parent: FunctionEvent, child: FunctionEvent) -> None:
+        parent.append_cpu_child(child)
+        child.set_cpu_parent(parent)
+
+    mm_range, mm = event(1, "roofline#0", 0, 50, True), event(2, "aten::mm", 1, 49)
+    nest(mm_range, mm)
+    mm.append_kernel("sm90_xmma_gemm_bf16", 0, 100.0)
+    mm_range.append_kernel("roofline#0", 0, 130.0)                # the range's device-side span
+    conv_range, conv = event(3, "roofline#1", 60, 90, True), event(4, "aten::convolution", 61, 89)
+    cudnn = event(5, "aten::cudnn_convolution", 62, 88)
+    nest(conv_range, conv)
+    nest(conv, cudnn)
+    cudnn.append_kernel("implicit_gemm", 0, 40.0)
+    cudnn.append_kernel("nchwToNhwc", 0, 5.0)
+    step, outside = event(6, "Optimizer.step#AdamW.step", 100, 200, True), event(7, "aten::add_", 101, 110)
+    nest(step, outside)
+    step.append_kernel("Optimizer.step#AdamW.step", 0, 90.0)
+    outside.append_kernel("vectorized_elementwise_kernel", 0, 7.0)
+    kernel_event = FunctionEvent(8, "sm90_xmma_gemm_bf16", thread=1, start_us=2, end_us=102, device_type=cuda)
+    calls = [OpCall("aten::mm", 0, 1.0, 1, 1, "bf16"), OpCall("aten::convolution", 0, 1.0, 1, 1, "bf16")]
+    total_us = attribute([mm_range, mm, conv_range, conv, cudnn, step, outside, kernel_event], calls, cuda=True)
+    assert total_us == pytest.approx(100 + 40 + 5 + 7)
+    assert calls[0].time_s == pytest.approx(100e-6)
+    assert [(k, pytest.approx(s)) for k, s in calls[0].kernels] == [("sm90_xmma_gemm_bf16", 100e-6)]
+    assert calls[1].time_s == pytest.approx(45e-6) and [k for k, _ in calls[1].kernels] == ["implicit_gemm",
+                                                                                          "nchwToNhwc"]
+    assert all(c.matched for c in calls)
