@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from collectors import ceilings, environment, workload_collector
+from collectors import ceilings, environment, roofline, workload_collector
 from collectors.machine import default_machine_id, sanitize_machine_id
-from collectors.payloads import PAYLOADS, WorkloadPayload
+from collectors.payloads import PAYLOADS, RooflinePayload, WorkloadPayload
 from collectors.profiles import PROFILES
 from collectors.progress import Progress
 from collectors.schema import build_document, save_document
@@ -58,6 +58,11 @@ def _workloads(progress: Progress, folder: Path, options: Options) -> Iterator[t
                                                           progress)
 
 
+def _roofline(progress: Progress, folder: Path, options: Options) -> Iterator[tuple[str, Any]]:
+    names = options.workloads or workload_collector.DEFAULT_WORKLOADS
+    yield from roofline.iter_roofline_documents(names, folder, ceilings.pick_device(), progress)
+
+
 COLLECTORS = {
     c.name: c
     for c in (
@@ -67,6 +72,8 @@ COLLECTORS = {
                   "hardware roofs: matmul per dtype, memory and host-device bandwidth, launch latency"),
         Collector(workload_collector.NAME, workload_collector.VERSION, _workloads,
                   "reference workloads: batch/sequence scaling to OOM, precisions, variants"),
+        Collector(roofline.NAME, roofline.VERSION, _roofline,
+                  "per-op roofline of each workload's main point: time, FLOPs, bytes, bound class per aten op"),
     )
 }
 KIND_OF = {payload_type: kind for kind, payload_type in PAYLOADS.items()}
@@ -119,6 +126,8 @@ def summary_of(payload: Any) -> str:
         head = f"best {best.throughput_per_s:.4g} {payload.unit}/s ({best.precision}, batch {best.batch})" if best \
             else "no point ran"
         return head + (f"; max batch {bounds}" if bounds else "")
+    if isinstance(payload, RooflinePayload):
+        return roofline.summarize_roofline(payload)
     if isinstance(payload, ceilings.CeilingsPayload):
         parts = [f"{m.dtype} {m.flops_per_s.median / 1e12:.3g} TFLOP/s" for m in payload.matmul if m.flops_per_s]
         parts += [f"{b.name} {b.bytes_per_s.median / 1e9:.4g} GB/s" for b in payload.memory if b.bytes_per_s]

@@ -19,7 +19,14 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from collectors.payloads import BandwidthCeiling, CeilingsPayload, MatmulCeiling, WorkloadPayload, WorkloadPoint
+from collectors.payloads import (
+    BandwidthCeiling,
+    CeilingsPayload,
+    MatmulCeiling,
+    RooflinePayload,
+    WorkloadPayload,
+    WorkloadPoint,
+)
 from collectors.stats import Stat
 from planner.results import MachineResults, iter_document_paths, load_machine, load_results_root
 
@@ -148,6 +155,23 @@ def _plain_rows(ctx: RowContext, keys: dict, p: WorkloadPoint) -> Iterator[TidyR
         if value is not None:
             yield TidyRow(ctx.machine, ctx.gpu, ctx.collector, metric=metric, value=float(value), unit=unit,
                           n=p.step_s.n if p.step_s else None, **keys)
+
+
+@exporter("roofline")
+def iter_roofline_rows(ctx: RowContext, payload: RooflinePayload) -> Iterator[TidyRow]:
+    """One group of rows per op (per step): the op's name in `variant`, its class in `status`."""
+    keys = dict(workload=payload.workload, precision=payload.precision, batch=payload.batch)
+    if payload.status != "ok":
+        yield ctx.row("op_time_s", "s", None, payload.status, **keys)
+        return
+    for op in payload.ops:
+        yield ctx.row("op_time_s", "s", op.time_s, op.op_class, variant=op.name, **keys)
+        values = [("op_flops", "FLOP", op.flops), ("op_bytes", "B", op.bytes),
+                  ("arithmetic_intensity", "FLOP/B", op.intensity), ("op_expected_s", "s", op.expected_s)]
+        for metric, unit, value in values:
+            if value is not None:  # an op without a FLOP formula has no FLOP or intensity row
+                yield TidyRow(ctx.machine, ctx.gpu, ctx.collector, metric=metric, value=float(value), unit=unit,
+                              n=op.time_s.n, status=op.op_class, variant=op.name, **keys)
 
 
 def iter_tidy_rows(machine: MachineResults) -> Iterator[TidyRow]:

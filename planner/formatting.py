@@ -61,6 +61,15 @@ def format_intensity(value: float | None, sig: int = VALUE_SIG) -> str:
     return _scaled(value, 1.0, "FLOP/byte", sig)
 
 
+def format_flop_count(value: float | None, sig: int = VALUE_SIG) -> str:
+    """An amount of work (not a rate): '5.14 GFLOP', with the SI prefix that keeps the number at least 1."""
+    if value is None:
+        return MISSING
+    scale, prefix = next(((s, p) for s, p in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+                          if abs(value) >= s), (1.0, ""))
+    return f"{format_number(value / scale, sig)} {prefix}FLOP"
+
+
 def format_bytes(value: float | None, sig: int = VALUE_SIG) -> str:
     """Memory sizes in binary units (GiB, MiB), as allocators and nvidia-smi count them."""
     if value is None:
@@ -113,6 +122,7 @@ UNIT_FORMATTERS: dict[str, Callable[[float | None], str]] = {
     "duration": format_duration,
     "percent": format_percent,
     "intensity": format_intensity,
+    "flop": format_flop_count,
 }
 
 
