@@ -44,7 +44,7 @@ def collect_roofline(name: str, roofs: RooflineRoofs, device: torch.device, prog
     """One workload's document; an out-of-memory or any other error becomes its status."""
     started = time.perf_counter()
     tiny = device.type == "cpu"
-    workload = instantiate(name, tiny)
+    workload = instantiate(name, device)
     batch = build_plan(name, workload, profiles.PROFILES["quick"], device).main_batch
     precision = pick_precision(device)
     base = dict(workload=workload.name, source=workload.source, device=device.type, precision=precision,

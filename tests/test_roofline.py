@@ -179,7 +179,7 @@ def test_counted_flops_match_flop_counter_mode_for_the_whole_step(payloads):
     """The FlopCounterMode formulas applied per op add up to FlopCounterMode's own total."""
     registry = {"aten::" + str(packet).split(".", 1)[1] for packet in flop_registry if str(packet).startswith("aten.")}
     for name, p in payloads.items():
-        workload = instantiate(name, tiny=True)
+        workload = instantiate(name, torch.device("cpu"))
         with precision_mode("bf16", CPU, Variant()):
             step = build_step(workload, prepare_model(workload, CPU, Variant()), "bf16", p.batch, CPU, Variant())
             expected = count_flops(step)
