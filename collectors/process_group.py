@@ -4,8 +4,9 @@ Memory is the sum of PSS (proportional set size) over the group. Workers are for
 process and share its pages (the Python interpreter, torch's libraries, the dataset object) until they
 write to them, and batches travel between processes in shared memory mapped by both sides: summed RSS
 counts every shared page once per process (16 workers would count torch's libraries 17 times), summed
-USS counts no shared page at all (neither the libraries nor the batches in shared memory). PSS charges
-each page 1/n to each of the n processes mapping it, so the sum is the memory the group really holds.
+USS counts no page that two processes share (neither the libraries nor a batch both sides map). PSS
+charges each page 1/n to each of the n processes mapping it, so the sum is the memory the group holds
+(pages it shares with processes outside the group, such as libraries, counted for the group's share).
 Where the system gives no PSS (not Linux), RSS is summed instead and the payload says so.
 
 PSS sees mapped pages only. A batch a worker has queued but the main process has not yet received lives in
@@ -20,11 +21,14 @@ psutil is imported when a group is made; `open_group` returns None, with the rea
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from dataclasses import dataclass
 
 SHARED_PREFIXES = ("/dev/shm/", "/memfd:")   # where torch puts tensors shared between processes
+# A /proc/<pid>/maps line: address perms offset dev inode path; the inode of each shared-memory mapping.
+SHARED_MAPPING = re.compile(rb"^\S+ \S+ \S+ \S+ (\d+) +(?:/dev/shm/|/memfd:)", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -47,9 +51,11 @@ def shared_files(pid: int) -> tuple[dict[int, int], set[int]]:
                     held[stat.st_ino] = stat.st_blocks * 512
             except OSError:
                 continue  # closed while we looked
-        with open(f"/proc/{pid}/maps", encoding="utf-8", errors="replace") as maps:
-            mapped = {int(line.split()[4]) for line in maps if "/dev/shm/" in line or "/memfd:" in line}
-    except (OSError, ValueError, IndexError):
+        # A CUDA process maps thousands of regions: scan the text in C (a regex), not line by line in Python,
+        # since this runs on a thread of the process being measured.
+        with open(f"/proc/{pid}/maps", "rb") as maps:
+            mapped = {int(inode) for inode in SHARED_MAPPING.findall(maps.read())}
+    except (OSError, ValueError):
         return held, set()
     return held, mapped
 

@@ -105,16 +105,21 @@ def feed_verdict(loader: DataloaderPayload, rates: list[WorkerRate], workload: W
     return FeedVerdict(name, True, sentence, best_fraction=fraction, **keys)
 
 
+def workers_text(n: int) -> str:
+    return "no workers (the main process loading)" if n == 0 else f"{n} worker{'s' if n != 1 else ''}"
+
+
 def fed_sentence(what: str, enough: WorkerRate, rates: list[WorkerRate], gpu: float, cores: int) -> str:
     below = [r for r in rates if r.workers < enough.workers]
-    text = (f"{enough.workers} workers feed {what}: they deliver {format_number(enough.samples_per_s)} images/s "
-            f"({format_number(enough.samples_per_s / gpu)}× the GPU's rate); with the main process that is "
-            f"{enough.workers + 1} of the {cores} cores")
+    n = enough.workers
+    text = (f"{workers_text(n)} {'is' if n == 1 else 'are'} enough for {what}: "
+            f"{format_number(enough.samples_per_s)} images/s delivered ({format_number(enough.samples_per_s / gpu)}× "
+            f"the GPU's rate); with the main process that is {n + 1} of the {cores} cores")
     if enough.workers + 1 > cores:
         text += ", more than there are, so the training loop would compete with the workers"
     if below:
         r = below[-1]
-        text += (f". With {r.workers} workers training would be input-bound at about "
+        text += (f". With {workers_text(r.workers)} training would be input-bound at about "
                  f"{format_number(r.samples_per_s)} images/s, the GPU busy {format_percent(r.samples_per_s / gpu)} "
                  "of the time")
     return text
@@ -122,7 +127,7 @@ def fed_sentence(what: str, enough: WorkerRate, rates: list[WorkerRate], gpu: fl
 
 def starved_sentence(what: str, best: WorkerRate, rates: list[WorkerRate], gpu: float, cores: int) -> str:
     text = (f"this machine cannot feed {what}: its best, {format_number(best.samples_per_s)} images/s with "
-            f"{best.workers} workers, is {format_percent(best.samples_per_s / gpu)} of what the GPU takes, so "
+            f"{workers_text(best.workers)}, is {format_percent(best.samples_per_s / gpu)} of what the GPU takes, so "
             f"training would be input-bound at about that rate")
     one = next((r for r in rates if r.workers == 1), None)
     if one is not None:
@@ -132,5 +137,5 @@ def starved_sentence(what: str, best: WorkerRate, rates: list[WorkerRate], gpu: 
                  f"would take {needed} workers ({needed + 1} cores with the main process; this machine has "
                  f"{cores})")
         if scaling is not None:
-            text += f", and {best.workers} workers here reached {format_percent(scaling)} of perfect scaling"
+            text += f", and {workers_text(best.workers)} here reached {format_percent(scaling)} of perfect scaling"
     return text
