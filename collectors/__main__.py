@@ -95,7 +95,8 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
                         help="how much of the workload sweeps to run: quick (main points, about a minute on "
                              "an H100), standard (to the OOM boundary, about 5 min), full (default: quick); for "
                              "the dataloader: quick (workers at prefetch 2, under a minute on 16 cores), standard "
-                             "(workers × prefetch 1-8 × pinned or not, about 2.5 min), full (about 8 min)")
+                             "(workers × prefetch 1-8 × pinned or not, about 2.5 min), full (every combination, "
+                             "at most 15 min)")
     parser.add_argument("--workload", dest="workloads", action="append", metavar="NAME|FILE.py:FN",
                         help=f"workload to run (repeatable): built-in {', '.join(BUILTIN)}, or a user file "
                              "path/to/file.py:function (default: the four built-ins)")
