@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from collectors import ceilings, environment, roofline, workload_collector
+from collectors import ceilings, dataloader_collector, environment, roofline, workload_collector
+from collectors.jpeg_dataset import default_cache_root
 from collectors.machine import default_machine_id, sanitize_machine_id
-from collectors.payloads import PAYLOADS, RooflinePayload, WorkloadPayload
+from collectors.payloads import PAYLOADS, DataloaderPayload, RooflinePayload, WorkloadPayload
 from collectors.profiles import PROFILES
 from collectors.progress import Progress
 from collectors.schema import build_document, save_document
@@ -29,6 +30,7 @@ class Options:
     only: list[str] | None = None
     profile: str = "quick"
     workloads: list[str] | None = None
+    dataset_cache: Path | None = None  # the dataloader's synthetic JPEGs (default: ~/.cache/gpuplan)
 
 
 # A collector yields (file stem, payload) pairs; each is saved the moment it is yielded, so a
@@ -63,6 +65,11 @@ def _roofline(progress: Progress, folder: Path, options: Options) -> Iterator[tu
     yield from roofline.iter_roofline_documents(names, folder, ceilings.pick_device(), progress)
 
 
+def _dataloader(progress: Progress, folder: Path, options: Options) -> Iterator[tuple[str, Any]]:
+    yield "dataloader", dataloader_collector.collect_dataloader(
+        progress, options.profile, options.dataset_cache or default_cache_root(), ceilings.pick_device())
+
+
 COLLECTORS = {
     c.name: c
     for c in (
@@ -74,6 +81,8 @@ COLLECTORS = {
                   "reference workloads: batch/sequence scaling to OOM, precisions, variants"),
         Collector(roofline.NAME, roofline.VERSION, _roofline,
                   "per-op roofline of each workload's main point: time, FLOPs, bytes, bound class per aten op"),
+        Collector(dataloader_collector.NAME, dataloader_collector.VERSION, _dataloader,
+                  "JPEG input pipeline: DataLoader workers, prefetch, pinned memory against host RAM and CPU"),
     )
 }
 KIND_OF = {payload_type: kind for kind, payload_type in PAYLOADS.items()}
@@ -91,10 +100,16 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
                         help=f"run only these collectors ({', '.join(COLLECTORS)})")
     parser.add_argument("--profile", choices=sorted(PROFILES), default="quick",
                         help="how much of the workload sweeps to run: quick (main points, about a minute on "
-                             "an H100), standard (to the OOM boundary, about 5 min), full (default: quick)")
+                             "an H100), standard (to the OOM boundary, about 5 min), full (default: quick); for "
+                             "the dataloader: quick (workers at prefetch 2, under a minute on 16 cores), standard "
+                             "(workers × prefetch 1-8 × pinned or not, about 2.5 min), full (every combination, "
+                             "at most 15 min)")
     parser.add_argument("--workload", dest="workloads", action="append", metavar="NAME|FILE.py:FN",
                         help=f"workload to run (repeatable): built-in {', '.join(BUILTIN)}, or a user file "
                              "path/to/file.py:function (default: the four built-ins)")
+    parser.add_argument("--dataset-cache", type=Path, metavar="DIR",
+                        help="where the dataloader collector keeps its synthetic JPEGs, made once and reused "
+                             "(default: $XDG_CACHE_HOME/gpuplan or ~/.cache/gpuplan; never inside --out)")
     return parser
 
 
@@ -128,6 +143,8 @@ def summary_of(payload: Any) -> str:
         return head + (f"; max batch {bounds}" if bounds else "")
     if isinstance(payload, RooflinePayload):
         return roofline.summarize_roofline(payload)
+    if isinstance(payload, DataloaderPayload):
+        return dataloader_collector.summary_of(payload)
     if isinstance(payload, ceilings.CeilingsPayload):
         parts = [f"{m.dtype} {m.flops_per_s.median / 1e12:.3g} TFLOP/s" for m in payload.matmul if m.flops_per_s]
         parts += [f"{b.name} {b.bytes_per_s.median / 1e9:.4g} GB/s" for b in payload.memory if b.bytes_per_s]
@@ -136,7 +153,11 @@ def summary_of(payload: Any) -> str:
 
 
 def run_from_args(args: argparse.Namespace) -> int:
-    options = Options(args.out, args.machine, args.only, args.profile, args.workloads)
+    options = Options(args.out, args.machine, args.only, args.profile, args.workloads, args.dataset_cache)
+    problem = cache_inside_results(options)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     try:
         # Every workload is loaded before anything runs or is written: a bad user file fails in
         # a second, not after the other collectors have spent minutes.
@@ -149,6 +170,17 @@ def run_from_args(args: argparse.Namespace) -> int:
     print(f"\nCollected into {folder}:")
     print("\n".join(lines))
     return 0
+
+
+def cache_inside_results(options: Options) -> str | None:
+    """Generated images must never land in a results folder (results are committed and published)."""
+    if dataloader_collector.NAME not in (options.only or COLLECTORS):
+        return None
+    cache = (options.dataset_cache or default_cache_root()).resolve()
+    out = options.out.resolve()
+    if cache == out or cache.is_relative_to(out):
+        return f"--dataset-cache {cache}: inside the results folder {options.out}; choose a folder outside it"
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:

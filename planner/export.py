@@ -22,6 +22,8 @@ from typing import Any
 from collectors.payloads import (
     BandwidthCeiling,
     CeilingsPayload,
+    DataloaderPayload,
+    LoaderPoint,
     MatmulCeiling,
     RooflinePayload,
     WorkloadPayload,
@@ -172,6 +174,44 @@ def iter_roofline_rows(ctx: RowContext, payload: RooflinePayload) -> Iterator[Ti
             if value is not None:  # an op without a FLOP formula has no FLOP or intensity row
                 yield TidyRow(ctx.machine, ctx.gpu, ctx.collector, metric=metric, value=float(value), unit=unit,
                               n=op.time_s.n, status=op.op_class, variant=op.name, **keys)
+def loader_variant(workers: int, prefetch: int | None, pin_memory: bool, persistent: bool = False,
+                   epoch: int | None = None) -> str:
+    """`workers=4,prefetch=2,pin=1,persistent=0` (prefetch `none` with 0 workers), `,epoch=2` for the epoch
+    boundary rows: comma-separated key=value pairs, a stable format for `dict(kv.split("=") ...)`."""
+    text = (f"workers={workers},prefetch={'none' if prefetch is None else prefetch},pin={int(pin_memory)},"
+            f"persistent={int(persistent)}")
+    return text + (f",epoch={epoch}" if epoch is not None else "")
+
+
+@exporter("dataloader")
+def iter_dataloader_rows(ctx: RowContext, payload: DataloaderPayload) -> Iterator[TidyRow]:
+    if payload.status != "ok":
+        yield ctx.row("throughput_per_s", "samples/s", None, payload.status)
+    for p in payload.points:
+        keys = dict(batch=payload.batch, variant=loader_variant(p.workers, p.prefetch, p.pin_memory))
+        yield ctx.row("throughput_per_s", "samples/s", p.samples_per_s, p.status, **keys)
+        if p.status == "ok":
+            yield from _loader_rows(ctx, keys, p)
+    for e in payload.epochs:
+        keys = dict(batch=payload.batch, variant=loader_variant(e.workers, e.prefetch, e.pin_memory, e.persistent, 2))
+        for metric, value in (("time_to_first_batch_s", e.second_epoch_first_batch_s), ("epoch_gap_s", e.epoch_gap_s)):
+            if e.status != "ok" or value is None:
+                yield ctx.row(metric, "s", None, e.status, **keys)
+            else:
+                yield TidyRow(ctx.machine, ctx.gpu, ctx.collector, metric=metric, value=value, unit="s", n=1, **keys)
+
+
+def _loader_rows(ctx: RowContext, keys: dict, p: LoaderPoint) -> Iterator[TidyRow]:
+    """One point's single-valued figures (each from one reading, or derived from the timed blocks)."""
+    values = [("batches_per_s", "1/s", p.batches_per_s, p.samples_per_s.n if p.samples_per_s else None),
+              ("time_to_first_batch_s", "s", p.time_to_first_batch_s, 1),
+              ("cpu_utilization", "1", p.cpu_utilization, 1),
+              ("host_memory_bytes", "B", p.memory_peak_bytes, p.memory_samples),
+              ("host_memory_full_bytes", "B", p.memory_full_bytes, 1)]
+    for metric, unit, value, n in values:
+        if value is not None:
+            yield TidyRow(ctx.machine, ctx.gpu, ctx.collector, metric=metric, value=float(value), unit=unit, n=n,
+                          **keys)
 
 
 def iter_tidy_rows(machine: MachineResults) -> Iterator[TidyRow]:

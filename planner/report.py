@@ -14,6 +14,7 @@ from collectors.machine import sanitize_machine_id
 from collectors.payloads import PAYLOADS, BandwidthCeiling, CeilingsPayload, EnvironmentPayload, GpuInfo, MatmulCeiling
 from collectors.stats import Stat
 from planner.charts import Roof, build_roofline_chart, build_roofs
+from planner.report_dataloader import DataloaderSection, build_dataloader_sections
 from planner.report_roofline import OpRooflineSection, build_op_roofline_sections, place_after_workloads
 from planner.report_workloads import WorkloadSection, build_workload_sections
 from planner.results import MachineResults
@@ -156,7 +157,7 @@ class MethodSection(SectionBase):
 
 
 Section = (SummarySection | NotCollectedSection | CeilingsSection | RooflineSection | EnvironmentSection
-           | MethodSection | WorkloadSection | OpRooflineSection)
+           | MethodSection | WorkloadSection | OpRooflineSection | DataloaderSection)
 
 
 @dataclass(frozen=True)
@@ -182,6 +183,7 @@ def build_report(machine: MachineResults) -> Report:
         sections.append(build_ceilings_section(ceilings, spec, env))
         sections.append(build_roofline_section(ceilings))
     sections += place_after_workloads(build_workload_sections(machine), build_op_roofline_sections(machine))
+    sections += build_dataloader_sections(machine)
     if env:
         sections.append(build_environment_section(env))
     if ceilings:

@@ -12,7 +12,7 @@ from pathlib import Path
 from collectors.payloads import CeilingsPayload, EnvironmentPayload, WorkloadPayload
 from collectors.schema import Document, DocumentError, load_document
 
-SINGLETON_KINDS = ("environment", "ceilings")  # one per machine; workload documents are one per workload
+SINGLETON_KINDS = ("environment", "ceilings", "dataloader")  # one per machine; workload documents are one per workload
 
 
 @dataclass(frozen=True)
