@@ -31,6 +31,7 @@ class Options:
     profile: str = "quick"
     workloads: list[str] | None = None
     dataset_cache: Path | None = None  # the dataloader's synthetic JPEGs (default: ~/.cache/gpuplan)
+    fresh: bool = False                # measure every point again instead of reusing a document's
 
 
 # A collector yields (file stem, payload) pairs; each is saved the moment it is yielded, so a
@@ -57,7 +58,7 @@ def _ceilings(progress: Progress, folder: Path, options: Options) -> Iterator[tu
 def _workloads(progress: Progress, folder: Path, options: Options) -> Iterator[tuple[str, Any]]:
     names = options.workloads or workload_collector.DEFAULT_WORKLOADS
     yield from workload_collector.iter_workload_documents(names, options.profile, folder, ceilings.pick_device(),
-                                                          progress)
+                                                          progress, options.fresh)
 
 
 def _roofline(progress: Progress, folder: Path, options: Options) -> Iterator[tuple[str, Any]]:
@@ -100,7 +101,11 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
                         help=f"run only these collectors ({', '.join(COLLECTORS)})")
     parser.add_argument("--profile", choices=sorted(PROFILES), default="quick",
                         help="how much of the workload sweeps to run: quick (main points, about a minute on "
-                             "an H100), standard (to the OOM boundary, about 5 min), full (default: quick); for "
+                             "an H100), standard (bf16 sweep to the OOM boundary, variants, every precision at "
+                             "the main batch; at most 5 min), capacity (standard plus the OOM boundary at every "
+                             "precision), full (everything at every precision) (default: quick). A run reuses the "
+                             "points a workload's document already holds: an interrupted run resumes, and "
+                             "capacity after standard only adds the boundaries. For "
                              "the dataloader: quick (workers at prefetch 2, under a minute on 16 cores), standard "
                              "(workers × prefetch 1-8 × pinned or not, about 2.5 min), full (every combination, "
                              "at most 15 min)")
@@ -110,6 +115,9 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument("--dataset-cache", type=Path, metavar="DIR",
                         help="where the dataloader collector keeps its synthetic JPEGs, made once and reused "
                              "(default: $XDG_CACHE_HOME/gpuplan or ~/.cache/gpuplan; never inside --out)")
+    parser.add_argument("--fresh", action="store_true",
+                        help="measure every workload point again instead of reusing the documents already in "
+                             "OUT/MACHINE (they are replaced as the new points come in)")
     return parser
 
 
@@ -117,7 +125,7 @@ def run_collection(options: Options) -> tuple[Path, list[str]]:
     """Run the chosen collectors; returns the machine folder and one summary line per document."""
     machine_id = sanitize_machine_id(options.machine) if options.machine else default_machine_id()
     folder = options.out / machine_id
-    lines = []
+    lines: dict[str, str] = {}  # a document saved again as its points come in keeps its last line
     for name in options.only or list(COLLECTORS):
         c = COLLECTORS[name]
         started = time.perf_counter()
@@ -125,9 +133,9 @@ def run_collection(options: Options) -> tuple[Path, list[str]]:
             for stem, payload in c.run(progress, folder, options):
                 doc = build_document(KIND_OF[type(payload)], c.name, c.version, machine_id, payload)
                 path = save_document(doc, folder / f"{stem}.json")
-                lines.append(f"{stem:<24} {time.perf_counter() - started:6.1f}s  {path}  {summary_of(payload)}")
+                lines[stem] = f"{stem:<24} {time.perf_counter() - started:6.1f}s  {path}  {summary_of(payload)}"
             progress.advance("done")
-    return folder, lines
+    return folder, list(lines.values())
 
 
 def summary_of(payload: Any) -> str:
@@ -153,7 +161,7 @@ def summary_of(payload: Any) -> str:
 
 
 def run_from_args(args: argparse.Namespace) -> int:
-    options = Options(args.out, args.machine, args.only, args.profile, args.workloads, args.dataset_cache)
+    options = Options(args.out, args.machine, args.only, args.profile, args.workloads, args.dataset_cache, args.fresh)
     problem = cache_inside_results(options)
     if problem:
         print(f"error: {problem}", file=sys.stderr)

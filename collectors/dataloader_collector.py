@@ -70,6 +70,7 @@ LOADER_PROFILES = {
     "standard": LoaderProfile("standard", (1, 2, 4, 8), (2,), True, blocks=2, fill="table", budget_s=200),
     "full": LoaderProfile("full", (1, 2, 4, 8), (1, 2, 4, 8), True, blocks=4, fill="all", budget_s=900),
 }
+LOADER_PROFILES["capacity"] = LOADER_PROFILES["standard"]  # capacity only adds workload boundaries
 MAIN_PREFETCH = 2                    # torch's default: the worker sweep that the verdict reads runs at it first
 
 

@@ -205,6 +205,7 @@ class WorkloadPayload:
     elapsed_s: float
     tokens_per_sample: int | None = None
     scale: str = "reference"
+    complete: bool = True  # False while the collection runs (or after it was stopped): resume to finish
 
 
 OpClass = Literal["math-bound", "memory-bound", "latency-bound", "unclassified"]

@@ -1,48 +1,55 @@
 """Collection profiles: how much of the workload sweeps to run.
 
 quick     the main point of each workload at the main precision (≤ 60 s on an H100)
-standard  at every precision the main batch and the OOM boundary; at the main precision a timed
-          batch sweep, sequence scaling, the variants and a repeat (≤ 5 min on an H100)
-full      timed batch sweeps and variants at every precision, cuDNN autotuning everywhere
+standard  at the main precision a timed batch sweep, the OOM boundary, sequence scaling, the
+          variants and a repeat; the main batch at every precision (≤ 5 min on an H100)
+capacity  standard, plus the OOM boundary at every precision (what the planner's memory model
+          fits; about 2 min more, and only that when run after standard)
+full      timed batch sweeps, boundaries and variants at every precision, cuDNN autotuning everywhere
+
+A collection reuses the points a document of the same workload already holds (an interrupted run,
+or a smaller profile run before), so `--profile capacity` after `--profile standard` only adds.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 MAIN_PRECISION = "bf16"
 # The main precision first: its timed sweep draws the memory line that the other precisions' boundary
 # searches start from (fp16 from bf16's boundary, tf32 from fp32's).
 ALL_PRECISIONS = (MAIN_PRECISION, "fp16", "fp32", "tf32")
+MAIN_ONLY = (MAIN_PRECISION,)
 
 
 @dataclass(frozen=True)
 class Profile:
     name: str
-    precisions: tuple[str, ...]         # a main-batch point at each
-    sweep_precisions: tuple[str, ...]   # a timed batch sweep at each
-    detail_precisions: tuple[str, ...]  # variants, sequence scaling and the repeat at each
-    boundary: bool                      # find the OOM boundary at every precision (untimed probes)
+    precisions: tuple[str, ...]           # a main-batch point at each
+    sweep_precisions: tuple[str, ...]     # a timed batch sweep at each
+    detail_precisions: tuple[str, ...]    # variants, sequence scaling and the repeat at each
+    boundary_precisions: tuple[str, ...]  # the OOM boundary (untimed probes) at each
     sequence: bool
     variants: bool
     compile: bool
     repeat: bool
-    cap_factor: int                     # the timed sweep stops at main batch × this
-    timed_step_limit_s: float           # … or once a step takes this long: larger batches are probed, not timed
+    cap_factor: int                       # the timed sweep stops at main batch × this
+    timed_step_limit_s: float             # … or once a step takes this long: larger batches are only probed
     # cuDNN autotuning runs again for every new input shape and costs 5–70 s a point for ResNet-50 on
     # an H100 (68 s at fp32, batch 256, for no gain): outside `full`, only the main precision's
     # trials autotune; the other points of a network with convolutions run without it and say so.
     autotune_everywhere: bool
 
 
+QUICK = Profile("quick", MAIN_ONLY, (), MAIN_ONLY, (), sequence=False, variants=False, compile=False, repeat=False,
+                cap_factor=1, timed_step_limit_s=0.0, autotune_everywhere=False)
+STANDARD = Profile("standard", ALL_PRECISIONS, MAIN_ONLY, MAIN_ONLY, MAIN_ONLY, sequence=True, variants=True,
+                   compile=True, repeat=True, cap_factor=64, timed_step_limit_s=0.4, autotune_everywhere=False)
 PROFILES = {
-    "quick": Profile("quick", (MAIN_PRECISION,), (), (MAIN_PRECISION,), boundary=False, sequence=False,
-                     variants=False, compile=False, repeat=False, cap_factor=1, timed_step_limit_s=0.0,
-                     autotune_everywhere=False),
-    "standard": Profile("standard", ALL_PRECISIONS, (MAIN_PRECISION,), (MAIN_PRECISION,), boundary=True,
-                        sequence=True, variants=True, compile=True, repeat=True, cap_factor=64,
-                        timed_step_limit_s=0.4, autotune_everywhere=False),
-    "full": Profile("full", ALL_PRECISIONS, ALL_PRECISIONS, ALL_PRECISIONS, boundary=True, sequence=True,
+    "quick": QUICK,
+    "standard": STANDARD,
+    "capacity": replace(STANDARD, name="capacity", boundary_precisions=ALL_PRECISIONS),
+    "full": Profile("full", ALL_PRECISIONS, ALL_PRECISIONS, ALL_PRECISIONS, ALL_PRECISIONS, sequence=True,
                     variants=True, compile=True, repeat=True, cap_factor=1024, timed_step_limit_s=4.0,
                     autotune_everywhere=True),
 }

@@ -36,11 +36,25 @@ class Context:
     device: torch.device
     ceilings: CeilingsPayload | None = None
     flops_cache: dict[tuple[str, int, int | None], float] = field(default_factory=dict)
+    # Points an earlier, interrupted or smaller collection of this workload already measured, by
+    # configuration: a resumed run takes them instead of measuring again (see workload_collector).
+    earlier: dict[tuple, WorkloadPoint] = field(default_factory=dict)
+    reused: int = 0
+
+    def recall(self, base: dict) -> WorkloadPoint | None:
+        found = self.earlier.get(point_key(**base))
+        self.reused += found is not None
+        return found
 
     def plan(self, sweep: str) -> TimingPlan:
         if self.device.type != "cuda":
             return CPU_STEP_PLAN
         return GPU_SWEEP_PLAN if sweep in SWEEPS else GPU_STEP_PLAN
+
+
+def point_key(sweep: str, precision: str, batch: int, variant: str, seq_len: int | None = None) -> tuple:
+    """What makes two points the same configuration."""
+    return sweep, precision, batch, variant, seq_len
 
 
 def free_memory(device: torch.device) -> None:
@@ -59,6 +73,8 @@ def measure_point(workload: Workload, precision: str, batch: int, ctx: Context, 
                   variant: Variant = DEFAULT_VARIANT, seq_len: int | None = None) -> WorkloadPoint:
     """Time one configuration; OOM and errors become the point's status."""
     base = dict(sweep=sweep, precision=precision, batch=batch, variant=variant.name, seq_len=seq_len)
+    if (earlier := ctx.recall(base)) is not None:
+        return earlier
     started = time.perf_counter()
     free_memory(ctx.device)
     try:

@@ -100,9 +100,7 @@ def prepare_model(workload: Workload, device: torch.device, variant: Variant) ->
 
 
 def build_step(workload: Workload, model: torch.nn.Module, precision: str, batch: int,
-               device: torch.device, variant: Variant, state_batch: int | None = None) -> Step:
-    """The step at `batch`. With `state_batch`, a training step at that batch is taken first with the
-    same optimizer, creating its state (how the boundary probes hold it without a second full-size step)."""
+               device: torch.device, variant: Variant) -> Step:
     forward = (lambda x: workload.run(model, x)) if workload.run else model
     inputs, targets = _batch(workload, batch, device, variant)
     if not workload.training:
@@ -122,8 +120,6 @@ def build_step(workload: Workload, model: torch.nn.Module, precision: str, batch
         scaler.scale(loss).backward()
         scaler.step(optimizer)
         scaler.update()
-    if state_batch is not None:
-        train_on(*_batch(workload, state_batch, device, variant))
     return Step(lambda: train_on(inputs, targets), optimizer, inputs, targets)
 
 

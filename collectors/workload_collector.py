@@ -17,7 +17,7 @@ from collectors.machine import sanitize_machine_id
 from collectors.payloads import CeilingsPayload, OomBoundary, WorkloadPayload, WorkloadPoint
 from collectors.progress import Progress
 from collectors.schema import DocumentError, load_document
-from collectors.sweep import Context, measure_point
+from collectors.sweep import Context, measure_point, point_key
 from collectors.training import Variant, precision_unsupported
 from collectors.workloads import BUILTIN, Workload, builtin, load_workload, workload_from_dict
 
@@ -51,6 +51,11 @@ def device_precisions(profile: profiles.Profile, device: torch.device) -> tuple[
     return tuple(p for p in profile.precisions if p in profiles.CPU_PRECISIONS) or profile.precisions
 
 
+def _on_cpu(wanted: tuple[str, ...], cpu: tuple[str, ...]) -> tuple[str, ...]:
+    """A profile's precision list on a CPU: those it runs, else its first (bf16 for a GPU's tf32)."""
+    return tuple(p for p in wanted if p in cpu) or (cpu[:1] if wanted else ())
+
+
 def build_plan(name: str, workload: Workload, profile: profiles.Profile, device: torch.device) -> Plan:
     if device.type == "cpu":
         main = profiles.CPU_MAIN_BATCH.get(name, workload.batch_start)
@@ -58,8 +63,8 @@ def build_plan(name: str, workload: Workload, profile: profiles.Profile, device:
         keep = device_precisions(profile, device)
         # the tiny sizes' caps bound a CPU sweep; a step-time limit would make it depend on the load
         cpu_profile = replace(profile, precisions=keep, timed_step_limit_s=math.inf,
-                              sweep_precisions=tuple(p for p in profile.sweep_precisions if p in keep) or
-                              (tuple(keep) if profile.sweep_precisions else ()))
+                              sweep_precisions=_on_cpu(profile.sweep_precisions, keep),
+                              boundary_precisions=_on_cpu(profile.boundary_precisions, keep))
         return Plan(cpu_profile, min(workload.batch_start, main), main, cap, cap, tiny=True)
     main = profiles.MAIN_BATCH.get(name, workload.batch_start * 8)
     search_cap = profiles.SEARCH_CAP.get(name, main * profiles.DEFAULT_SEARCH_CAP_FACTOR)
@@ -116,7 +121,7 @@ def iter_precision(name: str, workload: Workload, precision: str, plan: Plan, ct
     measured.append(measure_point(workload, precision, plan.main_batch, ctx, "variant",
                                   trial_variant(workload, precision, plan.profile)))
     yield from measured
-    if plan.profile.boundary:
+    if precision in plan.profile.boundary_precisions:
         progress.note(f"{workload.name} {precision}: searching the OOM boundary")
         yield from iter_boundary(workload, precision, measured, ctx, plan.search_cap, untuned(workload), hint)
     if precision in plan.profile.detail_precisions:
@@ -157,36 +162,89 @@ def iter_sequence(precision: str, plan: Plan, ctx: Context) -> Iterator[Workload
         seq *= 2
 
 
-def collect_workload(name: str, profile: profiles.Profile, ctx: Context, progress: Progress) -> WorkloadPayload:
+def iter_workload_payloads(name: str, profile: profiles.Profile, ctx: Context, progress: Progress,
+                           earlier: WorkloadPayload | None = None) -> Iterator[WorkloadPayload]:
+    """The workload's document after every point (so that a killed run loses at most the point it was
+    measuring), the last one complete. Points `earlier` holds for the same configuration are reused."""
     started = time.perf_counter()
     workload = instantiate(name, ctx.device)
     plan = build_plan(name, workload, profile, ctx.device)
+    ctx.earlier = {point_key(p.sweep, p.precision, p.batch, p.variant, p.seq_len): p
+                   for p in (earlier.points if earlier else [])}
+    ctx.reused = 0
+    before = earlier.elapsed_s if earlier else 0.0
+    parameters = sum(p.numel() for p in workload.model.parameters())
     points: list[WorkloadPoint] = []
     boundaries: list[OomBoundary] = []
+
+    def payload(complete: bool) -> WorkloadPayload:
+        return WorkloadPayload(
+            workload=workload.name, source=workload.source, unit=workload.unit, training=workload.training,
+            device=ctx.device.type, profile=profile.name, parameters=parameters,
+            points=list(points), boundaries=list(boundaries), elapsed_s=before + time.perf_counter() - started,
+            tokens_per_sample=workload.tokens_per_sample, scale="tiny" if plan.tiny else "reference",
+            complete=complete)
+
     for precision in plan.profile.precisions:
-        reason = precision_unsupported(precision, ctx.device)
-        if reason:
-            points.append(WorkloadPoint("variant", precision, plan.main_batch, "default", "skipped", reason=reason))
-        else:
-            alike = next((b.max_batch for b in boundaries if b.precision == SAME_STORAGE.get(precision)), None)
-            for item in iter_precision(name, workload, precision, plan, ctx, progress, alike):
-                (boundaries if isinstance(item, OomBoundary) else points).append(item)
+        for item in iter_precision_items(name, workload, precision, plan, ctx, progress, boundaries):
+            (boundaries if isinstance(item, OomBoundary) else points).append(item)
+            yield payload(complete=False)
         progress.advance(f"{name} {precision}")
-    return WorkloadPayload(
-        workload=workload.name, source=workload.source, unit=workload.unit, training=workload.training,
-        device=ctx.device.type, profile=profile.name, parameters=sum(p.numel() for p in workload.model.parameters()),
-        points=points, boundaries=boundaries, elapsed_s=time.perf_counter() - started,
-        tokens_per_sample=workload.tokens_per_sample, scale="tiny" if plan.tiny else "reference")
+    yield payload(complete=True)
+
+
+def iter_precision_items(name: str, workload: Workload, precision: str, plan: Plan, ctx: Context,
+                         progress: Progress, found: list[OomBoundary]) -> Iterator[WorkloadPoint | OomBoundary]:
+    reason = precision_unsupported(precision, ctx.device)
+    if reason:
+        yield WorkloadPoint("variant", precision, plan.main_batch, "default", "skipped", reason=reason)
+        return
+    alike = next((b.max_batch for b in found if b.precision == SAME_STORAGE.get(precision)), None)
+    yield from iter_precision(name, workload, precision, plan, ctx, progress, alike)
+
+
+def collect_workload(name: str, profile: profiles.Profile, ctx: Context, progress: Progress) -> WorkloadPayload:
+    """The finished document, measuring every point afresh."""
+    *_, last = iter_workload_payloads(name, profile, ctx, progress)
+    return last
+
+
+def load_earlier(path: Path, device: torch.device) -> tuple[WorkloadPayload | None, str | None]:
+    """The document an earlier collection left at `path`, when its points can be reused here; else why not."""
+    if not path.exists():
+        return None, None
+    try:
+        doc = load_document(path)
+    except DocumentError as e:
+        return None, f"{e}; measuring afresh (the file is replaced)"
+    payload = doc.payload
+    if doc.collector.version != VERSION:
+        return None, f"{path}: made by workloads collector {doc.collector.version}, this is {VERSION}; measuring afresh"
+    if not isinstance(payload, WorkloadPayload) or payload.device != device.type:
+        return None, f"{path}: measured on another device type; measuring afresh"
+    return payload, None
 
 
 def iter_workload_documents(names: list[str], profile_name: str, folder: Path, device: torch.device,
-                            progress: Progress) -> Iterator[tuple[str, WorkloadPayload]]:
-    """(file stem, payload) for each workload, yielded as each finishes so it is saved at once."""
+                            progress: Progress, fresh: bool = False) -> Iterator[tuple[str, WorkloadPayload]]:
+    """(file stem, payload) for each workload after each point, so that each is saved at once. Without
+    `fresh`, points a document already in `folder` holds are reused (resume, or a larger profile)."""
     ctx = Context(device, load_ceilings(folder))
     progress.total = len(names) * len(device_precisions(profiles.PROFILES[profile_name], device))
     for name in names:
-        payload = collect_workload(name, profiles.PROFILES[profile_name], ctx, progress)
-        yield f"workload-{sanitize_machine_id(payload.workload)}", payload
+        stem = f"workload-{sanitize_machine_id(workload_name(name))}"
+        earlier, why_not = (None, None) if fresh else load_earlier(folder / f"{stem}.json", device)
+        if why_not:
+            progress.note(why_not)
+        for payload in iter_workload_payloads(name, profiles.PROFILES[profile_name], ctx, progress, earlier):
+            yield stem, payload
+        if ctx.reused:
+            progress.note(f"{name}: {ctx.reused} points reused from {stem}.json")
+
+
+def workload_name(spec: str) -> str:
+    """The name a workload's document is filed under: a built-in's own, a user file's `name` key."""
+    return spec if spec in BUILTIN else load_workload(spec).name
 
 
 DEFAULT_WORKLOADS = list(BUILTIN)

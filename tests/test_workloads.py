@@ -426,15 +426,14 @@ def standard_run(tmp_path_factory) -> Path:
 def test_standard_profile_on_cpu(standard_run):
     payload = load_document(standard_run / "workload-mlp-stgan.json").payload
     assert payload.scale == "tiny" and payload.profile == "standard" and payload.device == "cpu"
-    assert {p.sweep for p in payload.points} == {"batch", "variant", "repeat", "probe"}
-    assert all(p.status == "ok" for p in payload.points)
-    timed = [p for p in payload.points if p.sweep != "probe"]
-    assert all(p.throughput_per_s > 0 and p.flops_per_step > 0 for p in timed)
-    # the timed sweep runs at the main precision only; fp32 gets its main point and the boundary's probe
+    assert payload.complete
+    assert {p.sweep for p in payload.points} == {"batch", "variant", "repeat"}
+    assert all(p.status == "ok" and p.throughput_per_s > 0 and p.flops_per_step > 0 for p in payload.points)
+    # the timed sweep and the boundary at the main precision; fp32 gets its main-batch point
     batch_points = {(p.precision, p.batch) for p in payload.points if p.sweep == "batch"}
     assert batch_points == {("bf16", 256), ("bf16", 512)}
-    assert {(p.precision, p.batch) for p in payload.points if p.sweep == "probe"} == {("fp32", 512)}
-    assert {b.precision for b in payload.boundaries} == {"fp32", "bf16"}
+    assert {(p.precision, p.batch) for p in payload.points if p.sweep == "variant"} == {("bf16", 256), ("fp32", 256)}
+    assert {b.precision for b in payload.boundaries} == {"bf16"}
     for b in payload.boundaries:  # a CPU never runs out of memory: the sweep stops at the cap
         assert (b.status, b.capped, b.max_batch, b.first_oom_batch) == ("ok", True, 512, None)
         assert b.reason == "no OOM up to the search cap of 512"
@@ -447,7 +446,7 @@ def test_export_of_a_cpu_collection(standard_run):
     assert {r.status for r in rows} <= STATUSES
     assert all(r.workload == "mlp-stgan" and r.machine == "cpu-standard" and r.gpu is None for r in rows)
     max_batch = [r for r in rows if r.metric == "max_batch"]
-    assert len(max_batch) == 2
+    assert len(max_batch) == 1
     assert all(r.batch is None and r.value == 512 and r.variant == "capped" for r in max_batch)
     assert all(r.value > 0 for r in rows if r.metric in ("step_s", "throughput_per_s", "bytes_per_step_est"))
 
