@@ -14,6 +14,7 @@ from collectors.machine import sanitize_machine_id
 from collectors.payloads import PAYLOADS, BandwidthCeiling, CeilingsPayload, EnvironmentPayload, GpuInfo, MatmulCeiling
 from collectors.stats import Stat
 from planner.charts import Roof, build_roofline_chart, build_roofs
+from planner.report_multigpu import MultiGpuSection, build_multigpu_section
 from planner.report_workloads import WorkloadSection, build_workload_sections
 from planner.results import MachineResults
 from planner.specs import GpuSpec, match_gpu
@@ -155,7 +156,7 @@ class MethodSection(SectionBase):
 
 
 Section = (SummarySection | NotCollectedSection | CeilingsSection | RooflineSection | EnvironmentSection
-           | MethodSection | WorkloadSection)
+           | MethodSection | WorkloadSection | MultiGpuSection)
 
 
 @dataclass(frozen=True)
@@ -181,6 +182,9 @@ def build_report(machine: MachineResults) -> Report:
         sections.append(build_ceilings_section(ceilings, spec, env))
         sections.append(build_roofline_section(ceilings))
     sections += build_workload_sections(machine)
+    multigpu = build_multigpu_section(machine)
+    if multigpu is not None:
+        sections.append(multigpu)
     if env:
         sections.append(build_environment_section(env))
     if ceilings:
