@@ -132,6 +132,8 @@ def test_children_get_multicast_off_whatever_the_caller_set():
     for name, value in MULTICAST_OFF.items():
         assert env[name] == value
     assert env["PYTHONPATH"].split(":") == [str(ROOT), "/x"] and env["A"] == "b"
+    assert env["GLOO_SOCKET_IFNAME"] == "lo"  # one host: gloo over loopback, unless the caller chose
+    assert child_env({"GLOO_SOCKET_IFNAME": "eth0"})["GLOO_SOCKET_IFNAME"] == "eth0"
     assert set(MULTICAST_OFF) == {"NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS"}
 
 

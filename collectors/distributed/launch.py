@@ -39,6 +39,9 @@ def child_env(base: Mapping[str, str]) -> dict[str, str]:
     """The children's environment: `base`, multicast off, and this checkout importable as `-m collectors...`."""
     env = dict(base)
     env.update(MULTICAST_OFF)
+    # --standalone is one host: gloo (the ranks' control channel) over loopback, not over whatever
+    # interface the hostname resolves to (which fails in some containers). A caller's choice stays.
+    env.setdefault("GLOO_SOCKET_IFNAME", "lo")
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [base.get("PYTHONPATH")])])
     return env
 
