@@ -14,12 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from collectors import ceilings, dataloader_collector, environment, roofline, workload_collector
+from collectors.distributed import collect as distributed
+from collectors.distributed import collectives, ddp
+from collectors.distributed.launch import LaunchError
 from collectors.jpeg_dataset import default_cache_root
 from collectors.machine import default_machine_id, sanitize_machine_id
 from collectors.payloads import PAYLOADS, DataloaderPayload, RooflinePayload, WorkloadPayload
 from collectors.profiles import PROFILES
 from collectors.progress import Progress
-from collectors.schema import build_document, save_document
+from collectors.schema import Document, build_document, save_document
 from collectors.workloads import BUILTIN, WorkloadError, load_workload
 
 
@@ -32,6 +35,10 @@ class Options:
     workloads: list[str] | None = None
     dataset_cache: Path | None = None  # the dataloader's synthetic JPEGs (default: ~/.cache/gpuplan)
     fresh: bool = False                # measure every point again instead of reusing a document's
+    gpus: int | None = None                 # multi-GPU collectors: ranks (default: every visible GPU)
+    dist_backend: str | None = None         # nccl (default with GPUs) or gloo (CPU processes, for testing)
+    batches: list[str] | None = None        # ddp's per-GPU batches, NAME=N
+    dist_timeout: float | None = None       # seconds for a whole multi-GPU launch
 
 
 # A collector yields (file stem, payload) pairs; each is saved the moment it is yielded, so a
@@ -71,6 +78,14 @@ def _dataloader(progress: Progress, folder: Path, options: Options) -> Iterator[
         progress, options.profile, options.dataset_cache or default_cache_root(), ceilings.pick_device())
 
 
+def _distributed(name: str) -> Run:
+    def run(progress: Progress, folder: Path, options: Options) -> Iterator[tuple[str, Any]]:
+        yield from distributed.iter_distributed_documents(
+            name, folder, progress, gpus=options.gpus, backend=options.dist_backend, profile=options.profile,
+            timeout_s=options.dist_timeout, workloads=options.workloads, batches=options.batches)
+    return run
+
+
 COLLECTORS = {
     c.name: c
     for c in (
@@ -84,6 +99,10 @@ COLLECTORS = {
                   "per-op roofline of each workload's main point: time, FLOPs, bytes, bound class per aten op"),
         Collector(dataloader_collector.NAME, dataloader_collector.VERSION, _dataloader,
                   "JPEG input pipeline: DataLoader workers, prefetch, pinned memory against host RAM and CPU"),
+        Collector(collectives.NAME, collectives.VERSION, _distributed(collectives.NAME),
+                  "several GPUs: NCCL all-reduce/all-gather/reduce-scatter/broadcast bandwidth, NVLink topology"),
+        Collector(ddp.NAME, ddp.VERSION, _distributed(ddp.NAME),
+                  "several GPUs: DistributedDataParallel scaling of gpt-small and resnet50 on 1..N GPUs"),
     )
 }
 KIND_OF = {payload_type: kind for kind, payload_type in PAYLOADS.items()}
@@ -111,13 +130,24 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
                              "at most 15 min)")
     parser.add_argument("--workload", dest="workloads", action="append", metavar="NAME|FILE.py:FN",
                         help=f"workload to run (repeatable): built-in {', '.join(BUILTIN)}, or a user file "
-                             "path/to/file.py:function (default: the four built-ins)")
+                             "path/to/file.py:function (default: the four built-ins; ddp: gpt-small, resnet50)")
     parser.add_argument("--dataset-cache", type=Path, metavar="DIR",
                         help="where the dataloader collector keeps its synthetic JPEGs, made once and reused "
                              "(default: $XDG_CACHE_HOME/gpuplan or ~/.cache/gpuplan; never inside --out)")
     parser.add_argument("--fresh", action="store_true",
                         help="measure every workload point again instead of reusing the documents already in "
                              "OUT/MACHINE (they are replaced as the new points come in)")
+    multi = parser.add_argument_group(
+        "several GPUs (collectives, ddp)",
+        "One process per GPU, started with torchrun, NVLink multicast always off. Skipped with fewer than 2 GPUs.")
+    multi.add_argument("--gpus", type=int, metavar="N", help="GPUs to use, 0..N-1 (default: every visible GPU)")
+    multi.add_argument("--dist-backend", choices=("nccl", "gloo"),
+                       help="nccl (default with GPUs); gloo runs N CPU processes to test the path (tiny sizes)")
+    multi.add_argument("--batch", dest="batches", action="append", metavar="NAME=N",
+                       help="ddp's per-GPU batch of a workload (repeatable; default: gpt-small=32, resnet50=256)")
+    multi.add_argument("--dist-timeout", type=float, metavar="SECONDS",
+                       help="stop a multi-GPU collector's processes after this long (default: collectives 300, "
+                            "ddp 900)")
     return parser
 
 
@@ -131,8 +161,11 @@ def run_collection(options: Options) -> tuple[Path, list[str]]:
         started = time.perf_counter()
         with Progress(name, total=1) as progress:
             for stem, payload in c.run(progress, folder, options):
-                doc = build_document(KIND_OF[type(payload)], c.name, c.version, machine_id, payload)
-                path = save_document(doc, folder / f"{stem}.json")
+                if isinstance(payload, Document):  # already saved, by rank 0 of a multi-GPU launch
+                    path, payload = folder / f"{stem}.json", payload.payload
+                else:
+                    doc = build_document(KIND_OF[type(payload)], c.name, c.version, machine_id, payload)
+                    path = save_document(doc, folder / f"{stem}.json")
                 lines[stem] = f"{stem:<24} {time.perf_counter() - started:6.1f}s  {path}  {summary_of(payload)}"
             progress.advance("done")
     return folder, list(lines.values())
@@ -157,11 +190,12 @@ def summary_of(payload: Any) -> str:
         parts = [f"{m.dtype} {m.flops_per_s.median / 1e12:.3g} TFLOP/s" for m in payload.matmul if m.flops_per_s]
         parts += [f"{b.name} {b.bytes_per_s.median / 1e9:.4g} GB/s" for b in payload.memory if b.bytes_per_s]
         return "; ".join(parts)
-    return ""
+    return distributed.summarize(payload)
 
 
 def run_from_args(args: argparse.Namespace) -> int:
-    options = Options(args.out, args.machine, args.only, args.profile, args.workloads, args.dataset_cache, args.fresh)
+    options = Options(args.out, args.machine, args.only, args.profile, args.workloads, args.dataset_cache, args.fresh,
+                      args.gpus, args.dist_backend, args.batches, args.dist_timeout)
     problem = cache_inside_results(options)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
@@ -171,10 +205,14 @@ def run_from_args(args: argparse.Namespace) -> int:
         # a second, not after the other collectors have spent minutes.
         for spec in options.workloads or []:
             load_workload(spec)
+        distributed.check_options(options.gpus, options.dist_backend, options.batches)
         folder, lines = run_collection(options)
-    except WorkloadError as e:
+    except (WorkloadError, distributed.DistributedOptionError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except LaunchError as e:  # not bad input: the documents written so far stay
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     print(f"\nCollected into {folder}:")
     print("\n".join(lines))
     return 0

@@ -254,3 +254,7 @@ def render_csv(rows: Iterable[TidyRow]) -> str:
 def render_json(rows: Iterable[TidyRow]) -> str:
     records = [{k: (None if v == "" else v) for k, v in asdict(row).items()} for row in rows]
     return json.dumps(records, indent=1, allow_nan=False) + "\n"
+
+
+# The multi-GPU documents' row builders register themselves on import (they need RowContext from here).
+import planner.export_multigpu  # noqa: E402, F401

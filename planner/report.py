@@ -15,6 +15,7 @@ from collectors.payloads import PAYLOADS, BandwidthCeiling, CeilingsPayload, Env
 from collectors.stats import Stat
 from planner.charts import Roof, build_roofline_chart, build_roofs
 from planner.report_dataloader import DataloaderSection, build_dataloader_sections
+from planner.report_multigpu import MultiGpuSection, build_multigpu_section
 from planner.report_roofline import OpRooflineSection, build_op_roofline_sections, place_after_workloads
 from planner.report_workloads import WorkloadSection, build_workload_sections
 from planner.results import MachineResults
@@ -157,7 +158,7 @@ class MethodSection(SectionBase):
 
 
 Section = (SummarySection | NotCollectedSection | CeilingsSection | RooflineSection | EnvironmentSection
-           | MethodSection | WorkloadSection | OpRooflineSection | DataloaderSection)
+           | MethodSection | WorkloadSection | OpRooflineSection | DataloaderSection | MultiGpuSection)
 
 
 @dataclass(frozen=True)
@@ -184,6 +185,9 @@ def build_report(machine: MachineResults) -> Report:
         sections.append(build_roofline_section(ceilings))
     sections += place_after_workloads(build_workload_sections(machine), build_op_roofline_sections(machine))
     sections += build_dataloader_sections(machine)
+    multigpu = build_multigpu_section(machine)
+    if multigpu is not None:
+        sections.append(multigpu)
     if env:
         sections.append(build_environment_section(env))
     if ceilings:
