@@ -82,7 +82,7 @@ class Trainer:
 
     def __init__(self, spec: str, batch: int, group: object, ctx: rank.RankContext):
         torch.manual_seed(1234 + ctx.rank)  # each rank its own synthetic data; DDP copies rank 0's weights
-        self.workload = instantiate(spec, ctx.device.type == "cpu")
+        self.workload = instantiate(spec, ctx.device)
         if not self.workload.training:
             raise Skipped("inference only: there are no gradients to synchronise")
         model = prepare_model(self.workload, ctx.device, Variant())
