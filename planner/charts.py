@@ -113,7 +113,7 @@ def build_roofline_chart(ceilings: CeilingsPayload, width: int | str = "containe
     y = alt.Y("y:Q", title="Throughput (TFLOP/s)", scale=alt.Scale(type="log"))
     dtypes = [r.dtype for r in roofs]
     palette = alt.Scale(domain=[*dtypes, "memory (copy)"], range=[*_colors(dtypes), "#555555"])
-    color = alt.Color("series:N", scale=palette, legend=alt.Legend(title="Roof", labelLimit=240))
+    color = alt.Color("series:N", scale=palette, legend=_legend("Roof"))
     lines = _roof_rows(roofs, x_high, x_low) + (_slope_rows(copy, roofs, x_low) if copy else [])
     layers = [
         alt.Chart(alt.Data(values=lines)).mark_line(strokeWidth=2.5, interpolate="linear").encode(
