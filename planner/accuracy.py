@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import altair as alt
 
+from planner.charts import finish, unvalidated
 from planner.formatting import format_number, format_percent
 
 TARGET_ERROR = 0.08   # the planner's goal for the median absolute error (issue 6)
@@ -86,6 +87,7 @@ def build_summaries(rows: list[AccuracyRow]) -> list[AccuracySummary]:
             for (source, target, metric), errors in sorted(groups.items())]
 
 
+@unvalidated
 def build_accuracy_chart(rows: list[AccuracyRow], width: int | str = "container") -> dict | None:
     """Each comparison's error (x) by workload (y), coloured by source → target, with the goal band."""
     if not rows:
@@ -96,19 +98,21 @@ def build_accuracy_chart(rows: list[AccuracyRow], width: int | str = "container"
                "measured": f"{format_number(r.measured)} {r.unit}", "error_text": format_percent(r.error)}
               for r in rows]
     x = alt.X("error:Q", title="Error: predicted ÷ measured − 1 (%)")
-    band = alt.Chart(alt.Data(values=[{"low": -100 * TARGET_ERROR, "high": 100 * TARGET_ERROR}])).mark_rect(
-        color="#2ca02c", opacity=0.12).encode(x=alt.X("low:Q"), x2="high:Q")
-    zero = alt.Chart(alt.Data(values=[{"error": 0}])).mark_rule(color="#555555").encode(x=x)
-    points = alt.Chart(alt.Data(values=values)).mark_point(filled=True, size=60).encode(
+    band = alt.Chart(alt.Data(name="band")).mark_rect(color="#2ca02c", opacity=0.12).encode(
+        x=alt.X("low:Q"), x2=alt.X2("high:Q"))
+    zero = alt.Chart(alt.Data(name="zero")).mark_rule(color="#555555").encode(x=x)
+    points = alt.Chart(alt.Data(name="points")).mark_point(filled=True, size=60).encode(
         x=x, y=alt.Y("workload:N", title=None),
         color=alt.Color("pair:N", title="Source → target", legend=alt.Legend(orient="bottom")),
         tooltip=[alt.Tooltip("pair:N", title="Source → target"), alt.Tooltip("workload:N", title="Workload"),
                  alt.Tooltip("config:N", title="Configuration"), alt.Tooltip("metric:N", title="Metric"),
                  alt.Tooltip("predicted:N", title="Predicted"), alt.Tooltip("measured:N", title="Measured"),
                  alt.Tooltip("error_text:N", title="Error")])
-    chart = alt.layer(band, zero, points).properties(width=width, title="Prediction error by workload "
-                                                     f"(shaded: within ±{format_percent(TARGET_ERROR)})")
-    return chart.configure_view(stroke=None).to_dict()
+    height = max(160, 36 * len({r.workload for r in rows}))
+    title = f"Prediction error by workload (shaded: within ±{100 * TARGET_ERROR:g}%)"
+    chart = alt.layer(band, zero, points).properties(width=width, height=height, title=title)
+    return finish(chart, band=[{"low": -100 * TARGET_ERROR, "high": 100 * TARGET_ERROR}], zero=[{"error": 0}],
+                  points=values)
 
 
 def build_accuracy_page(rows: Iterable[AccuracyRow]) -> AccuracyPage:

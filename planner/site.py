@@ -36,15 +36,14 @@ from planner.render import (
     NavLink,
     build_jinja_env,
     paper_of,
-    render_report_html,
-    render_report_pdf,
     safe_child,
     vega_javascript,
 )
-from planner.report import Report, build_report
+from planner.report import Report
 from planner.results import MachineResults, load_results_root
 from planner.site_index import build_site_index
-from planner.site_workloads import WORKLOADS_DIR, WorkloadPage, build_workload_pages
+from planner.site_machines import build_machine_pages, render_machine_pdfs
+from planner.site_workloads import WORKLOADS_DIR, build_workload_pages, workload_files
 
 MACHINES_DIR = "machines"
 INDEX_NAME, ACCURACY_NAME, CSV_NAME = "index.html", "accuracy.html", "gpuplan-results.csv"
@@ -64,10 +63,11 @@ def check_unique_ids(machines: list[MachineResults], reports: list[Report]) -> N
         seen[report.machine_id] = machine
 
 
-def site_nav(root: str, current: str, workloads: list[WorkloadPage]) -> list[NavLink]:
-    """The links on every page; `root` leads from the page to the site's top folder ("" or "../")."""
+def site_nav(root: str, current: str, workloads: dict[str, str]) -> list[NavLink]:
+    """The links on every page; `root` leads from the page to the site's top folder ("" or "../");
+    `workloads` maps each workload to its page's file."""
     links = [("Machines", INDEX_NAME)]
-    links += [(f"Workload: {page.name}", f"{WORKLOADS_DIR}/{page.file_name}") for page in workloads]
+    links += [(f"Workload: {name}", f"{WORKLOADS_DIR}/{file}") for name, file in workloads.items()]
     links += [("Prediction accuracy", ACCURACY_NAME), ("Download all figures (CSV)", CSV_NAME)]
     return [NavLink(label, root + href, href == current) for label, href in links]
 
@@ -105,16 +105,6 @@ def load_manifest(out: Path) -> dict:
         return {}  # none, or unreadable: every PDF is rendered again, nothing is removed
 
 
-def render_machine_pages(out: Path, reports: list[Report], nav_pages: list[WorkloadPage],
-                         pdf: bool, paper: str) -> dict[Path, str]:
-    pages: dict[Path, str] = {}
-    for report in reports:
-        folder = safe_child(out / MACHINES_DIR, report.machine_id)
-        nav = site_nav("../../", "", nav_pages)
-        pages[folder / HTML_NAME] = render_report_html(report, nav=nav, has_pdf=pdf)
-    return pages
-
-
 def render_pdfs(out: Path, reports: list[Report], paper: str, old: dict, progress: bool) -> tuple[dict, dict]:
     """Each machine's PDF, rendered only where its digest differs from the last build's (or its file is gone).
     Returns (new PDF bytes by path, digest by relative path)."""
@@ -127,9 +117,10 @@ def render_pdfs(out: Path, reports: list[Report], paper: str, old: dict, progres
             stale.append((path, report))
     if stale:
         with Progress("site PDFs", len(stale), None if progress else io.StringIO()) as bar:
-            for path, report in stale:
-                pdfs[path] = render_report_pdf(report, paper)
-                bar.advance(report.machine_id)
+            bar.note(f"rendering {len(stale)} PDF{'s' if len(stale) > 1 else ''} (seconds each)")
+            made = render_machine_pdfs([report for _, report in stale], paper)
+            pdfs = {path: data for (path, _), data in zip(stale, made, strict=True)}
+            bar.advance("done", len(stale))
     return pdfs, digests
 
 
@@ -141,20 +132,22 @@ def build_site(results_root: Path, out: Path = Path("site/_build"), *, accuracy:
     `pdf`: render each machine's PDF (slow: seconds each; only those whose report changed)."""
     paper_of(paper)
     machines = load_results_root(Path(results_root))
-    reports = [build_report(m) for m in machines]
-    check_unique_ids(machines, reports)
     out = Path(out).resolve()
-    workloads = build_workload_pages(reports)
-    files: dict[Path, str | bytes] = dict(render_machine_pages(out, reports, workloads, pdf, paper))
-    for page in workloads:
-        files[out / WORKLOADS_DIR / page.file_name] = render_site_page(
-            "site_workload.html.j2", site_nav("../", f"{WORKLOADS_DIR}/{page.file_name}", workloads), page=page)
+    files_of = workload_files([w.workload for m in machines for w in m.workloads])
+    built = build_machine_pages(machines, site_nav("../../", "", files_of), pdf)
+    reports = [page.report for page in built]
+    check_unique_ids(machines, reports)
+    files: dict[Path, str | bytes] = {
+        safe_child(out / MACHINES_DIR, page.report.machine_id) / HTML_NAME: page.html for page in built}
+    for page in build_workload_pages(reports, files_of):
+        here = f"{WORKLOADS_DIR}/{page.file_name}"
+        files[out / here] = render_site_page("site_workload.html.j2", site_nav("../", here, files_of), page=page)
     accuracy_page = build_accuracy_page(accuracy)
-    files[out / ACCURACY_NAME] = render_site_page("site_accuracy.html.j2", site_nav("", ACCURACY_NAME, workloads),
+    files[out / ACCURACY_NAME] = render_site_page("site_accuracy.html.j2", site_nav("", ACCURACY_NAME, files_of),
                                                   charts=accuracy_page.chart is not None, accuracy=accuracy_page)
     files[out / CSV_NAME] = render_csv(row for m in machines for row in iter_tidy_rows(m))
-    pages = {page.name: f"{WORKLOADS_DIR}/{page.file_name}" for page in workloads}
-    index_html = render_site_page("site_index.html.j2", site_nav("", INDEX_NAME, workloads), has_pdf=pdf,
+    pages = {name: f"{WORKLOADS_DIR}/{file}" for name, file in files_of.items()}
+    index_html = render_site_page("site_index.html.j2", site_nav("", INDEX_NAME, files_of), has_pdf=pdf,
                                   index=build_site_index(machines, reports, pages), stamp="")
     manifest = load_manifest(out)
     digests = {}

@@ -72,23 +72,31 @@ def build_machine_row(report: Report, section: WorkloadSection) -> WorkloadMachi
         defaults, compiled)
 
 
-def build_workload_pages(reports: list[Report]) -> list[WorkloadPage]:
-    """One page per workload name, its rows in machine-id order; file names unique after sanitising."""
-    by_name: dict[str, list[tuple[Report, WorkloadSection]]] = {}
-    for report in sorted(reports, key=lambda r: r.machine_id):
-        for section in report.sections:
-            if isinstance(section, WorkloadSection):
-                by_name.setdefault(section.name, []).append((report, section))
-    pages, used = [], set()
-    for name in sorted(by_name):
+def workload_files(names: list[str]) -> dict[str, str]:
+    """Each workload's page file (under WORKLOADS_DIR): sanitised, unique, in name order."""
+    files, used = {}, set()
+    for name in sorted(set(names)):
         slug, n = sanitize_machine_id(name), 1
         while f"{slug}.html" in used:  # two names that sanitise alike still get a page each
             n += 1
             slug = f"{sanitize_machine_id(name)}-{n}"
         used.add(f"{slug}.html")
+        files[name] = f"{slug}.html"
+    return files
+
+
+def build_workload_pages(reports: list[Report], files: dict[str, str]) -> list[WorkloadPage]:
+    """One page per workload name (`files` gives its file), its rows in machine-id order."""
+    by_name: dict[str, list[tuple[Report, WorkloadSection]]] = {}
+    for report in sorted(reports, key=lambda r: r.machine_id):
+        for section in report.sections:
+            if isinstance(section, WorkloadSection):
+                by_name.setdefault(section.name, []).append((report, section))
+    pages = []
+    for name in sorted(by_name):
         rows = [build_machine_row(report, section) for report, section in by_name[name]]
         sections = [section for _, section in by_name[name]]
         precisions = sorted({p for row in rows for p in row.by_precision}, key=precision_rank)
-        pages.append(WorkloadPage(name, f"{slug}.html", sections[0].unit,
+        pages.append(WorkloadPage(name, files[name], sections[0].unit,
                                   any(s.payload.tokens_per_sample for s in sections), precisions, rows))
     return pages
