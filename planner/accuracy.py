@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import altair as alt
 
-from planner.charts import finish, unvalidated
 from planner.formatting import format_number, format_percent
+from planner.vega_spec import finish, unvalidated
 
 TARGET_ERROR = 0.08   # the planner's goal for the median absolute error (issue 6)
 WORST_ERROR = 0.20    # and for the largest

@@ -2,20 +2,18 @@
 
 Specs are built with Altair and hold only numbers and labels made here (dtype names,
 formatted figures), never free text from the documents, so embedding them is safe. The HTML
-report renders them interactively; the PDF gets SVG from `vl_convert.vegalite_to_svg`.
+report renders them interactively; the PDF gets SVG from `vl_convert.vegalite_to_svg`. Each
+builder is `@unvalidated` and returns `finish(chart, **datasets)` (planner/vega_spec.py): the
+data sits in named top-level datasets, so that a site of many machines builds its charts quickly.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ParamSpec, TypeVar
 
 import altair as alt
-from altair.utils.schemapi import debug_mode
 
 from collectors.payloads import (
     BandwidthCeiling,
@@ -34,26 +32,12 @@ from planner.formatting import (
     format_number,
     format_percent,
 )
+from planner.vega_spec import finish, unvalidated
 
 DTYPE_COLORS = {"fp8": "#d62728", "bf16": "#1f77b4", "fp16": "#2ca02c", "tf32": "#9467bd", "fp32": "#ff7f0e"}
 DTYPE_ORDER = tuple(DTYPE_COLORS)
 CHART_HEIGHT = 320
 TERA = 1e12
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-def unvalidated(build: Callable[P, R]) -> Callable[P, R]:
-    """Build a chart without altair checking each object against the Vega-Lite schema as it is made: that
-    is most of the time of building a report (a site of 200 machines builds thousands of charts), and the
-    tests validate the spec of every chart kind against the schema instead."""
-
-    @functools.wraps(build)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        with debug_mode(False):
-            return build(*args, **kwargs)
-
-    return wrapper
 
 
 @dataclass(frozen=True)
@@ -149,15 +133,6 @@ def build_roofline_chart(ceilings: CeilingsPayload, width: int | str = "containe
     return finish(chart, roofs=lines, ridges=ridges)
 
 
-def finish(chart: alt.TopLevelMixin, **datasets: list[dict]) -> dict:
-    """The chart's Vega-Lite spec, its data in named top-level datasets (the layers refer to them by name):
-    altair copies a chart's inline data at every step of building it, the named data it never sees.
-    See `unvalidated` for why altair does not validate the spec."""
-    spec = chart.configure_view(stroke=None).to_dict(validate=False)
-    spec["datasets"] = datasets
-    return spec
-
-
 def _colors(dtypes: list[str]) -> list[str]:
     return [DTYPE_COLORS.get(d, "#7f7f7f") for d in dtypes]
 
@@ -217,8 +192,8 @@ def _batch_x(batches: list[int], extra: list[int] = ()) -> alt.X:
 
 
 def _legend(title: str | None) -> alt.Legend:
-    """Legends go under the plot: the PDF's font is wider than the one vl-convert measures with, and a
-    legend on the right would be clipped at the SVG's edge."""
+    """Legends go under the plot, which then has the page's whole width (in the PDF too, where the chart is
+    laid out in the PDF's font so that no label runs past the SVG's edge)."""
     return alt.Legend(title=title, orient="bottom", direction="horizontal")
 
 

@@ -166,7 +166,7 @@ def test_glossary_is_the_last_section_and_renders_every_term(h100, h100_html):
 
 
 def test_every_chart_spec_is_valid_vega_lite(h100):
-    """Altair does not validate while building (planner.charts.unvalidated): this does, for every chart kind."""
+    """Altair does not validate while building (planner.vega_spec.unvalidated): this does, for every chart kind."""
     schema = load_schema()
     specs = [s.chart for s in h100.sections if getattr(s, "chart", None)]
     for section in h100.sections:
