@@ -10,6 +10,7 @@ problem. Standard library only: this module runs on bare GPU hosts.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import os
@@ -219,9 +220,15 @@ def _from_union(options: tuple, value: Any, path: Path | str, field: str) -> Any
     raise DocumentError(path, field, f"does not match any of {[getattr(o, '__name__', str(o)) for o in real]}")
 
 
+@functools.cache
+def _type_hints(cls: type) -> dict[str, Any]:
+    # Resolving a dataclass's string annotations is most of a load's time; they never change.
+    return typing.get_type_hints(cls)
+
+
 def _from_dataclass(cls: Any, value: Any, path: Path | str, field: str) -> Any:
     _check(value, dict, path, field)
-    hints = typing.get_type_hints(cls)
+    hints = _type_hints(cls)
     kwargs = {}
     for f in dataclasses.fields(cls):
         sub = f"{field}.{f.name}"

@@ -2,7 +2,9 @@
 
 Specs are built with Altair and hold only numbers and labels made here (dtype names,
 formatted figures), never free text from the documents, so embedding them is safe. The HTML
-report renders them interactively; the PDF gets SVG from `vl_convert.vegalite_to_svg`.
+report renders them interactively; the PDF gets SVG from `vl_convert.vegalite_to_svg`. Each
+builder is `@unvalidated` and returns `finish(chart, **datasets)` (planner/vega_spec.py): the
+data sits in named top-level datasets, so that a site of many machines builds its charts quickly.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from planner.formatting import (
     format_number,
     format_percent,
 )
+from planner.vega_spec import finish, unvalidated
 
 DTYPE_COLORS = {"fp8": "#d62728", "bf16": "#1f77b4", "fp16": "#2ca02c", "tf32": "#9467bd", "fp32": "#ff7f0e"}
 DTYPE_ORDER = tuple(DTYPE_COLORS)
@@ -98,6 +101,7 @@ def _ridge_rows(roofs: list[Roof]) -> list[dict]:
     ]
 
 
+@unvalidated
 def build_roofline_chart(ceilings: CeilingsPayload, width: int | str = "container") -> dict | None:
     """Log-log roofline: a flat roof per measured dtype, the copy-bandwidth slope, ridge points.
 
@@ -113,20 +117,20 @@ def build_roofline_chart(ceilings: CeilingsPayload, width: int | str = "containe
     y = alt.Y("y:Q", title="Throughput (TFLOP/s)", scale=alt.Scale(type="log"))
     dtypes = [r.dtype for r in roofs]
     palette = alt.Scale(domain=[*dtypes, "memory (copy)"], range=[*_colors(dtypes), "#555555"])
-    color = alt.Color("series:N", scale=palette, legend=alt.Legend(title="Roof", labelLimit=240))
+    color = alt.Color("series:N", scale=palette, legend=_legend("Roof"))
     lines = _roof_rows(roofs, x_high, x_low) + (_slope_rows(copy, roofs, x_low) if copy else [])
     layers = [
-        alt.Chart(alt.Data(values=lines)).mark_line(strokeWidth=2.5, interpolate="linear").encode(
-            x=x, y=y, color=color, detail="series:N", tooltip=[alt.Tooltip("label:N", title="Roof")]),
+        alt.Chart(alt.Data(name="roofs")).mark_line(strokeWidth=2.5, interpolate="linear").encode(
+            x=x, y=y, color=color, detail=alt.Detail("series:N"), tooltip=[alt.Tooltip("label:N", title="Roof")]),
     ]
     ridges = _ridge_rows(roofs)
     if ridges:
-        layers.append(alt.Chart(alt.Data(values=ridges)).mark_point(filled=True, size=70).encode(
+        layers.append(alt.Chart(alt.Data(name="ridges")).mark_point(filled=True, size=70).encode(
             x=x, y=y, color=color,
             tooltip=[alt.Tooltip("series:N", title="dtype"), alt.Tooltip("peak:N", title="Peak"),
                      alt.Tooltip("ridge:N", title="Ridge point")]))
     chart = alt.layer(*layers).properties(width=width, height=CHART_HEIGHT, title="Roofline (measured)")
-    return chart.configure_view(stroke=None).to_dict()
+    return finish(chart, roofs=lines, ridges=ridges)
 
 
 def _colors(dtypes: list[str]) -> list[str]:
@@ -207,18 +211,22 @@ def _batch_x(batches: list[int], extra: list[int] = ()) -> alt.X:
 
 
 def _legend(title: str | None) -> alt.Legend:
-    """Legends go under the plot: the PDF's font is wider than the one vl-convert measures with, and a
-    legend on the right would be clipped at the SVG's edge."""
+    """Legends go under the plot, which then has the page's whole width (in the PDF too, where the chart is
+    laid out in the PDF's font so that no label runs past the SVG's edge)."""
     return alt.Legend(title=title, orient="bottom", direction="horizontal")
 
 
-def _rule_labels(field: str, rows: list[dict]) -> alt.Chart:
-    """The label of each vertical rule written beside it near the top of the plot (one line down per rule,
-    so that close rules do not print over each other), for readers of the PDF, who have no tooltips."""
-    rows = [{**row, "offset": 16 + 14 * i} for i, row in enumerate(rows)]
-    return alt.Chart(alt.Data(values=rows)).mark_text(align="right", baseline="top", dx=-4, fontSize=10,
-                                                      color="#333333").encode(
-        x=alt.X(f"{field}:Q"), y=alt.Y("offset:Q", scale=None), text="text:N")
+def _rule_label_rows(rows: list[dict]) -> list[dict]:
+    """Rule labels one line down per rule, so that close rules do not print over each other."""
+    return [{**row, "offset": 16 + 14 * i} for i, row in enumerate(rows)]
+
+
+def _rule_labels(field: str, data: str) -> alt.Chart:
+    """The label of each vertical rule (dataset `data`, from _rule_label_rows) written beside it near the top
+    of the plot, for readers of the PDF, who have no tooltips."""
+    return alt.Chart(alt.Data(name=data)).mark_text(align="right", baseline="top", dx=-4, fontSize=10,
+                                                    color="#333333").encode(
+        x=alt.X(f"{field}:Q"), y=alt.Y("offset:Q", scale=None), text=alt.Text("text:N"))
 
 
 def _precision_color(precisions: list[str]) -> alt.Color:
@@ -226,6 +234,7 @@ def _precision_color(precisions: list[str]) -> alt.Color:
                      legend=_legend("Precision"))
 
 
+@unvalidated
 def build_throughput_chart(payload: WorkloadPayload, width: int | str = "container") -> dict | None:
     """Throughput against batch size, one line per precision (x on a log₂ scale); None without a sweep."""
     points = _ok_points(payload, "batch")
@@ -233,11 +242,11 @@ def build_throughput_chart(payload: WorkloadPayload, width: int | str = "contain
         return None
     unit = unit_label(payload.unit)
     rows = [{**_point_tooltip(p, unit), "y": p.throughput_per_s} for p in points]
-    chart = alt.Chart(alt.Data(values=rows)).mark_line(point=True, strokeWidth=2).encode(
+    chart = alt.Chart(alt.Data(name="points")).mark_line(point=True, strokeWidth=2).encode(
         x=_batch_x([p.batch for p in points]), y=alt.Y("y:Q", title=f"Throughput ({unit}/s)"),
         color=_precision_color(_precisions(points)), tooltip=POINT_TOOLTIP)
     chart = chart.properties(width=width, height=CHART_HEIGHT, title="Throughput against batch size")
-    return chart.configure_view(stroke=None).to_dict()
+    return finish(chart, points=rows)
 
 
 def _boundary_rules(boundaries: list[OomBoundary]) -> list[dict]:
@@ -254,6 +263,7 @@ def _boundary_labels(rules: list[dict]) -> list[dict]:
     return [{"batch": b, "text": f"max {b}: {', '.join(names)}"} for b, names in sorted(by_batch.items())]
 
 
+@unvalidated
 def build_memory_chart(payload: WorkloadPayload, gpu_memory_bytes: int | None = None,
                        width: int | str = "container") -> dict | None:
     """Peak allocated memory against batch size, per precision, with a dashed rule at each precision's
@@ -267,22 +277,25 @@ def build_memory_chart(payload: WorkloadPayload, gpu_memory_bytes: int | None = 
     x = _batch_x([p.batch for p in points], [r["batch"] for r in rules])
     color = _precision_color(_precisions(points))
     y = alt.Y("y:Q", title="Peak allocated (GiB)")
-    layers = [alt.Chart(alt.Data(values=rows)).mark_line(point=True, strokeWidth=2).encode(
+    layers = [alt.Chart(alt.Data(name="points")).mark_line(point=True, strokeWidth=2).encode(
         x=x, y=y, color=color, tooltip=POINT_TOOLTIP)]
     if rules:
-        layers.append(alt.Chart(alt.Data(values=rules)).mark_rule(strokeDash=[6, 4], strokeWidth=1.5).encode(
+        layers.append(alt.Chart(alt.Data(name="boundaries")).mark_rule(strokeDash=[6, 4], strokeWidth=1.5).encode(
             x=x, color=color, tooltip=[alt.Tooltip("label:N", title="OOM boundary")]))
-        layers.append(_rule_labels("batch", _boundary_labels(rules)))
+        layers.append(_rule_labels("batch", "boundary_labels"))
+    capacity_rows = []
     if gpu_memory_bytes:
         label = f"GPU memory: {format_bytes(gpu_memory_bytes)}"
-        capacity = alt.Chart(alt.Data(values=[{"y": gpu_memory_bytes / GIB, "label": label}]))
+        capacity_rows = [{"y": gpu_memory_bytes / GIB, "label": label}]
+        capacity = alt.Chart(alt.Data(name="capacity"))
         layers.append(capacity.mark_rule(color="#555555", strokeWidth=1.5).encode(
             y=y, tooltip=[alt.Tooltip("label:N", title="Capacity")]))
         layers.append(capacity.mark_text(align="left", baseline="bottom", dx=4, dy=-2, fontSize=10,
-                                         color="#333333").encode(y=y, x=alt.value(0), text="label:N"))
+                                         color="#333333").encode(y=y, x=alt.value(0), text=alt.Text("label:N")))
     chart = alt.layer(*layers).properties(width=width, height=CHART_HEIGHT,
                                          title="Peak memory against batch size (dashed: largest batch that fits)")
-    return chart.configure_view(stroke=None).to_dict()
+    return finish(chart, points=rows, boundaries=rules, boundary_labels=_rule_label_rows(_boundary_labels(rules)),
+                  capacity=capacity_rows)
 
 
 def _sequence_rows(points: list[WorkloadPoint]) -> list[dict]:
@@ -297,6 +310,7 @@ def _sequence_rows(points: list[WorkloadPoint]) -> list[dict]:
     return rows
 
 
+@unvalidated
 def build_sequence_chart(payload: WorkloadPayload, width: int | str = "container") -> dict | None:
     """Tokens/s (left axis) and peak allocated memory (right axis) against sequence length (log₂), with a
     dashed rule at the first length that ran out of memory. None when there are no sequence points."""
@@ -312,16 +326,16 @@ def build_sequence_chart(payload: WorkloadPayload, width: int | str = "container
                                                    range=["#1f77b4", "#d62728"]), legend=_legend(None))
     tooltip = [alt.Tooltip("seq_len:Q", title="Sequence length"), alt.Tooltip("tokens_text:N", title="Throughput"),
                alt.Tooltip("memory_text:N", title="Peak allocated"), alt.Tooltip("step:N", title="Step time")]
-    base = alt.Chart(alt.Data(values=rows)).mark_line(point=True, strokeWidth=2)
+    base = alt.Chart(alt.Data(name="points")).mark_line(point=True, strokeWidth=2)
     tokens = base.encode(x=x, y=alt.Y("y:Q", title="Tokens/s", axis=alt.Axis(orient="left")),
                          color=color, tooltip=tooltip).transform_filter("datum.series == 'tokens/s'")
     memory = base.encode(x=x, y=alt.Y("y:Q", title="Peak allocated (GiB)", axis=alt.Axis(orient="right")),
                          color=color, tooltip=tooltip).transform_filter("datum.series == 'peak allocated'")
     layers = [tokens, memory]
     if ooms:
-        layers.append(alt.Chart(alt.Data(values=ooms)).mark_rule(strokeDash=[6, 4], color="#555555").encode(
+        layers.append(alt.Chart(alt.Data(name="ooms")).mark_rule(strokeDash=[6, 4], color="#555555").encode(
             x=x, tooltip=[alt.Tooltip("label:N", title="Capacity")]))
-        layers.append(_rule_labels("seq_len", ooms))
+        layers.append(_rule_labels("seq_len", "oom_labels"))
     chart = alt.layer(*layers).resolve_scale(y="independent").properties(
         width=width, height=CHART_HEIGHT, title=f"Sequence scaling at batch {points[0].batch}")
-    return chart.configure_view(stroke=None).to_dict()
+    return finish(chart, points=rows, ooms=ooms, oom_labels=_rule_label_rows(ooms))

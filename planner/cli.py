@@ -116,13 +116,13 @@ def _load(module: str, name: str) -> Callable[..., Any]:
 
 def cmd_report(args: argparse.Namespace) -> int:
     render_report = _load("planner.render", "render_report")
-    _print_written(render_report(args.results_dir, args.out))
+    _print_written(render_report(args.results_dir, args.out, paper=args.paper))
     return EXIT_OK
 
 
 def cmd_site(args: argparse.Namespace) -> int:
     build_site = _load("planner.site", "build_site")
-    _print_written(build_site(args.results_root, args.out))
+    _print_written(build_site(args.results_root, args.out, pdf=args.pdf, paper=args.paper, progress=True))
     return EXIT_OK
 
 
@@ -222,9 +222,15 @@ def _add_report_and_site(sub: Any) -> None:
     p = _add(sub, "report", cmd_report, "render one machine's results as a self-contained HTML page and a PDF")
     p.add_argument("results_dir", type=Path, metavar="RESULTS_DIR", help="a machine folder (results/<machine>/)")
     p.add_argument("--out", type=Path, default=Path("reports"), help="output root (default: reports/)")
+    p.add_argument("--paper", choices=("a4", "letter"), default="a4",
+                   help="the PDF's paper size: A4 (210 × 297 mm, the default) or US Letter (8.5 × 11 in)")
     p = _add(sub, "site", cmd_site, "render every machine under a results root as a static site")
     p.add_argument("results_root", type=Path, metavar="RESULTS_ROOT", help="folder of machine folders (results/)")
     p.add_argument("--out", type=Path, default=Path("site/_build"), help="output folder (default: site/_build/)")
+    p.add_argument("--paper", choices=("a4", "letter"), default="a4", help="the PDFs' paper size (default: a4)")
+    p.add_argument("--no-pdf", dest="pdf", action="store_false",
+                   help="no PDF per machine (a PDF takes seconds; without it, 200 machines build in seconds). "
+                        "By default a machine's PDF is rendered again only when its results or gpuplan changed")
 
 
 def _command_of(argv: Sequence[str]) -> str | None:

@@ -12,6 +12,7 @@ import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -26,8 +27,32 @@ from planner.report import Report, build_report
 from planner.results import load_machine
 
 TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
-PDF_CHART_WIDTH = 560  # pixels; the SVG then scales to the A4 text width
+PDF_CHART_WIDTH = 560  # pixels; the SVG then scales to the page's text width
+# The PDF's one font. Charts are laid out (legend widths, label limits) with the font they are drawn in,
+# so that no label of the PDF's SVG runs past its edge.
+PDF_FONT = "DejaVu Sans"
 HTML_NAME, PDF_NAME = "index.html", "report.pdf"
+
+
+@dataclass(frozen=True)
+class Paper:
+    name: str          # as the command line spells it
+    css_size: str      # the CSS @page size keyword
+    width_pt: float
+    height_pt: float
+
+
+PAPERS = {"a4": Paper("a4", "A4", 595.28, 841.89), "letter": Paper("letter", "letter", 612.0, 792.0)}
+DEFAULT_PAPER = "a4"
+
+
+@dataclass(frozen=True)
+class NavLink:
+    """A link of the site's navigation bar; `href` is relative to the page it is on."""
+
+    label: str
+    href: str
+    current: bool = False
 
 
 @lru_cache(maxsize=1)
@@ -53,26 +78,42 @@ def vega_javascript() -> Markup:
 
 def render_chart_svg(spec: dict) -> Markup:
     """The chart as inline SVG for the PDF. vl-convert writes the SVG and escapes its text itself."""
-    svg = vl_convert.vegalite_to_svg(with_width(spec, PDF_CHART_WIDTH))
+    spec = with_width(spec, PDF_CHART_WIDTH)
+    spec["config"] = {**spec.get("config", {}), "font": PDF_FONT}
+    svg = vl_convert.vegalite_to_svg(spec)
     return Markup(re.sub(r"^<\?xml[^>]*\?>\s*", "", svg))
 
 
-def render_report_html(report: Report, *, pdf: bool = False, back_link: str | None = None) -> str:
-    """The report page. `pdf` swaps interactive charts for SVG and drops the JavaScript."""
+def paper_of(name: str) -> Paper:
+    try:
+        return PAPERS[name.lower()]
+    except KeyError:
+        raise ValueError(f"paper {name!r} is not one of {', '.join(PAPERS)}") from None
+
+
+def render_report_html(report: Report, *, pdf: bool = False, paper: str = DEFAULT_PAPER,
+                       nav: list[NavLink] | None = None, has_pdf: bool = True) -> str:
+    """The report page. `pdf` swaps interactive charts for SVG, drops the JavaScript and sets the paper;
+    `nav` is the site's navigation bar, for a page of the site; `has_pdf` links the PDF beside the page."""
     template = build_jinja_env().get_template("report.html.j2")
-    return template.render(report=report, pdf=pdf, back_link=back_link,
+    return template.render(report=report, pdf=pdf, paper=paper_of(paper), nav=nav, has_pdf=has_pdf,
                            vega_js=Markup("") if pdf else vega_javascript())
 
 
-def render_report_pdf(report: Report) -> bytes:
+def layout_report_pdf(report: Report, paper: str = DEFAULT_PAPER):  # noqa: ANN201 - a weasyprint Document
+    """The PDF laid out in pages (WeasyPrint's Document): what `render_report_pdf` writes, open to inspection."""
     import weasyprint  # late: loading pango is slow and only the PDF needs it
     from weasyprint.urls import URLFetcher
 
-    html = render_report_html(report, pdf=True)
+    html = render_report_html(report, pdf=True, paper=paper)
     # Nothing may be fetched: the page is self-contained, and a document must not pull in files or URLs.
     fetcher = URLFetcher(allowed_protocols=("data",))
+    return weasyprint.HTML(string=html, url_fetcher=fetcher).render()
+
+
+def render_report_pdf(report: Report, paper: str = DEFAULT_PAPER) -> bytes:
     with source_date_epoch(report.collected):
-        return weasyprint.HTML(string=html, url_fetcher=fetcher).write_pdf()
+        return layout_report_pdf(report, paper).write_pdf()
 
 
 @contextmanager
@@ -101,11 +142,13 @@ def safe_child(root: Path, name: str) -> Path:
     return child
 
 
-def render_report(results_dir: Path, out_root: Path = Path("reports")) -> tuple[Path, Path]:
-    """Render RESULTS_DIR to out_root/<machine-id>/index.html and report.pdf; return both paths."""
+def render_report(results_dir: Path, out_root: Path = Path("reports"),
+                  paper: str = DEFAULT_PAPER) -> tuple[Path, Path]:
+    """Render RESULTS_DIR to out_root/<machine-id>/index.html and report.pdf (on `paper`); return both paths."""
+    paper_of(paper)  # a bad paper name fails before anything is loaded
     report = build_report(load_machine(Path(results_dir)))
     html = render_report_html(report)
-    pdf = render_report_pdf(report)
+    pdf = render_report_pdf(report, paper)
     folder = safe_child(Path(out_root), report.machine_id)
     html_path, pdf_path = folder / HTML_NAME, folder / PDF_NAME
     write_text_atomic(html_path, html)

@@ -79,7 +79,7 @@ class RepeatRow:
 
 @dataclass(frozen=True)
 class WorkloadSection:
-    """Duck-typed to planner.report.SectionBase (kind, title, in_toc), plus an anchor of its own:
+    """Duck-typed to planner.report_sections.SectionBase (kind, title, in_toc), plus an anchor of its own:
     a machine has several workload sections, and each needs its own id in the page."""
 
     kind: ClassVar[str] = "workload"

@@ -121,21 +121,30 @@ def fake_module(monkeypatch, name: str, func_name: str, func) -> None:
 def test_report_calls_render_report(monkeypatch, tmp_path, capsys):
     calls = []
     fake_module(monkeypatch, "planner.render", "render_report",
-                lambda results, out: calls.append((results, out)) or [out / "r.html", out / "r.pdf"])
+                lambda results, out, paper: calls.append((results, out, paper)) or [out / "r.html", out / "r.pdf"])
     assert main(["report", str(H100), "--out", str(tmp_path)]) == 0
-    assert calls == [(H100, tmp_path)]
+    assert main(["report", str(H100), "--out", str(tmp_path), "--paper", "letter"]) == 0
+    assert calls == [(H100, tmp_path, "a4"), (H100, tmp_path, "letter")]
     assert f"wrote {tmp_path / 'r.pdf'}" in capsys.readouterr().out
+
+
+def test_report_refuses_a_paper_it_does_not_know(capsys):
+    assert main(["report", str(H100), "--paper", "a5"]) == 2
+    assert "invalid choice: 'a5'" in capsys.readouterr().err
 
 
 def test_site_calls_build_site_with_default_out(monkeypatch, capsys):
     calls = []
-    fake_module(monkeypatch, "planner.site", "build_site", lambda root, out: calls.append((root, out)))
+    fake_module(monkeypatch, "planner.site", "build_site",
+                lambda root, out, **options: calls.append((root, out, options)))
     assert main(["site", str(FIXTURES)]) == 0
-    assert calls == [(FIXTURES, Path("site/_build"))]
+    assert main(["site", str(FIXTURES), "--no-pdf", "--paper", "letter"]) == 0
+    assert calls == [(FIXTURES, Path("site/_build"), {"pdf": True, "paper": "a4", "progress": True}),
+                     (FIXTURES, Path("site/_build"), {"pdf": False, "paper": "letter", "progress": True})]
 
 
 def test_document_error_inside_a_command_is_one_line(monkeypatch, capsys):
-    def render_report(results, out):
+    def render_report(results, out, paper):
         raise DocumentError(results / "ceilings.json", "payload.matmul", "empty")
 
     fake_module(monkeypatch, "planner.render", "render_report", render_report)

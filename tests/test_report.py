@@ -191,7 +191,8 @@ def test_roofline_chart_is_log_log_and_renders_to_svg_offline():
     assert "FLOP/byte" in encoding["x"]["title"] and "TFLOP/s" in encoding["y"]["title"]
     svg = vl_convert.vegalite_to_svg(with_width(spec, 500))
     assert svg.lstrip().startswith("<svg") and "Arithmetic intensity" in svg
-    ridges = spec["layer"][1]["data"]["values"]
+    assert spec["layer"][1]["data"] == {"name": "ridges"}
+    ridges = spec["datasets"]["ridges"]
     assert {r["series"] for r in ridges} == {m.dtype for m in ceilings.matmul if m.status == "ok"}
 
 

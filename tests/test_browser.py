@@ -1,0 +1,133 @@
+"""The site in a real browser (Debian's headless Chromium), opened from disk as a person would open it.
+
+For the index, a machine's report, a workload page and the accuracy page: no console error, no uncaught
+exception, no failed request; every chart drawn (an SVG of real size with its marks); every internal link
+landing on a file and an id; sorting by a column heading works; the report fits a phone's width. A screenshot
+of each page is kept under test-artifacts/browser/. The tests skip only where chromium is not installed:
+`make setup` installs it, and so does CI.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+from browser import Browser, find_chromium
+
+from planner.accuracy import AccuracyRow
+from planner.site import ACCURACY_NAME, build_site
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "results"
+ARTIFACTS = REPO / "test-artifacts" / "browser"
+CHROMIUM = find_chromium()
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (`make setup` installs "
+                                "Debian's chromium package; CI does)")
+PAGES = {"index": "index.html", "machine": "machines/h100-80gb/index.html", "workload": "workloads/gpt-small.html",
+         "accuracy": ACCURACY_NAME}
+CHARTS_DRAWN = ("Array.from(document.querySelectorAll('.vega-chart')).every("
+                "el => el.querySelector('svg, canvas') !== null)")
+CHARTS = """Array.from(document.querySelectorAll('.vega-chart')).map(el => {
+  const art = el.querySelector('svg, canvas'); const box = art ? art.getBoundingClientRect() : null;
+  return {id: el.id, width: box ? box.width : 0, height: box ? box.height : 0,
+          marks: art && art.tagName === 'svg' ? art.querySelectorAll('.role-mark path, .role-mark line').length
+                                              : (art ? 1 : 0)};
+})"""
+LINKS = "Array.from(document.querySelectorAll('a[href]')).map(a => [a.getAttribute('href'), a.href])"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The committed results, with PDFs, and with accuracy rows so that the accuracy page has its chart."""
+    out = tmp_path_factory.mktemp("site")
+    rows = [AccuracyRow("gpt-small", "bf16", 32, "h100-80gb", "h200", 216.0, 227.1),
+            AccuracyRow("resnet50", "bf16", 256, "h100-80gb", "h200", 5121.0, 4655.0)]
+    build_site(RESULTS, out, accuracy=rows)
+    return out
+
+
+@pytest.fixture(scope="module")
+def browser():  # noqa: ANN201 - a Browser
+    with Browser(CHROMIUM) as b:
+        b.set_viewport(1280, 900)
+        yield b
+
+
+@pytest.fixture(scope="module", autouse=True)
+def fresh_artifacts() -> None:
+    shutil.rmtree(ARTIFACTS, ignore_errors=True)
+    ARTIFACTS.mkdir(parents=True)
+
+
+def open_page(browser: Browser, site: Path, page: str) -> list[str]:
+    """Load a page, wait for its charts; its problems (console errors, exceptions, failed requests)."""
+    problems = browser.open((site / page).as_uri())
+    assert browser.wait_for(CHARTS_DRAWN), f"{page}: a chart was not drawn within the time allowed"
+    return problems.all
+
+
+def check_link(page: Path, raw: str, resolved: str, browser: Browser) -> None:
+    parts = urlsplit(resolved)
+    assert parts.scheme == "file", f"{page.name}: {raw} leaves the site"
+    assert not urlsplit(raw).scheme and not raw.startswith("/"), f"{page.name}: {raw} is not relative"
+    target = Path(unquote(parts.path))
+    assert target.is_file(), f"{page.name}: {raw} leads nowhere"
+    if parts.fragment:
+        if target == page:
+            assert browser.evaluate(f"document.getElementById({parts.fragment!r}) !== null"), raw
+        else:
+            assert f'id="{parts.fragment}"' in target.read_text(encoding="utf-8"), raw
+
+
+@pytest.mark.parametrize("name", list(PAGES))
+def test_page_loads_without_errors_draws_every_chart_and_every_link_resolves(name, site, browser):
+    page = site / PAGES[name]
+    assert open_page(browser, site, PAGES[name]) == []
+    charts = browser.evaluate(CHARTS)
+    for chart in charts:
+        assert chart["width"] > 200 and chart["height"] > 140 and chart["marks"] >= 2, chart
+    expected = {"index": 0, "machine": 8, "workload": 0, "accuracy": 1}[name]
+    assert len(charts) == expected
+    links = browser.evaluate(LINKS)
+    assert len(links) > 5
+    for raw, resolved in links:
+        check_link(page, raw, resolved, browser)
+    browser.screenshot(ARTIFACTS / f"{name}.png")
+
+
+def row_keys(browser: Browser, column: int) -> list[str]:
+    return browser.evaluate(f"Array.from(document.querySelectorAll('#machines tbody tr'))"
+                            f".map(r => r.cells[{column}].getAttribute('data-sort'))")
+
+
+def test_clicking_a_column_heading_sorts_the_machines(site, browser):
+    open_page(browser, site, "index.html")
+    header = "document.querySelectorAll('#machines thead tr:last-child th')[2].querySelector('button')"
+    assert browser.evaluate(f"{header}.textContent.trim().startsWith('bf16')")
+    browser.evaluate(f"{header}.click()")
+    ascending = [float(v) for v in row_keys(browser, 2)]
+    assert ascending == sorted(ascending) and len(ascending) == 3
+    browser.evaluate(f"{header}.click()")
+    assert [float(v) for v in row_keys(browser, 2)] == sorted(ascending, reverse=True)
+
+
+def test_report_fits_a_phone_screen_and_its_sweep_table_sorts_within_each_precision(site, browser):
+    try:
+        browser.set_viewport(390, 844, mobile=True)
+        assert open_page(browser, site, PAGES["machine"]) == []
+        width = browser.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+        assert width[0] <= width[1], f"the page is {width[0]} px wide on a {width[1]} px screen"
+        browser.screenshot(ARTIFACTS / "machine-phone.png", max_height=6000)
+    finally:
+        browser.set_viewport(1280, 900)
+    table = "document.querySelector('#workload-gpt-small table.workload-batches')"
+    browser.evaluate(f"{table}.querySelectorAll('thead th')[3].querySelector('button').click()")
+    groups = browser.evaluate(
+        f"Array.from({table}.tBodies).map(b => [b.rows[0].textContent.trim(), "
+        "Array.from(b.rows).slice(1).map(r => r.cells.length > 3 ? r.cells[3].textContent.trim() : 'oom')])")
+    assert [g[0] for g in groups] == ["fp32", "tf32", "fp16", "bf16"]
+    for _, values in groups:  # ascending throughput, the out-of-memory row (no figure) last
+        numbers = [float(v) for v in values[:-1]]
+        assert numbers == sorted(numbers) and len(numbers) >= 5 and values[-1] == "oom"

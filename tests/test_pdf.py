@@ -1,0 +1,180 @@
+"""The PDF of the committed H100 results as a reader gets it: every section, a contents page whose page
+numbers are right, A4 or Letter, running header and page numbers, fonts embedded, no chart or table split
+where it fits on a page, no chart label cut at the edge, and no blank page (checked on PNGs of the pages)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from PIL import Image, ImageFont
+from pypdf import PdfReader
+
+from planner.render import PAPERS, layout_report_pdf, render_chart_svg, render_report
+from planner.report import build_report
+from planner.report_workloads import WorkloadSection
+from planner.results import load_machine
+
+REPO = Path(__file__).resolve().parent.parent
+H100 = REPO / "results" / "h100-80gb"
+CPU_FIXTURE = REPO / "tests" / "fixtures" / "results" / "cpu-test"
+ARTIFACTS = REPO / "test-artifacts" / "pdf"
+MM = 72 / 25.4  # PDF points per millimetre
+
+
+@pytest.fixture(scope="module")
+def report():  # noqa: ANN201 - a Report
+    return build_report(load_machine(H100))
+
+
+@pytest.fixture(scope="module")
+def a4(report, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return render_report(H100, tmp_path_factory.mktemp("a4"))[1]
+
+
+@pytest.fixture(scope="module")
+def pages(a4: Path) -> list[str]:
+    return [re.sub(r"\s+", " ", page.extract_text()) for page in PdfReader(a4).pages]
+
+
+def test_pdf_has_every_section_of_the_report_in_order(report, pages):
+    text = " ".join(pages)
+    titles = [s.title for s in report.sections if s.in_toc]
+    at = [text.find(title, text.find("Contents") + 1 if title != "Summary" else 0) for title in titles]
+    assert all(i >= 0 for i in at), [t for t, i in zip(titles, at, strict=True) if i < 0]
+    for title in ("Summary", "Three things to change", "Verdict per workload", "Measured ceilings", "Roofline",
+                  "Workload: gpt-small", "Per-operation roofline", "Input pipeline", "Recommendations and presets",
+                  "Instance ranking", "Predictions for other GPUs", "Multi-GPU", "Method: hardware ceilings",
+                  "Method: workloads", "Environment", "Glossary"):
+        assert title in text, title
+    assert "Not collected: no per-operation profile" in text  # a placeholder's line, not just its heading
+
+
+def test_contents_page_gives_the_page_each_section_starts_on(report, a4, pages):
+    assert "Summary" in pages[0] and "Contents" not in pages[0]
+    contents = PdfReader(a4).pages[1].extract_text()  # one line per entry: "Roofline ...... 4"
+    assert contents.lstrip().startswith("Contents")
+    listed = dict(re.findall(r"^(\S.*?) ?\.{3,} ?(\d+)$", contents, flags=re.MULTILINE))
+    titles = [s.title for s in report.sections[1:] if s.in_toc]
+    assert list(listed) == titles
+    for title, number in listed.items():
+        assert title in pages[int(number) - 1], (title, number)
+        assert int(number) == 1 + next(i for i, text in enumerate(pages) if title in text and i > 1)
+
+
+def test_running_header_names_machine_and_date_and_every_page_is_numbered(report, pages):
+    for number, text in enumerate(pages[1:], start=2):
+        assert f"gpuplan report · {report.machine} · {report.collected}" in text
+        assert f"Page {number} of {len(pages)}" in text
+
+
+@pytest.mark.parametrize("paper", ["a4", "letter"])
+def test_paper_size_is_the_one_asked_for(paper, tmp_path):
+    pdf = render_report(CPU_FIXTURE, tmp_path, paper=paper)[1]
+    box = PdfReader(pdf).pages[0].mediabox
+    assert (round(float(box.width)), round(float(box.height))) == (round(PAPERS[paper].width_pt),
+                                                                   round(PAPERS[paper].height_pt))
+
+
+def test_unknown_paper_is_refused_before_anything_is_written(tmp_path):
+    with pytest.raises(ValueError, match="paper 'a5'"):
+        render_report(CPU_FIXTURE, tmp_path, paper="a5")
+    assert not any(tmp_path.iterdir())
+
+
+def test_every_font_is_embedded(a4):
+    fonts = {}
+    for page in PdfReader(a4).pages:
+        for ref in (page["/Resources"].get("/Font") or {}).values():
+            font = ref.get_object()
+            descendants = font.get("/DescendantFonts")
+            descriptor = (descendants[0].get_object() if descendants else font).get("/FontDescriptor")
+            fonts[str(font.get("/BaseFont"))] = descriptor is not None and any(
+                key in descriptor.get_object() for key in ("/FontFile", "/FontFile2", "/FontFile3"))
+    assert fonts and all(fonts.values()), fonts
+
+
+def fragments(document) -> dict[int, list[tuple[int, object]]]:  # noqa: ANN001 - a weasyprint Document
+    """(page index, box) of each table and figure element, by element."""
+    found: dict[int, list[tuple[int, object]]] = {}
+    for index, page in enumerate(document.pages):
+        for box in page._page_box.descendants():
+            if (box.element_tag == "figure" and type(box).__name__ == "BlockBox") or \
+                    type(box).__name__ == "TableBox":
+                found.setdefault(id(box.element), []).append((index, box))
+    return found
+
+
+def test_no_chart_or_table_is_split_across_pages_unless_it_is_longer_than_a_page(report):
+    document = layout_report_pdf(report)
+    room = document.pages[0]._page_box.height  # the page's content height
+    split = 0
+    for parts in fragments(document).values():
+        if len({index for index, _ in parts}) == 1:
+            continue
+        box = parts[0][1]
+        assert box.element_tag == "table", "a chart is split across pages"
+        assert sum(b.height for _, b in parts) > 0.9 * room, "a table that fits on a page is split"
+        for _, fragment in parts:  # each page of a long table repeats its heading row
+            assert any(getattr(c, "element_tag", None) == "thead" for c in fragment.children)
+        split += 1
+    assert len(fragments(document)) > 20 and split <= 3
+
+
+def text_overflows(svg: str) -> list[str]:
+    """Texts of an SVG that run past its left or right edge, measured in the PDF's font (DejaVu Sans)."""
+    root = ET.fromstring(svg)
+    width, fonts, out = float(root.get("width")), {}, []
+
+    def walk(node: ET.Element, x: float) -> None:
+        moves = re.findall(r"(translate|rotate)\(([^)]*)\)", node.get("transform", ""))
+        if any(fn == "rotate" for fn, _ in moves):
+            return  # vertical axis titles: their extent is vertical
+        x += sum(float(re.split(r"[ ,]+", args.strip())[0]) for _, args in moves)
+        if node.tag.endswith("text") and node.text:
+            bold = node.get("font-weight") in ("bold", "700")
+            size = float(node.get("font-size", "10px").removesuffix("px"))
+            font = fonts.setdefault((bold, size), ImageFont.truetype(
+                "DejaVuSans-Bold.ttf" if bold else "DejaVuSans.ttf", size))
+            length = font.getlength(node.text)
+            left = x - {"end": length, "middle": length / 2}.get(node.get("text-anchor", "start"), 0)
+            if left < -0.5 or left + length > width + 0.5:
+                out.append(f"{node.text!r} spans {left:.0f}..{left + length:.0f} of {width:.0f}")
+        for child in node:
+            walk(child, x)
+
+    walk(root, 0.0)
+    return out
+
+
+def test_roofline_legend_is_not_clipped_at_the_right_edge_of_the_pdf_chart(report):
+    """It was: 'memory (copy' ran past the SVG's edge, laid out in a narrower font than the PDF draws it in."""
+    charts = [s.chart for s in report.sections if getattr(s, "chart", None)]
+    for section in report.sections:
+        if isinstance(section, WorkloadSection):
+            charts += [c for c in (section.throughput_chart, section.memory_chart, section.sequence_chart) if c]
+    roofline = str(render_chart_svg(charts[0]))
+    assert ">memory (copy)</text>" in roofline
+    for chart in charts:
+        assert text_overflows(str(render_chart_svg(chart))) == []
+
+
+@pytest.mark.skipif(shutil.which("pdftoppm") is None, reason="pdftoppm (poppler-utils) is not installed")
+def test_every_page_has_content_in_its_body(a4, pages):
+    """Each page as a PNG (kept under test-artifacts/pdf/): ink between the running header and the footer."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    for old in ARTIFACTS.glob("h100-*.png"):
+        old.unlink()
+    subprocess.run(["pdftoppm", "-r", "40", "-png", str(a4), str(ARTIFACTS / "h100")], check=True)
+    images = sorted(ARTIFACTS.glob("h100-*.png"))
+    assert len(images) == len(pages)
+    for path in images:
+        image = Image.open(path).convert("L")
+        scale = image.height / (297 * MM)
+        body = image.crop((0, int(20 * MM * scale), image.width, int(image.height - 18 * MM * scale)))
+        ink = sum(body.histogram()[:200]) / (body.width * body.height)
+        assert ink > 0.002, f"{path.name} is blank ({ink:.4%} ink)"

@@ -1,0 +1,180 @@
+"""The report's frame on the committed results: summary first, fixed order, placeholders, changes, glossary."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from altair.utils.schemapi import validate_jsonschema
+from altair.vegalite.v6.schema import load_schema
+
+from collectors.schema import load_document
+from planner.accuracy import AccuracyRow, build_accuracy_chart
+from planner.glossary import TERMS, GlossarySection
+from planner.render import render_report_html
+from planner.report import REPORT_ORDER, PlaceholderSection, build_report
+from planner.report_changes import MIN_GAIN, Change, throughput_knee, top_changes
+from planner.report_summary import SummarySection
+from planner.report_workloads import PointRow, WorkloadSection
+from planner.results import load_machine
+
+REPO = Path(__file__).resolve().parent.parent
+H100, H200 = REPO / "results" / "h100-80gb", REPO / "results" / "h200"
+CPU_FIXTURE = REPO / "tests" / "fixtures" / "results" / "cpu-test"
+NOT_YET = ("op-roofline", "input-pipeline", "recommendations", "instances", "predictions", "multi-gpu")
+
+
+@pytest.fixture(scope="module")
+def h100():  # noqa: ANN201 - a Report
+    return build_report(load_machine(H100))
+
+
+@pytest.fixture(scope="module")
+def h100_html(h100) -> str:
+    return render_report_html(h100)
+
+
+def anchor(section: object) -> str:
+    return getattr(section, "anchor", None) or section.kind
+
+
+def point(payload, sweep: str, precision: str, batch: int, variant: str = "default"):  # noqa: ANN001, ANN201
+    return next(p for p in payload.points if (p.sweep, p.precision, p.batch, p.variant) == (sweep, precision, batch,
+                                                                                          variant))
+
+
+def test_sections_follow_the_one_fixed_order_with_a_placeholder_for_each_part_not_collected(h100):
+    anchors = [anchor(s) for s in h100.sections]
+    workloads = [f"workload-{p.stem.removeprefix('workload-')}" for p in sorted(H100.glob("workload-*.json"))]
+    assert anchors == ["summary", "ceilings", "roofline", *workloads, *NOT_YET, "method", "workload_method",
+                       "environment", "glossary"]
+    placeholders = {s.anchor: s for s in h100.sections if isinstance(s, PlaceholderSection)}
+    assert list(placeholders) == list(NOT_YET)
+    slots = {slot.key: slot for slot in REPORT_ORDER}
+    for key, section in placeholders.items():
+        assert section.title == slots[key].title and section.line == slots[key].missing
+
+
+def test_a_machine_without_workloads_keeps_the_workloads_heading_with_one_line(tmp_path):
+    report = build_report(load_machine(CPU_FIXTURE))
+    workloads = next(s for s in report.sections if anchor(s) == "workloads")
+    assert isinstance(workloads, PlaceholderSection) and "no workload was measured" in workloads.line
+    html = render_report_html(report)
+    assert '<section id="workloads"' in html and workloads.line in html
+    assert '<li class="toc-missing"><a href="#workloads">Workloads</a></li>' in html
+    only_env = tmp_path / "env-only"
+    only_env.mkdir()
+    shutil.copy(CPU_FIXTURE / "environment.json", only_env)
+    anchors = [anchor(s) for s in build_report(load_machine(only_env)).sections]
+    assert anchors[:5] == ["summary", "not_collected", "ceilings", "roofline", "workloads"]  # all still there
+
+
+def test_html_puts_the_summary_first_then_the_contents_then_the_sections(h100_html):
+    at = {name: h100_html.index(marker) for name, marker in (
+        ("summary", '<section id="summary"'), ("contents", '<nav class="toc" id="contents"'),
+        ("ceilings", '<section id="ceilings"'), ("glossary", '<section id="glossary"'))}
+    assert at["summary"] < at["contents"] < at["ceilings"] < at["glossary"]
+    toc = h100_html[at["contents"]:at["ceilings"]]
+    assert "Summary" not in toc  # the contents list what follows them
+    assert re.findall(r'<a href="#([^"]+)">', toc)[:3] == ["ceilings", "roofline", "workload-conv-rollout"]
+
+
+def test_every_internal_link_of_the_report_has_its_target(h100_html):
+    ids = set(re.findall(r'\bid="([^"]+)"', h100_html))
+    links = set(re.findall(r'href="#([^"]+)"', h100_html))
+    assert links and links <= ids, links - ids
+    assert "term-traffic-model" in links and "term-memory-bandwidth-bound" in links  # method, verdicts
+
+
+def test_h100_summary_proposes_three_different_changes_with_the_gains_measured(h100):
+    summary = h100.sections[0]
+    assert isinstance(summary, SummarySection) and summary.changes_note is None
+    assert [(c.setting, c.workload) for c in summary.changes] == [
+        ("precision", "gpt-small"), ("batch size", "mlp-stgan"), ("torch.compile", "conv-rollout")]
+    precision, batch, compile_ = summary.changes
+    gpt = load_document(H100 / "workload-gpt-small.json").payload
+    fp32 = point(gpt, "batch", "fp32", 32).throughput_per_s
+    assert precision.value == "bf16 autocast"
+    assert precision.gain == pytest.approx(point(gpt, "variant", "bf16", 32).throughput_per_s / fp32)
+    conv = load_document(H100 / "workload-conv-rollout.json").payload
+    assert compile_.gain == pytest.approx(point(conv, "variant", "bf16", 40, "compile").throughput_per_s
+                                          / point(conv, "variant", "bf16", 40).throughput_per_s)
+    assert "paid back after" in compile_.evidence
+    mlp = load_document(H100 / "workload-mlp-stgan.json").payload
+    sweep = {p.batch: p.throughput_per_s for p in mlp.points if p.sweep == "batch" and p.precision == "tf32"
+             and p.status == "ok"}
+    knee = int(batch.value)
+    assert knee > 4096 and sweep[knee] >= 0.95 * max(sweep.values())
+    assert batch.gain == pytest.approx(sweep[knee] / sweep[4096])
+    assert all(c.gain >= MIN_GAIN and c.anchor == f"workload-{c.workload}" for c in summary.changes)
+
+
+def test_summary_has_a_verdict_row_per_workload_with_its_judged_throughput(h100):
+    summary = h100.sections[0]
+    sections = [s for s in h100.sections if isinstance(s, WorkloadSection)]
+    assert [r.workload for r in summary.verdicts] == [s.name for s in sections]
+    gpt = next(r for r in summary.verdicts if r.workload == "gpt-small")
+    payload = load_document(H100 / "workload-gpt-small.json").payload
+    assert (gpt.bound, gpt.precision, gpt.batch) == ("memory-bandwidth-bound", "bf16", 32)
+    assert gpt.throughput == point(payload, "variant", "bf16", 32).throughput_per_s
+
+
+def test_quick_profile_proposes_no_change_and_says_why():
+    summary = build_report(load_machine(H200)).sections[0]
+    assert summary.changes == []
+    assert "quick profile measures one point per workload" in summary.changes_note
+    assert len(summary.verdicts) == 4
+
+
+def test_top_changes_prefers_one_change_per_setting_and_drops_small_gains():
+    changes = [Change("precision", "bf16", "a", 3.0, "x"), Change("precision", "bf16", "b", 2.5, "x"),
+               Change("torch.compile", "on", "a", 1.4, "x"), Change("batch size", "64", "b", 1.02, "x"),
+               Change("cudnn.benchmark", "on", "c", 1.2, "x")]
+    assert [(c.setting, c.workload) for c in top_changes(changes)] == [
+        ("precision", "a"), ("torch.compile", "a"), ("cudnn.benchmark", "c")]
+    assert [c.workload for c in top_changes(changes[:2], 3)] == ["a", "b"]  # then the next largest
+    assert top_changes([changes[3]]) == []
+
+
+def row(batch: int, throughput: float, peak: int | None = None) -> PointRow:
+    return PointRow("bf16", batch, None, "ok", None, None, throughput, None, peak, None, None, None)
+
+
+def test_throughput_knee_is_the_smallest_batch_within_5_percent_of_the_best_that_leaves_memory_free():
+    rows = [row(8, 100), row(16, 180), row(32, 196), row(64, 200), row(128, 201)]
+    assert throughput_knee(rows, None).batch == 32          # 196 ≥ 0.95 × 201
+    # With 100 bytes of GPU memory, batches 32 and 64 leave under 10% free: 16 is the knee among the rest.
+    assert throughput_knee([row(8, 100, 10), row(16, 190, 50), row(32, 196, 95), row(64, 200, 99)], 100).batch == 16
+    assert throughput_knee([row(8, 100, 50), row(16, 200, 95)], 100) is None  # the only fast one is too full
+
+
+def test_glossary_defines_the_terms_the_report_uses_each_once():
+    names = [t.term.lower() for t in TERMS]
+    for term in ("arithmetic intensity", "roofline", "bus bandwidth", "algorithm bandwidth", "oom boundary",
+                 "throughput knee", "tf32", "autocast", "gradscaler", "channels_last", "cudnn.benchmark",
+                 "torch.compile", "iqr", "median", "dense and sparse tflops", "ridge point", "traffic model"):
+        assert term in names, term
+    assert len(set(names)) == len(names) and len({t.anchor for t in TERMS}) == len(TERMS)
+
+
+def test_glossary_is_the_last_section_and_renders_every_term(h100, h100_html):
+    assert isinstance(h100.sections[-1], GlossarySection)
+    for term in TERMS:
+        assert f'<dt id="{term.anchor}">{term.term}</dt>' in h100_html
+
+
+def test_every_chart_spec_is_valid_vega_lite(h100):
+    """Altair does not validate while building (planner.vega_spec.unvalidated): this does, for every chart kind."""
+    schema = load_schema()
+    specs = [s.chart for s in h100.sections if getattr(s, "chart", None)]
+    for section in h100.sections:
+        if isinstance(section, WorkloadSection):
+            specs += [c for c in (section.throughput_chart, section.memory_chart, section.sequence_chart) if c]
+    specs.append(build_accuracy_chart([AccuracyRow("gpt-small", "bf16", 32, "h100", "h200", 210.0, 227.0)]))
+    assert len(specs) >= 9
+    for spec in specs:
+        validate_jsonschema(spec, schema)
+        used = {part["data"]["name"] for part in [spec, *spec.get("layer", [])] if "data" in part}
+        assert used and used <= set(spec["datasets"])  # every layer's data is in the spec

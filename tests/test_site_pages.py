@@ -1,0 +1,194 @@
+"""The site's pages on the committed results: machines index with workloads, workload pages, accuracy page, CSV,
+links, stale pages removed, PDFs rendered only when their report changed, parallel build = serial build."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+import planner.site_machines as site_machines
+from planner.accuracy import AccuracyRow, build_accuracy_page
+from planner.export import build_tidy_table, render_csv
+from planner.formatting import format_number
+from planner.report import build_report
+from planner.report_summary import SummarySection
+from planner.results import load_machine
+from planner.site import ACCURACY_NAME, CSV_NAME, MANIFEST_NAME, build_site
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "results"
+FIXTURES = REPO / "tests" / "fixtures" / "results"
+
+
+def html_files(out: Path) -> list[Path]:
+    return sorted(out.rglob("*.html"))
+
+
+def check_links(out: Path) -> int:
+    """Every link of every page is relative and lands on a file of the site (and on an id, with a fragment)."""
+    count = 0
+    for page in html_files(out):
+        html = page.read_text(encoding="utf-8")
+        for href in re.findall(r'href="([^"]*)"', html):
+            parts = urlsplit(href)
+            assert not parts.scheme and not parts.netloc and not href.startswith("/"), (page, href)
+            target = (page.parent / parts.path).resolve() if parts.path else page
+            assert target.is_file() and target.is_relative_to(out.resolve()), (page, href)
+            if parts.fragment:
+                assert f'id="{parts.fragment}"' in target.read_text(encoding="utf-8"), (page, href)
+            count += 1
+    return count
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("site")
+    build_site(RESULTS, out, pdf=False)
+    return out
+
+
+def test_site_has_index_machine_workload_and_accuracy_pages_and_the_csv(site):
+    names = {p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file()}
+    assert {"index.html", ACCURACY_NAME, CSV_NAME, MANIFEST_NAME, "machines/h100-80gb/index.html",
+            "workloads/gpt-small.html", "workloads/resnet50.html"} <= names
+    assert not any(name.endswith(".pdf") for name in names)  # pdf=False: none, and no link to one
+    assert "report.pdf" not in "".join(p.read_text(encoding="utf-8") for p in html_files(site))
+
+
+def test_every_link_of_every_page_is_relative_and_resolves(site):
+    assert check_links(site) > 50
+
+
+def test_index_puts_each_machines_main_workload_throughput_beside_its_ceilings(site):
+    html = (site / "index.html").read_text(encoding="utf-8")
+    report = build_report(load_machine(RESULTS / "h100-80gb"))
+    gpt = next(r for r in next(s for s in report.sections if isinstance(s, SummarySection)).verdicts
+               if r.workload == "gpt-small")
+    assert f'title="bf16, batch 32">{format_number(gpt.throughput)}</td>' in html
+    assert "sequences/s" in html and "Dense matmul, peak" in html and "Workloads: throughput" in html
+    assert re.search(r'<td class="num tiny" data-sort="[^"]+" title="bf16, batch 2 \(reduced sizes', html)
+    assert 'class="machines sortable"' in html and f'href="{CSV_NAME}" download' in html
+
+
+def test_workload_page_compares_the_machines_that_ran_it(site):
+    html = (site / "workloads" / "gpt-small.html").read_text(encoding="utf-8")
+    for machine in ("h100-80gb", "h200", "vm-cpu"):
+        assert f'href="../machines/{machine}/index.html">{machine}</a>' in html
+    h200 = load_machine(RESULTS / "h200").workloads
+    main = next(w for w in h200 if w.workload == "gpt-small").points[0]
+    assert f'data-sort="{main.throughput_per_s}">{format_number(main.throughput_per_s)}</td>' in html
+    assert "memory-bandwidth-bound" in html and "undetermined" in html
+
+
+def test_csv_is_the_tidy_export_of_the_whole_root(site):
+    assert (site / CSV_NAME).read_text(encoding="utf-8") == render_csv(build_tidy_table([RESULTS]))
+
+
+def test_accuracy_page_says_there_is_no_data_yet_without_rows(site):
+    html = (site / ACCURACY_NAME).read_text(encoding="utf-8")
+    assert 'id="no-accuracy-data"' in html and "No accuracy data yet." in html
+    assert "<table" not in html and "vegaEmbed" not in html  # no empty table, no chart bundle
+
+
+def accuracy_rows() -> list[AccuracyRow]:
+    return [AccuracyRow("gpt-small", "bf16", 32, "h100-80gb", "h200", 216.0, 227.1),
+            AccuracyRow("resnet50", "bf16", 256, "h100-80gb", "h200", 5121.0, 4655.0),
+            AccuracyRow("mlp-stgan", "bf16", 4096, "h100-80gb", "h200", 1.69e6, 1.74e6)]
+
+
+def test_accuracy_rows_give_signed_errors_and_a_summary_per_source_and_target():
+    page = build_accuracy_page(accuracy_rows())
+    errors = {r.workload: r.error for r in page.rows}
+    assert errors["resnet50"] == pytest.approx(5121.0 / 4655.0 - 1) and errors["gpt-small"] < 0
+    (summary,) = page.summaries
+    assert (summary.source, summary.target, summary.n) == ("h100-80gb", "h200", 3)
+    assert summary.median_abs_error == pytest.approx(abs(216.0 / 227.1 - 1))
+    assert summary.max_abs_error == pytest.approx(5121.0 / 4655.0 - 1) and summary.within_target == 2
+    assert summary.meets_goal  # median under 8%, none over 20%
+    worse = build_accuracy_page([*accuracy_rows(), AccuracyRow("conv-rollout", "bf16", 40, "h100-80gb", "h200",
+                                                                 120.0, 160.9)])
+    assert not worse.summaries[0].meets_goal  # one prediction 25% low: over the 20% limit
+
+
+
+@pytest.mark.parametrize("bad", [0.0, -3.0, float("nan"), float("inf")])
+def test_accuracy_row_refuses_a_figure_that_is_not_a_positive_number(bad):
+    with pytest.raises(ValueError, match="measured is"):
+        AccuracyRow("gpt-small", "bf16", 32, "a", "b", 1.0, bad)
+
+
+def test_accuracy_page_with_rows_has_the_table_and_the_chart(tmp_path):
+    out = tmp_path / "site"
+    build_site(FIXTURES, out, pdf=False, accuracy=accuracy_rows())
+    html = (out / ACCURACY_NAME).read_text(encoding="utf-8")
+    assert "No accuracy data yet" not in html and 'data-chart="chart-accuracy"' in html
+    assert "+10.0%" in html and html.count("<tr>") >= 4  # resnet50: 5121 / 4655 − 1
+
+
+def copy_machine(src: Path, dst: Path, machine: str) -> None:
+    dst.mkdir(parents=True)
+    for path in src.glob("*.json"):
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc["machine"] = machine
+        (dst / path.name).write_text(json.dumps(doc), encoding="utf-8")
+
+
+def test_a_machine_gone_from_the_root_loses_its_pages_and_other_files_stay(tmp_path):
+    root, out = tmp_path / "results", tmp_path / "site"
+    for name in ("a", "b"):
+        copy_machine(FIXTURES / "cpu-test", root / name, f"box-{name}")
+    build_site(root, out, pdf=False)
+    (out / "notes.txt").write_text("mine", encoding="utf-8")
+    shutil.rmtree(root / "b")
+    build_site(root, out, pdf=False)
+    assert (out / "machines" / "box-a" / "index.html").is_file() and not (out / "machines" / "box-b").exists()
+    assert (out / "notes.txt").read_text(encoding="utf-8") == "mine"
+    assert "box-b" not in (out / "index.html").read_text(encoding="utf-8")
+
+
+def test_only_the_pdf_of_a_machine_whose_results_changed_is_rendered_again(tmp_path):
+    root, out = tmp_path / "results", tmp_path / "site"
+    for name in ("a", "b"):
+        copy_machine(FIXTURES / "cpu-test", root / name, f"box-{name}")
+    build_site(root, out)
+    pdfs = {name: out / "machines" / f"box-{name}" / "report.pdf" for name in ("a", "b")}
+    before = {name: path.stat().st_mtime_ns for name, path in pdfs.items()}
+    ceilings = root / "b" / "ceilings.json"
+    doc = json.loads(ceilings.read_text(encoding="utf-8"))
+    doc["payload"]["elapsed_s"] *= 2
+    ceilings.write_text(json.dumps(doc), encoding="utf-8")
+    build_site(root, out)
+    assert pdfs["a"].stat().st_mtime_ns == before["a"]
+    assert pdfs["b"].stat().st_mtime_ns != before["b"]
+    manifest = json.loads((out / MANIFEST_NAME).read_text(encoding="utf-8"))
+    assert set(manifest["pdf"]) == {"machines/box-a/report.pdf", "machines/box-b/report.pdf"}
+
+
+def test_a_site_built_on_several_cores_is_the_one_built_on_one(tmp_path, monkeypatch):
+    root = tmp_path / "results"
+    count = site_machines.PARALLEL_FROM + 1
+    for i in range(count):
+        source = RESULTS / ("h200" if i % 2 else "vm-cpu")
+        copy_machine(source, root / f"m{i}", f"machine-{i:02d}")
+    parallel = tmp_path / "parallel"
+    build_site(root, parallel, pdf=False)
+    monkeypatch.setattr(site_machines, "PARALLEL_FROM", 10**6)
+    serial = tmp_path / "serial"
+    build_site(root, serial, pdf=False)
+    files = sorted(p.relative_to(serial) for p in serial.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(parallel) for p in parallel.rglob("*") if p.is_file())
+    assert len(files) == count + 8  # machines, index, accuracy, CSV, manifest, four workload pages
+    for rel in files:
+        if rel.as_posix() != "index.html":  # the index differs in its build stamp only (test_site.py)
+            assert (serial / rel).read_bytes() == (parallel / rel).read_bytes(), rel
+
+
+def test_a_machine_page_with_its_inlined_javascript_stays_under_3_mb(site):
+    sizes = {p.parent.name: p.stat().st_size for p in (site / "machines").glob("*/index.html")}
+    assert sizes["h100-80gb"] > 500_000  # the Vega bundle is inlined: the page works offline
+    assert max(sizes.values()) < 3_000_000, sizes
