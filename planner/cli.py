@@ -135,43 +135,13 @@ def _print_written(result: Any) -> None:
 
 # ── specs ───────────────────────────────────────────────────────────────────────────────────
 
-SPEC_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
-
-
-def build_gpu_table() -> list[list[str]]:
-    """The GPU catalog in human units: one header row, then one row per GPU."""
-    from planner.specs import load_gpu_catalog
-
-    header = ["GPU", "memory GB", "GB/s", "SMs", "L2 MiB", "TDP W", "CC",
-              *(f"{d} TFLOP/s" for d in SPEC_DTYPES), "source"]
-    rows = [header]
-    for s in load_gpu_catalog():
-        rows.append([
-            s.name, _num(s.memory_bytes, 1e9), _num(s.memory_bandwidth_bytes_per_s, 1e9), _num(s.sm_count),
-            _num(s.l2_bytes, 2**20), _num(s.tdp_w), s.compute_capability or "-",
-            *(_num(s.flops_per_s.get(d), 1e12) for d in SPEC_DTYPES), s.source,
-        ])
-    return rows
-
-
-def _num(value: float | None, per: float = 1) -> str:
-    return "-" if value is None else f"{value / per:g}"
-
-
-def render_table(rows: list[list[str]]) -> str:
-    """Left-align the first and last (text) columns, right-align the numbers between."""
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    last = len(widths) - 1
-    lines = []
-    for r in rows:
-        cells = [c.ljust(w) if i in (0, last) else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))]
-        lines.append("  ".join(cells).rstrip())
-    return "\n".join(lines) + "\n"
-
-
 def cmd_specs(args: argparse.Namespace) -> int:
-    # --gpus is the only catalog today; the flag keeps room for --instances.
-    sys.stdout.write(render_table(build_gpu_table()))
+    from planner.spec_listing import render_specs_json, render_specs_text
+
+    # Neither flag: both catalogs.
+    gpus, instances = (args.gpus, args.instances) if args.gpus or args.instances else (True, True)
+    render = render_specs_json if args.json else render_specs_text
+    sys.stdout.write(render(gpus=gpus, instances=instances))
     return EXIT_OK
 
 
@@ -188,8 +158,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     _add_validate(sub)
     _add_export(sub)
     _add_report_and_site(sub)
-    specs = _add(sub, "specs", cmd_specs, "list the spec catalog (GPU datasheet figures, dense rates)")
-    specs.add_argument("--gpus", action="store_true", help="list the GPU catalog (the default)")
+    _add_specs(sub)
     return parser
 
 
@@ -197,6 +166,15 @@ def _add(sub: Any, name: str, func: Callable[[argparse.Namespace], int], help: s
     p = sub.add_parser(name, help=help, description=help[0].upper() + help[1:] + ".")
     p.set_defaults(func=func)
     return p
+
+
+def _add_specs(sub: Any) -> None:
+    p = _add(sub, "specs", cmd_specs, "list the spec catalogs: GPU datasheet figures (dense rates) and cloud "
+                                      "instances (GPUs, host, on-demand price with its date)")
+    p.add_argument("--gpus", action="store_true", help="the GPU catalog only (planner/specs/gpus.json)")
+    p.add_argument("--instances", action="store_true",
+                   help="the instance catalog only (planner/specs/instances.json), with its price notes")
+    p.add_argument("--json", action="store_true", help="JSON in SI units with every source, instead of tables")
 
 
 def _add_validate(sub: Any) -> None:

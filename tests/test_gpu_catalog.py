@@ -9,9 +9,8 @@ from collections import Counter
 import pytest
 
 from collectors.schema import load_document
-from planner.specs import SPECS_DIR, GpuSpec, _norm, load_gpu_catalog, match_gpu
+from planner.specs import DTYPES, SPECS_DIR, CatalogError, GpuSpec, _norm, load_gpu_catalog, match_gpu, read_gpu_catalog
 
-DTYPES = {"fp32", "tf32", "fp16", "bf16", "fp8"}
 H100_FIXTURE = SPECS_DIR.parent.parent / "tests" / "fixtures" / "results" / "h100-80gb" / "ceilings.json"
 
 
@@ -28,13 +27,13 @@ def test_units_are_si():
         assert isinstance(spec.memory_bytes, int) and 8e9 <= spec.memory_bytes <= 200e9, spec.name
         assert 300e9 <= spec.memory_bandwidth_bytes_per_s <= 8e12, spec.name
         assert spec.l2_bytes is None or 4 * 2**20 <= spec.l2_bytes <= 72 * 2**20, spec.name
-        assert set(spec.flops_per_s) <= DTYPES and "fp32" in spec.flops_per_s, spec.name
+        assert set(spec.flops_per_s) <= set(DTYPES) and "fp32" in spec.flops_per_s, spec.name
         assert all(1e12 < v < 5e15 for v in spec.flops_per_s.values()), spec.name
         assert spec.source, spec.name
 
 
 def test_dtypes_a_gpu_lacks_are_absent():
-    for name in ("T4", "V100 SXM2 16GB", "V100 SXM2 32GB"):
+    for name in ("T4", "V100 SXM2 16GB", "V100 SXM2 32GB", "V100 PCIe 16GB"):
         assert set(match_gpu(name).flops_per_s) == {"fp32", "fp16"}
     assert "fp8" not in match_gpu("A100 80GB SXM").flops_per_s
 
@@ -67,6 +66,8 @@ def test_no_two_entries_share_a_name():
     ("NVIDIA L4", "L4"), ("NVIDIA L40S", "L40S"), ("NVIDIA B200", "B200"),
     ("NVIDIA GeForce RTX 4090", "RTX 4090"), ("NVIDIA GeForce RTX 3090", "RTX 3090"),
     ("NVIDIA GeForce RTX 3060 Ti", "RTX 3060 Ti"), ("AMD Instinct MI300X", "MI300X"),
+    ("H200 SXM 141GB", "H200 SXM"), ("A100-80GB", "A100 80GB SXM"), ("Tesla V100-PCIE-16GB", "V100 PCIe 16GB"),
+    ("V100", "V100 SXM2 16GB"), ("H100", "H100 SXM"),
 ])
 def test_names_nvml_and_torch_report_match(reported, name):
     assert match_gpu(reported).name == name
@@ -74,3 +75,111 @@ def test_names_nvml_and_torch_report_match(reported, name):
 
 def test_unknown_gpu_is_none():
     assert match_gpu("NVIDIA A100-PCIE-40GB") is None  # not in the facts table; no guessed entry
+
+
+# ── dense, not sparse ────────────────────────────────────────────────────────────────────────
+
+# Dense bf16 TFLOPS as the datasheets print them (NVIDIA's Ampere-and-later tables give sparse =
+# 2× dense; these are the dense columns) — shared/reference/gpu-facts.md, NVIDIA datasheets, AMD
+# ROCm specs. A catalog entry copied from the sparse column is twice these and fails.
+DENSE_BF16_TFLOPS = {
+    "A10G": 70, "A10": 125, "L4": 121, "L40S": 362, "A100 40GB SXM": 312, "A100 80GB SXM": 312,
+    "A100 80GB PCIe": 312, "H100 SXM": 989, "H100 PCIe": 756, "H100 NVL": 835.5, "H200 SXM": 989,
+    "B200": 2250, "MI300X": 1307,
+}
+DENSE_FP16_TFLOPS = {"T4": 65, "V100 SXM2 16GB": 125, "V100 SXM2 32GB": 125, "V100 PCIe 16GB": 112}
+
+
+@pytest.mark.parametrize(("name", "tflops"), sorted(DENSE_BF16_TFLOPS.items()))
+def test_datacenter_bf16_is_the_dense_figure(name, tflops):
+    assert match_gpu(name).flops_per_s["bf16"] == pytest.approx(tflops * 1e12, rel=1e-3)
+
+
+@pytest.mark.parametrize(("name", "tflops"), sorted(DENSE_FP16_TFLOPS.items()))
+def test_pre_ampere_fp16_is_the_dense_figure(name, tflops):
+    assert match_gpu(name).flops_per_s["fp16"] == pytest.approx(tflops * 1e12, rel=1e-3)
+
+
+def test_every_tensor_dtype_ratio_is_the_dense_one():
+    """One sparse figure among dense ones breaks these ratios, whichever dtype it was copied into."""
+    for s in load_gpu_catalog():
+        f = s.flops_per_s
+        if "bf16" in f:
+            assert f["fp16"] == f["bf16"], s.name             # same tensor-core rate
+            assert f["tf32"] == pytest.approx(f["bf16"] / 2, rel=0.02), s.name  # datasheet rounding: L40S 183 vs 362/2
+        if "fp8" in f:
+            assert f["fp8"] == pytest.approx(2 * f["bf16"], rel=0.03), s.name  # L40S: 733 vs 2 × 362.05
+        # Tensor cores run 2× (GeForce, fp32 accumulate) to 28× (B200) the plain FP32 rate; a sparse
+        # figure doubles the ratio, past 30 for B200.
+        assert 1.9 <= f["fp16"] / f["fp32"] <= 30, s.name
+
+
+def test_support_flags_follow_the_rates():
+    assert not match_gpu("T4").supports_bf16 and not match_gpu("V100").supports_bf16
+    assert match_gpu("A100 80GB SXM").supports_bf16 and not match_gpu("A100 80GB SXM").supports_fp8
+    assert match_gpu("L4").supports_fp8 and match_gpu("H200").supports_fp8
+
+
+def test_every_dtype_is_listed_null_where_unsupported():
+    """A missing key would be a forgotten figure; null says the GPU has no such rate."""
+    raw = json.loads((SPECS_DIR / "gpus.json").read_text(encoding="utf-8"))
+    for entry in raw["gpus"]:
+        assert list(entry["flops_per_s"]) == sorted(DTYPES, key=["fp32", "tf32", "fp16", "bf16", "fp8"].index)
+
+
+def test_links_are_consistent():
+    for s in load_gpu_catalog():
+        assert (s.nvlink_generation is not None) <= (s.peer_bytes_per_s is not None), s.name
+        assert s.peer_bytes_per_s is None or 100e9 <= s.peer_bytes_per_s <= 1800e9, s.name
+    assert match_gpu("H100 SXM").nvlink_generation == 4 and match_gpu("H100 SXM").peer_bytes_per_s == 900e9
+    assert match_gpu("A100 80GB PCIe").peer_bytes_per_s is None
+
+
+# ── sources ─────────────────────────────────────────────────────────────────────────────────
+
+THIRD_PARTY_SITES = ("stas00", "ml-engineering", "lightning", "_cuda_flops", "techpowerup", "wikipedia")
+
+
+def test_third_party_sources_are_marked():
+    for s in load_gpu_catalog():
+        named = any(site in s.source.lower() for site in THIRD_PARTY_SITES)
+        assert named <= ("third-party:" in s.source), s.name
+        assert s.is_third_party_sourced == ("third-party" in s.source)
+
+
+def test_no_entry_rests_on_third_party_sources_alone_for_datacenter_parts():
+    for name in DENSE_BF16_TFLOPS:
+        source = match_gpu(name).source
+        assert not source.startswith("third-party"), name
+
+
+# ── validation: a broken catalog names the file and the field ──────────────────────────────
+
+def _write_catalog(tmp_path, change):
+    raw = json.loads((SPECS_DIR / "gpus.json").read_text(encoding="utf-8"))
+    change(raw["gpus"])
+    path = tmp_path / "gpus.json"
+    path.write_text(json.dumps(raw), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(("change", "field", "problem"), [
+    (lambda g: g[3]["flops_per_s"].pop("fp8"), "gpus[3].flops_per_s", "must give every dtype"),
+    (lambda g: g[3]["flops_per_s"].update(bf16="70"), "gpus[3].flops_per_s.bf16", "must be a number > 0 or null"),
+    (lambda g: g[0]["flops_per_s"].update(fp32=None), "gpus[0].flops_per_s.fp32", "must be a number > 0,"),
+    (lambda g: g[1].update(memory_bytes=-16), "gpus[1].memory_bytes", "whole number"),
+    (lambda g: g[2].pop("source"), "gpus[2]", "missing source"),
+    (lambda g: g[2].update(source=""), "gpus[2].source", "non-empty text"),
+    (lambda g: g[4].update(colour="red"), "gpus[4]", "unknown colour"),
+    (lambda g: g[5]["aliases"].append("Tesla T4"), "gpus[5].aliases", "'Tesla T4' also names 'T4'"),
+])
+def test_a_broken_gpu_catalog_names_file_and_field(tmp_path, change, field, problem):
+    path = _write_catalog(tmp_path, change)
+    with pytest.raises(CatalogError) as caught:
+        read_gpu_catalog(path)
+    assert str(caught.value).startswith(f"{path}: {field}: ")
+    assert problem in str(caught.value)
+
+
+def test_the_shipped_catalog_reads_clean():
+    assert read_gpu_catalog(SPECS_DIR / "gpus.json") == load_gpu_catalog()

@@ -1,56 +1,29 @@
-"""The spec catalog: GPU datasheet figures (dense), loaded from the data files beside this module."""
+"""The spec catalog: GPU datasheet figures (dense) and cloud instances, loaded from the data files
+beside this module (`gpus.json`, `instances.json`; their conventions are in README.md here)."""
 
-from __future__ import annotations
+from planner.specs.catalog_checks import CatalogError
+from planner.specs.gpus import (
+    DTYPES,
+    GPUS_FILE,
+    SPECS_DIR,
+    GpuSpec,
+    _norm,
+    load_gpu_catalog,
+    match_gpu,
+    read_gpu_catalog,
+)
+from planner.specs.instances import (
+    INSTANCES_FILE,
+    INTERCONNECTS,
+    PROVIDERS,
+    InstanceSpec,
+    load_instances,
+    match_instance,
+    read_instances,
+)
 
-import json
-import re
-from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
-
-SPECS_DIR = Path(__file__).parent
-
-
-@dataclass(frozen=True)
-class GpuSpec:
-    """One GPU model's datasheet. Rates are dense (never the 2:1 sparse figures), SI units.
-
-    `flops_per_s` is keyed by the collectors' dtype names: fp32 (plain FP32, no tensor cores),
-    tf32, fp16, bf16, fp8; a dtype the GPU lacks is absent.
-    """
-
-    name: str
-    aliases: tuple[str, ...]
-    memory_bytes: int
-    memory_bandwidth_bytes_per_s: float
-    sm_count: int | None
-    l2_bytes: int | None
-    tdp_w: float | None
-    link: str | None
-    compute_capability: str | None
-    flops_per_s: dict[str, float]
-    source: str
-
-
-def _norm(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "", text.lower().removeprefix("nvidia "))
-
-
-@lru_cache(maxsize=1)
-def load_gpu_catalog() -> tuple[GpuSpec, ...]:
-    raw = json.loads((SPECS_DIR / "gpus.json").read_text(encoding="utf-8"))
-    specs = []
-    for entry in raw["gpus"]:
-        entry = dict(entry)
-        entry["aliases"] = tuple(entry.get("aliases", ()))
-        specs.append(GpuSpec(**entry))
-    return tuple(specs)
-
-
-def match_gpu(device_name: str) -> GpuSpec | None:
-    """The catalog entry for a name as NVML or torch reports it ('NVIDIA H100 80GB HBM3'), or None."""
-    key = _norm(device_name)
-    for spec in load_gpu_catalog():
-        if key in {_norm(spec.name), *(_norm(a) for a in spec.aliases)}:
-            return spec
-    return None
+__all__ = [
+    "DTYPES", "GPUS_FILE", "INSTANCES_FILE", "INTERCONNECTS", "PROVIDERS", "SPECS_DIR", "CatalogError",
+    "GpuSpec", "InstanceSpec", "_norm", "load_gpu_catalog", "load_instances", "match_gpu", "match_instance",
+    "read_gpu_catalog", "read_instances",
+]

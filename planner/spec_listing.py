@@ -1,0 +1,91 @@
+"""`gpuplan specs`: the GPU and instance catalogs as aligned text tables or as JSON."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from planner.specs import DTYPES, GpuSpec, InstanceSpec, load_gpu_catalog, load_instances
+
+
+def build_gpu_table(gpus: tuple[GpuSpec, ...] | None = None) -> list[list[str]]:
+    """The GPU catalog in human units: one header row, then one row per GPU ('-': none/unknown)."""
+    header = ["GPU", "memory GB", "GB/s", "SMs", "L2 MiB", "TDP W", "CC", *(f"{d} TFLOP/s" for d in DTYPES),
+              "peer GB/s", "PCIe", "source"]
+    rows = [header]
+    for s in load_gpu_catalog() if gpus is None else gpus:
+        rows.append([
+            s.name, _num(s.memory_bytes, 1e9), _num(s.memory_bandwidth_bytes_per_s, 1e9), _num(s.sm_count),
+            _num(s.l2_bytes, 2**20), _num(s.tdp_w), s.compute_capability or "-",
+            *(_num(s.flops_per_s.get(d), 1e12) for d in DTYPES), _num(s.peer_bytes_per_s, 1e9),
+            _num(s.pcie_generation), s.source,
+        ])
+    return rows
+
+
+def build_instance_table(instances: tuple[InstanceSpec, ...] | None = None) -> list[list[str]]:
+    """The instance catalog: one header row, then one row per instance; `note` marks a price with a caveat."""
+    header = ["instance", "cloud", "region", "GPUs", "GPU GB", "vCPUs", "RAM GiB", "USD/h", "USD/GPU-h",
+              "price date", "note"]
+    rows = [header]
+    for s in load_instances() if instances is None else instances:
+        rows.append([
+            s.name, s.provider, s.region, f"{s.gpu_count}× {s.gpu}", _num(s.gpu_memory_bytes, 1e9), str(s.vcpus),
+            _num(s.memory_bytes, 2**30), f"{s.price_usd_per_hour:.3f}", f"{s.price_usd_per_gpu_hour:.3f}",
+            s.price_date, "yes" if s.price_note else "",
+        ])
+    return rows
+
+
+def render_instance_notes(instances: tuple[InstanceSpec, ...] | None = None) -> str:
+    """The caveats behind the table's 'note' column, one line per instance, and where prices come from."""
+    lines = ["Price notes (on-demand, Linux, USD/h; `--json` gives every source URL):"]
+    lines += [f"  {s.name}: {s.price_note}" for s in (load_instances() if instances is None else instances)
+              if s.price_note]
+    return "\n".join(lines) + "\n"
+
+
+def render_table(rows: list[list[str]]) -> str:
+    """Left-align the first and last (text) columns, right-align the numbers between."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    last = len(widths) - 1
+    lines = []
+    for r in rows:
+        cells = [c.ljust(w) if i in (0, last) else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))]
+        lines.append("  ".join(cells).rstrip())
+    return "\n".join(lines) + "\n"
+
+
+def gpu_to_dict(spec: GpuSpec) -> dict[str, Any]:
+    """A GPU as JSON: every dtype present (null where unsupported) and the support flags spelled out."""
+    return {
+        "name": spec.name, "aliases": list(spec.aliases), "memory_bytes": spec.memory_bytes,
+        "memory_bandwidth_bytes_per_s": spec.memory_bandwidth_bytes_per_s, "sm_count": spec.sm_count,
+        "l2_bytes": spec.l2_bytes, "tdp_w": spec.tdp_w, "link": spec.link,
+        "nvlink_generation": spec.nvlink_generation, "peer_bytes_per_s": spec.peer_bytes_per_s,
+        "pcie_generation": spec.pcie_generation, "compute_capability": spec.compute_capability,
+        "flops_per_s": {d: spec.flops_per_s.get(d) for d in DTYPES},
+        "supports_bf16": spec.supports_bf16, "supports_fp8": spec.supports_fp8, "source": spec.source,
+    }
+
+
+def render_specs_json(*, gpus: bool, instances: bool) -> str:
+    doc: dict[str, Any] = {}
+    if gpus:
+        doc["gpus"] = [gpu_to_dict(s) for s in load_gpu_catalog()]
+    if instances:
+        doc["instances"] = [s.to_dict() for s in load_instances()]
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def render_specs_text(*, gpus: bool, instances: bool) -> str:
+    parts = []
+    if gpus:
+        parts.append(render_table(build_gpu_table()))
+    if instances:
+        parts.append(render_table(build_instance_table()) + "\n" + render_instance_notes())
+    return "\n".join(parts)
+
+
+def _num(value: float | None, per: float = 1) -> str:
+    return "-" if value is None else f"{value / per:g}"

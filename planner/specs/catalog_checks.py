@@ -1,0 +1,101 @@
+"""Reading one catalog entry field by field, so a bad value fails with the file and the field named.
+
+The catalogs are hand-edited data files; a typo must stop the planner with one line such as
+`planner/specs/instances.json: instances[12].gpu_count: must be a whole number ≥ 1, not '8x'`,
+never with a TypeError deep inside a model.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+from collectors.schema import DocumentError
+
+# A price date as precise as the source gives it: a day, a month or only a year.
+DATE_PATTERN = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
+_OWN = object()  # `EntryReader.number`: read the entry's own field
+
+
+class CatalogError(DocumentError):
+    """A catalog file that cannot be used; the message names the file and the field."""
+
+
+def load_entries(path: Path, key: str) -> list[dict[str, Any]]:
+    """The list under `key` of a catalog file, after checking the file is that shape."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise CatalogError(path, "", f"not valid JSON ({e.msg}, line {e.lineno})") from None
+    if not isinstance(raw, dict) or set(raw) != {key}:
+        raise CatalogError(path, "", f"must be an object with exactly one key, {key!r}")
+    entries = raw[key]
+    if not isinstance(entries, list) or not entries:
+        raise CatalogError(path, key, "must be a non-empty list")
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise CatalogError(path, f"{key}[{i}]", "must be an object")
+    return entries
+
+
+class EntryReader:
+    """Typed access to one entry's fields; every problem raises CatalogError naming the field."""
+
+    def __init__(self, path: Path, where: str, entry: dict[str, Any], fields: tuple[str, ...]):
+        self.path, self.where, self.entry = path, where, entry
+        missing = [f for f in fields if f not in entry]
+        extra = [f for f in entry if f not in fields]
+        if missing or extra:
+            problem = "; ".join(p for p in (
+                f"missing {', '.join(missing)}" if missing else "",
+                f"unknown {', '.join(extra)}" if extra else "") if p)
+            raise CatalogError(path, where, f"{problem} (the fields are: {', '.join(fields)})")
+
+    def fail(self, key: str, problem: str) -> CatalogError:
+        return CatalogError(self.path, f"{self.where}.{key}", problem)
+
+    def text(self, key: str, *, nullable: bool = False) -> str | None:
+        value = self.entry[key]
+        if value is None and nullable:
+            return None
+        if not isinstance(value, str) or not value.strip():
+            raise self.fail(key, f"must be non-empty text{' or null' if nullable else ''}, not {value!r}")
+        return value
+
+    def number(self, key: str, *, nullable: bool = False, whole: bool = False, value: Any = _OWN) -> float | None:
+        """A finite number > 0 (a whole number ≥ 1 if `whole`); `value` is checked instead of the
+        entry's own field when given (for values nested under `key`, e.g. `flops_per_s.bf16`)."""
+        value = self.entry[key] if value is _OWN else value
+        if value is None and nullable:
+            return None
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+        if ok and whole:
+            ok = float(value).is_integer()
+        if not ok:
+            kind = "a whole number ≥ 1" if whole else "a number > 0"
+            raise self.fail(key, f"must be {kind}{' or null' if nullable else ''}, not {value!r}")
+        return int(value) if whole else float(value)
+
+    def strings(self, key: str) -> tuple[str, ...]:
+        value = self.entry[key]
+        if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+            raise self.fail(key, f"must be a list of non-empty texts, not {value!r}")
+        return tuple(value)
+
+    def choice(self, key: str, choices: tuple[str, ...], *, nullable: bool = False) -> str | None:
+        value = self.entry[key]
+        if value is None and nullable:
+            return None
+        if value not in choices:
+            raise self.fail(key, f"must be one of {', '.join(choices)}{' or null' if nullable else ''}, not {value!r}")
+        return value
+
+    def date(self, key: str) -> str:
+        value = self.entry[key]
+        if not isinstance(value, str) or not DATE_PATTERN.match(value):
+            raise self.fail(key, f"must be a date YYYY-MM-DD (or YYYY-MM, YYYY when the source says no more), "
+                                 f"not {value!r}")
+        return value

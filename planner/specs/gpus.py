@@ -1,0 +1,107 @@
+"""The GPU catalog: datasheet figures (dense rates, SI units) from `gpus.json`, looked up by any name."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, fields
+from functools import lru_cache
+from pathlib import Path
+
+from planner.specs.catalog_checks import CatalogError, EntryReader, load_entries
+
+SPECS_DIR = Path(__file__).parent
+GPUS_FILE = SPECS_DIR / "gpus.json"
+# The collectors' dtype names. gpus.json lists all five for every GPU, null where the GPU has no
+# such rate, so a forgotten figure (a missing key) is told apart from an unsupported one (null).
+DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """One GPU model's datasheet. Rates are dense (never the 2:1 sparse figures), SI units.
+
+    `flops_per_s` is keyed by the collectors' dtype names: fp32 (plain FP32, no tensor cores),
+    tf32, fp16, bf16, fp8; a dtype the GPU lacks is absent here (null in gpus.json).
+    `peer_bytes_per_s` is the GPU-to-GPU link (NVLink, NVLink bridge, Infinity Fabric) as the
+    datasheet counts it (both directions, all links); None where GPUs talk over PCIe only.
+    """
+
+    name: str
+    aliases: tuple[str, ...]
+    memory_bytes: int
+    memory_bandwidth_bytes_per_s: float
+    sm_count: int | None
+    l2_bytes: int | None
+    tdp_w: float | None
+    link: str | None
+    compute_capability: str | None
+    flops_per_s: dict[str, float]
+    source: str
+    nvlink_generation: int | None = None
+    peer_bytes_per_s: float | None = None
+    pcie_generation: int | None = None
+
+    @property
+    def supports_bf16(self) -> bool:
+        """Native bf16 tensor cores (T4 and V100 only emulate bf16, far below their fp16 rate)."""
+        return "bf16" in self.flops_per_s
+
+    @property
+    def supports_fp8(self) -> bool:
+        return "fp8" in self.flops_per_s
+
+    @property
+    def is_third_party_sourced(self) -> bool:
+        return "third-party" in self.source
+
+
+GPU_FIELDS = tuple(f.name for f in fields(GpuSpec))
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "", text.lower().removeprefix("nvidia "))
+
+
+def read_gpu(reader: EntryReader) -> GpuSpec:
+    flops = reader.entry["flops_per_s"]
+    if not isinstance(flops, dict) or set(flops) != set(DTYPES):
+        given = sorted(flops) if isinstance(flops, dict) else flops
+        raise reader.fail("flops_per_s", f"must give every dtype of {', '.join(DTYPES)} "
+                                         f"(null where the GPU has no such rate), not {given!r}")
+    rates = {d: reader.number(f"flops_per_s.{d}", nullable=d != "fp32", value=flops[d]) for d in DTYPES}
+    whole = {k: reader.number(k, whole=True, nullable=k != "memory_bytes")
+             for k in ("memory_bytes", "sm_count", "l2_bytes", "nvlink_generation", "pcie_generation")}
+    return GpuSpec(
+        name=reader.text("name"), aliases=reader.strings("aliases"),
+        memory_bandwidth_bytes_per_s=reader.number("memory_bandwidth_bytes_per_s"),
+        tdp_w=reader.number("tdp_w", nullable=True), link=reader.text("link", nullable=True),
+        compute_capability=reader.text("compute_capability", nullable=True),
+        flops_per_s={d: v for d, v in rates.items() if v is not None}, source=reader.text("source"),
+        peer_bytes_per_s=reader.number("peer_bytes_per_s", nullable=True), **whole)
+
+
+def read_gpu_catalog(path: Path) -> tuple[GpuSpec, ...]:
+    """Every GPU of a catalog file, checked field by field; names must not collide."""
+    specs = tuple(read_gpu(EntryReader(path, f"gpus[{i}]", e, GPU_FIELDS))
+                  for i, e in enumerate(load_entries(path, "gpus")))
+    seen: dict[str, str] = {}
+    for i, spec in enumerate(specs):
+        for name in (spec.name, *spec.aliases):
+            owner = seen.setdefault(_norm(name), spec.name)
+            if owner != spec.name:
+                raise CatalogError(path, f"gpus[{i}].aliases", f"{name!r} also names {owner!r}")
+    return specs
+
+
+@lru_cache(maxsize=1)
+def load_gpu_catalog() -> tuple[GpuSpec, ...]:
+    return read_gpu_catalog(GPUS_FILE)
+
+
+def match_gpu(device_name: str) -> GpuSpec | None:
+    """The catalog entry for a name as NVML or torch reports it ('NVIDIA H100 80GB HBM3'), or None."""
+    key = _norm(device_name)
+    for spec in load_gpu_catalog():
+        if key in {_norm(spec.name), *(_norm(a) for a in spec.aliases)}:
+            return spec
+    return None

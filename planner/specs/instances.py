@@ -1,0 +1,121 @@
+"""The cloud instance catalog: `instances.json` (GPU model and count, host, on-demand price and its date)."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import asdict, dataclass, fields
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from planner.specs.catalog_checks import CatalogError, EntryReader, load_entries
+from planner.specs.gpus import SPECS_DIR, GpuSpec, match_gpu
+
+INSTANCES_FILE = SPECS_DIR / "instances.json"
+PROVIDERS = ("aws", "gcp", "azure")
+# How the GPUs of one instance reach each other, which bounds data-parallel scaling:
+# nvlink = NVLink / NVSwitch between all GPUs; nvlink-bridge = NVLink bridges between pairs,
+# PCIe beyond; pcie = PCIe only; infinity-fabric = AMD's all-to-all GPU links.
+INTERCONNECTS = ("nvlink", "nvlink-bridge", "pcie", "infinity-fabric")
+
+
+@dataclass(frozen=True)
+class InstanceSpec:
+    """One cloud instance shape. `memory_bytes` is host RAM (the cloud's GiB × 2³⁰); the price is
+    on-demand USD per hour in `region` on `price_date`, as `source_url` shows it; `price_note`
+    says what is uncertain about it. `gpu` is a catalog GPU name (see `gpu_spec`)."""
+
+    name: str
+    provider: str
+    gpu: str
+    gpu_count: int
+    gpu_interconnect: str | None
+    vcpus: int
+    memory_bytes: int
+    price_usd_per_hour: float
+    region: str
+    price_date: str
+    source_url: str
+    spec_source: str
+    price_note: str | None
+
+    @property
+    def gpu_spec(self) -> GpuSpec:
+        spec = match_gpu(self.gpu)
+        assert spec is not None, "read_instances checked every GPU name"
+        return spec
+
+    @property
+    def gpu_memory_bytes(self) -> int:
+        return self.gpu_spec.memory_bytes * self.gpu_count
+
+    @property
+    def price_usd_per_gpu_hour(self) -> float:
+        return self.price_usd_per_hour / self.gpu_count
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+INSTANCE_FIELDS = tuple(f.name for f in fields(InstanceSpec))
+
+
+def _norm(name: str) -> str:
+    """'Standard_ND96isr_H100_v5' ~ 'nd96isr-h100-v5'; 'p5.48xlarge' ~ 'P5-48XLARGE'."""
+    return re.sub(r"[^a-z0-9]+", "", name.lower().removeprefix("standard_"))
+
+
+def read_instance(reader: EntryReader) -> InstanceSpec:
+    gpu = reader.text("gpu")
+    spec = match_gpu(gpu)
+    if spec is None:
+        raise reader.fail("gpu", f"{gpu!r} is not in the GPU catalog (planner/specs/gpus.json)")
+    if spec.name != gpu:
+        raise reader.fail("gpu", f"use the catalog's name {spec.name!r}, not the alias {gpu!r}")
+    count = reader.number("gpu_count", whole=True)
+    link = reader.choice("gpu_interconnect", INTERCONNECTS, nullable=count == 1)
+    if count == 1 and link is not None:
+        raise reader.fail("gpu_interconnect", "must be null for a single-GPU instance")
+    return InstanceSpec(
+        name=reader.text("name"), provider=reader.choice("provider", PROVIDERS), gpu=gpu, gpu_count=count,
+        gpu_interconnect=link, vcpus=reader.number("vcpus", whole=True),
+        memory_bytes=reader.number("memory_bytes", whole=True),
+        price_usd_per_hour=reader.number("price_usd_per_hour"), region=reader.text("region"),
+        price_date=reader.date("price_date"), source_url=_url(reader, "source_url"),
+        spec_source=reader.text("spec_source"), price_note=reader.text("price_note", nullable=True))
+
+
+def _url(reader: EntryReader, key: str) -> str:
+    url = reader.text(key)
+    if not url.startswith("https://"):
+        raise reader.fail(key, f"must be an https:// address where the price can be checked, not {url!r}")
+    return url
+
+
+def read_instances(path: Path) -> tuple[InstanceSpec, ...]:
+    """Every instance of a catalog file, checked field by field; names must be unique."""
+    specs = tuple(read_instance(EntryReader(path, f"instances[{i}]", e, INSTANCE_FIELDS))
+                  for i, e in enumerate(load_entries(path, "instances")))
+    counts = Counter(_norm(s.name) for s in specs)
+    for i, spec in enumerate(specs):
+        if counts[_norm(spec.name)] > 1:
+            raise CatalogError(path, f"instances[{i}].name",
+                               f"{spec.name!r} is listed twice (names compare without case and punctuation)")
+    return specs
+
+
+@lru_cache(maxsize=1)
+def load_instances() -> tuple[InstanceSpec, ...]:
+    return read_instances(INSTANCES_FILE)
+
+
+def match_instance(name: str) -> InstanceSpec | None:
+    """The catalog instance a user's name means ('p5.48xlarge', 'aws:p5.48xlarge',
+    'ND96isr_H100_v5', 'Standard_ND96isr_H100_v5'), or None."""
+    provider, _, bare = name.rpartition(":")
+    key = _norm(bare)
+    for spec in load_instances():
+        if _norm(spec.name) == key and provider.lower() in ("", spec.provider):
+            return spec
+    return None
