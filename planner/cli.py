@@ -122,7 +122,13 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_site(args: argparse.Namespace) -> int:
     build_site = _load("planner.site", "build_site")
-    _print_written(build_site(args.results_root, args.out, pdf=args.pdf, paper=args.paper, progress=True))
+    from planner.export import load_machines
+    from planner.prediction_accuracy import iter_accuracy_tables, site_rows
+
+    # Every pair of measured GPUs under the root predicts the other: the accuracy page's rows.
+    accuracy = site_rows(iter_accuracy_tables(load_machines(args.results_root)))
+    _print_written(build_site(args.results_root, args.out, accuracy=accuracy, pdf=args.pdf, paper=args.paper,
+                              progress=True))
     return EXIT_OK
 
 
@@ -131,6 +137,36 @@ def _print_written(result: Any) -> None:
     for path in paths:
         if path is not None:
             print(f"wrote {path}")
+
+
+# ── plan ────────────────────────────────────────────────────────────────────────────────────
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    import json
+
+    from planner.jobs import parse_job
+    from planner.plan import build_plan, plan_to_json
+    from planner.plan_text import render_plan_text
+    from planner.results import load_machine
+
+    job = parse_job(args.job) if args.job else None
+    machine = load_machine(args.results_dir)
+    plan = build_plan(machine, args.targets, job, args.results_dir.resolve().parent)
+    print(json.dumps(plan_to_json(plan), indent=1) if args.json else render_plan_text(plan))
+    return EXIT_OK
+
+
+def _add_plan(sub: Any) -> None:
+    p = _add(sub, "plan", cmd_plan, "predict one machine's workloads on other GPUs and instances, recommend "
+                                    "settings with their reasons, and rank instances for a job")
+    p.add_argument("results_dir", type=Path, metavar="RESULTS_DIR", help="one machine's results folder")
+    p.add_argument("--target", dest="targets", action="append", metavar="NAME",
+                   help="a GPU (any alias: H200, h200-sxm, A100-80GB) or an instance (p5.48xlarge); repeatable "
+                        "(default: the measured GPU, A100 80GB, H100, H200, L40S, B200)")
+    p.add_argument("--job", metavar="SPEC",
+                   help="rank every catalog instance for a job: 'resnet50 bf16 samples=128116700', "
+                        "'gpt-small bf16 tokens=10B' or 'resnet50 bf16 epochs=100 dataset=imagenet'")
+    p.add_argument("--json", action="store_true", help="print the plan document (README: The plan) instead of text")
 
 
 # ── specs ───────────────────────────────────────────────────────────────────────────────────
@@ -157,6 +193,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         add_collect_options(collect)
     _add_validate(sub)
     _add_export(sub)
+    _add_plan(sub)
     _add_report_and_site(sub)
     _add_specs(sub)
     return parser

@@ -29,6 +29,14 @@ from planner.report_method import (
     build_workload_method_section,
 )
 from planner.report_multigpu import MultiGpuSection, build_multigpu_section
+from planner.report_plan import (
+    InstancesSection,
+    PredictionsSection,
+    RecommendationsSection,
+    build_instance_sections,
+    build_prediction_sections,
+    build_recommendation_sections,
+)
 from planner.report_roofline import OpRooflineSection, build_op_roofline_sections
 from planner.report_sections import NotCollectedSection, PlaceholderSection
 from planner.report_summary import SummarySection, build_summary
@@ -41,6 +49,7 @@ __all__ = ["REPORT_ORDER", "CeilingsSection", "NotCollectedSection", "Placeholde
 
 Section = (SummarySection | NotCollectedSection | PlaceholderSection | CeilingsSection | RooflineSection
            | WorkloadSection | OpRooflineSection | DataloaderSection | MultiGpuSection | MethodSection
+           | RecommendationsSection | InstancesSection | PredictionsSection
            | WorkloadMethodSection | EnvironmentSection | GlossarySection)
 SlotBuilder = Callable[[MachineResults], Sequence[Section]]
 HEAD_KINDS = ("summary", "not_collected")
@@ -97,11 +106,11 @@ REPORT_ORDER: tuple[Slot, ...] = (
          "Not collected: no per-operation profile (a roofline document) is in this machine's results."),
     Slot("input-pipeline", "Input pipeline", build_dataloader_sections,
          "Not collected: no data-loader measurements (a dataloader document) are in this machine's results."),
-    Slot("recommendations", "Recommendations and presets", nothing,
+    Slot("recommendations", "Recommendations and presets", build_recommendation_sections,
          "Not computed: the planner has made no recommendations for this machine."),
-    Slot("instances", "Instance ranking", nothing,
+    Slot("instances", "Instance ranking", build_instance_sections,
          "Not computed: the planner has ranked no cloud instances for this machine's workloads."),
-    Slot("predictions", "Predictions for other GPUs", nothing,
+    Slot("predictions", "Predictions for other GPUs", build_prediction_sections,
          "Not computed: the planner has made no predictions for other GPUs from this machine's results."),
     Slot("multi-gpu", "Multi-GPU", lambda machine: [s] if (s := build_multigpu_section(machine)) else [],
          "Not collected: no collective or data-parallel measurements (collectives, ddp documents) are in this "

@@ -1,0 +1,133 @@
+"""The planner's models on the committed H100 and H200 collections: the performance model's split of a
+step and its predictions of one GPU from the other, the memory model's fit and boundary, the plan
+document's contract through the real CLI, and bad targets and jobs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from collectors.payloads import WorkloadPayload
+from planner.memory_model import fit_memory, least_squares
+from planner.perf_model import Rates, measured_rates, predict_point, target_rates
+from planner.prediction_accuracy import build_accuracy
+from planner.results import load_machine
+from planner.specs import match_gpu
+
+REPO = Path(__file__).resolve().parent.parent
+H100, H200 = REPO / "results" / "h100-80gb", REPO / "results" / "h200"
+
+
+@pytest.fixture(scope="module")
+def h100():
+    return load_machine(H100)
+
+
+@pytest.fixture(scope="module")
+def h200():
+    return load_machine(H200)
+
+
+def workload(machine, name: str) -> WorkloadPayload:
+    return next(w for w in machine.workloads if w.workload == name)
+
+
+def test_target_rates_are_the_datasheet_times_the_sources_efficiency(h100):
+    source = measured_rates(h100.ceilings)
+    h100_spec, h200_spec = match_gpu(h100.gpu_name), match_gpu("H200")
+    target = target_rates(source, h100_spec, h200_spec)
+    assert target.bytes_per_s == pytest.approx(source.bytes_per_s * 4800 / 3350)
+    assert target.flops_per_s["bf16"] == pytest.approx(source.flops_per_s["bf16"])  # same dense bf16 on both
+
+
+def test_a_pure_memory_step_scales_with_bandwidth_and_a_pure_math_step_with_flops(h100):
+    payload = workload(h100, "gpt-small")
+    point = next(p for p in payload.points if p.sweep == "batch" and p.batch == 32)
+    source = Rates({"bf16": 1e15, "fp32": 1e14}, 1e12, "test")
+    faster_memory = Rates({"bf16": 1e15, "fp32": 1e14}, 2e12, "test")
+    faster_math = Rates({"bf16": 2e15, "fp32": 1e14}, 1e12, "test")
+    # a point whose FLOPs take its whole step at the source's rate, and one whose bytes do
+    step = point.step_s.median
+    no_bytes = type(point.traffic)(0, 0, 0, 0)
+    math_point = type(point)(**{**point.__dict__, "flops_per_step": step * 1e15, "traffic": no_bytes})
+    memory_point = type(point)(**{**point.__dict__, "flops_per_step": 0.0})
+    memory_bytes = step * 1e12
+    memory_point = type(point)(**{**memory_point.__dict__,
+                                  "traffic": type(point.traffic)(0, 0, 0, memory_bytes)})
+    assert predict_point(math_point, payload, source, faster_math, True).step_s == pytest.approx(step / 2, rel=0.01)
+    assert predict_point(memory_point, payload, source, faster_memory, True).step_s == pytest.approx(step / 2)
+    assert predict_point(memory_point, payload, source, faster_math, True).step_s == pytest.approx(step)
+
+
+def test_h200_predicted_from_h100_meets_the_published_targets(h100, h200):
+    summary = build_accuracy(h100, h200).summary()
+    assert summary["configurations"] >= 30
+    assert summary["model_median"] <= 0.08 and summary["model_max"] <= 0.20
+    # one spec ratio does worse on the same table
+    assert summary["naive_bandwidth_median"] > summary["model_median"]
+    assert summary["naive_flops_median"] > summary["model_median"]
+
+
+def test_max_batch_predictions_are_close_to_the_measured_boundaries(h100, h200):
+    table = build_accuracy(h100, h200)
+    errors = sorted(abs(c.error) for c in table.capacity)
+    assert len(errors) == 16  # four workloads × four precisions
+    assert sum(e <= 0.03 for e in errors) >= 15 and errors[-1] <= 0.04
+
+
+def test_memory_fit_of_gpt_small_is_linear_and_reproduces_the_measured_boundary(h100):
+    payload = workload(h100, "gpt-small")
+    fit = fit_memory(payload, "bf16", match_gpu(h100.gpu_name).memory_bytes)
+    assert fit.worst_residual < 0.02 and fit.usable_measured and fit.source_max_batch == 77
+    assert fit.max_batch(match_gpu(h100.gpu_name).memory_bytes) == 77
+    assert fit.safe_batch(match_gpu(h100.gpu_name).memory_bytes) == 73
+
+
+def test_least_squares_recovers_a_line():
+    assert least_squares([1, 2, 4, 8], [3.0, 5.0, 9.0, 17.0]) == pytest.approx((1.0, 2.0))
+
+
+def gpuplan(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "planner.cli", *args], capture_output=True, text=True, cwd=REPO,
+                          timeout=300)
+
+
+def test_plan_json_follows_the_documented_contract():
+    run = gpuplan("plan", "results/h100-80gb", "--target", "h200-sxm", "--job", "resnet50 bf16 epochs=100 "
+                  "dataset=imagenet", "--json")
+    assert run.returncode == 0, run.stderr
+    plan = json.loads(run.stdout)
+    assert set(plan) >= {"schema_version", "source", "targets", "ranking"}
+    assert plan["source"] == {"machine": "h100-80gb", "gpu": "H100 SXM"}
+    target = next(t for t in plan["targets"] if t["gpu"] == "H200 SXM")
+    assert target["gpu_count"] == 1
+    keys = {"workload", "precision", "batch", "variant", "step_s", "throughput_per_s", "bound", "error"}
+    assert all(keys <= set(p) for p in target["predictions"]) and target["predictions"]
+    assert {c["workload"] for c in target["capacity"]} == {"gpt-small", "resnet50", "mlp-stgan", "conv-rollout"}
+    ok = [r for r in plan["ranking"] if r["status"] == "ok"]
+    assert len(ok) >= 15 and all(r["hours"] > 0 and r["cost_usd"] > 0 for r in ok)
+    source = next(t for t in plan["targets"] if t["gpu"] == "H100 SXM")
+    settings = {(r["workload"], r["setting"]) for r in source["recommendations"]}
+    assert ("resnet50", "batch_size") in settings and ("gpt-small", "precision") in settings
+
+
+def test_plan_ranking_cites_the_measured_multi_gpu_efficiency():
+    run = gpuplan("plan", "results/h100-80gb", "--target", "H200", "--job", "resnet50 bf16 samples=128116700",
+                  "--json")
+    ranking = json.loads(run.stdout)["ranking"]
+    h200_multi = [r for r in ranking if r["status"] == "ok" and r["gpu"] == "H200 SXM" and r["gpu_count"] > 1]
+    assert h200_multi and all(r["scaling_measured"] and "h200-x2" in r["reason"] for r in h200_multi)
+
+
+@pytest.mark.parametrize("args, expected", [
+    (("--target", "NOPE"), "--target NOPE: no GPU or instance of that name in the catalog"),
+    (("--job", "resnet50 bf17 samples=1"), "bf17"),
+])
+def test_bad_target_or_job_is_one_line_and_exit_2(args, expected):
+    run = gpuplan("plan", "results/h100-80gb", *args)
+    assert run.returncode == 2 and expected in run.stderr and len(run.stderr.strip().splitlines()) == 1
+
