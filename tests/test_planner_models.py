@@ -131,3 +131,11 @@ def test_bad_target_or_job_is_one_line_and_exit_2(args, expected):
     run = gpuplan("plan", "results/h100-80gb", *args)
     assert run.returncode == 2 and expected in run.stderr and len(run.stderr.strip().splitlines()) == 1
 
+
+
+def test_readme_publishes_the_accuracy_table_as_the_model_computes_it(h100, h200):
+    from planner.prediction_accuracy import render_markdown
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    for table in (build_accuracy(h100, h200), build_accuracy(h200, h100)):
+        assert render_markdown(table) in readme
