@@ -183,7 +183,8 @@ def _precisions(points: list[WorkloadPoint]) -> list[str]:
 def _point_tooltip(p: WorkloadPoint, unit: str) -> dict:
     memory = p.memory.peak_allocated_bytes if p.memory else None
     return {"precision": p.precision, "batch": p.batch,
-            "throughput_text": f"{format_number(p.throughput_per_s)} {unit}/s",
+            "throughput_text": f"{format_number(p.throughput_per_s)} {unit}/s" if p.throughput_per_s is not None
+            else "untimed (boundary probe)",
             "step": format_duration(p.step_s.median) if p.step_s else "untimed (boundary probe)",
             "memory_text": format_bytes(memory),
             "flops_pct": format_percent(p.achieved_flops_fraction),
