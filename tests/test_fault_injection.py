@@ -3,8 +3,9 @@ collector that fails, two collections on one folder. Real tiny CPU collections r
 processes (`python -m collectors`), killed from here while they measure and save.
 
 Counts the README's Reliability section states: 5 SIGKILLs in one collection (after 1, 3 and 5 saved
-items, and at 1.5 s and 4 s after a start, wherever the run then is), 2 Ctrl-C runs (one Ctrl-C;
-two), 2 lock cases, 2 time-limit cases, 1 failing collector, 1 stale temp file.
+items, and at 1.5 s and 4 s after a start, wherever the run then is), 3 Ctrl-C runs (one Ctrl-C, through
+each entry point; two), 3 hung steps (in Python, a native wait, a native loop holding the GIL), 3 lock
+cases, 1 failing collector, 1 stale temp file.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -28,6 +30,7 @@ from collectors.run_lock import LOCK_NAME, results_lock
 from collectors.schema import load_document
 from collectors.sweep import point_key
 from collectors.workload_collector import iter_workload_documents
+from planner.cli import main as gpuplan
 
 REPO = Path(__file__).resolve().parent.parent
 DOC = "workload-mlp-stgan.json"
@@ -160,6 +163,27 @@ def test_ctrl_c_stops_at_the_next_point_and_the_printed_command_resumes(tmp_path
     final = load_document(path).payload
     assert final.complete and final.points[:len(partial.points)] == partial.points
     assert "points reused from workload-mlp-stgan.json" in done.stderr
+
+
+def test_ctrl_c_through_gpuplan_collect_prints_the_gpuplan_command(tmp_path, capsys):
+    out = tmp_path / "results"
+    args = ["collect", "--only", "workloads", "--workload", sleeper(tmp_path), "--profile", "standard",
+            "--machine", "m", "--point-timeout", "3", "--out", str(out)]
+    path = out / "m" / "workload-sleeper.json"
+
+    def press_ctrl_c() -> None:  # once batch 1 is saved: batch 2 then hangs until its time limit
+        while saved_items(path) < 1:
+            time.sleep(0.02)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    watcher = threading.Thread(target=press_ctrl_c, daemon=True)
+    watcher.start()
+    assert gpuplan(args) == 130
+    watcher.join(timeout=5)
+    err = capsys.readouterr().err
+    assert f"Resume with the same command: gpuplan {shlex.join(args)}" in err
+    payload = load_document(path).payload
+    assert not payload.complete and [(p.batch, p.status) for p in payload.points] == [(1, "ok"), (2, "error")]
 
 
 def sleeper(tmp_path: Path) -> str:
