@@ -38,8 +38,17 @@ class DocumentError(ValueError):
     """A document that cannot be read; the message names the file and the field."""
 
     def __init__(self, path: Path | str, field: str, problem: str):
+        # A document may hold a value of megabytes; the one line quotes only its start.
+        field, problem = _shortened(field), _shortened(problem)
         self.path, self.field, self.problem = str(path), field, problem
         super().__init__(f"{path}: {field}: {problem}" if field else f"{path}: {problem}")
+
+
+MAX_MESSAGE_PART = 500
+
+
+def _shortened(text: str) -> str:
+    return text if len(text) <= MAX_MESSAGE_PART else text[:MAX_MESSAGE_PART - 1] + "…"
 
 
 @dataclass(frozen=True)
