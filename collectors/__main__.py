@@ -7,51 +7,27 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from collectors import ceilings, dataloader_collector, environment, roofline, workload_collector
+from collectors.collection import Collector, Options, Outcome, run_collection
 from collectors.distributed import collect as distributed
 from collectors.distributed import collectives, ddp
-from collectors.distributed.launch import LaunchError
+from collectors.interrupt import EXIT_INTERRUPTED, resume_command
 from collectors.jpeg_dataset import default_cache_root
-from collectors.machine import default_machine_id, sanitize_machine_id
-from collectors.payloads import PAYLOADS, DataloaderPayload, RooflinePayload, WorkloadPayload
+from collectors.machine import sanitize_machine_id
+from collectors.payloads import DataloaderPayload, RooflinePayload, WorkloadPayload
 from collectors.profiles import PROFILES
 from collectors.progress import Progress
-from collectors.schema import Document, build_document, save_document
+from collectors.resume import same_ddp_batches, same_world
+from collectors.run_lock import LockHeld
+from collectors.time_limit import DEFAULT_POINT_TIMEOUT_S
 from collectors.workloads import BUILTIN, WorkloadError, load_workload
 
-
-@dataclass(frozen=True)
-class Options:
-    out: Path = Path("results")
-    machine: str | None = None
-    only: list[str] | None = None
-    profile: str = "quick"
-    workloads: list[str] | None = None
-    dataset_cache: Path | None = None  # the dataloader's synthetic JPEGs (default: ~/.cache/gpuplan)
-    fresh: bool = False                # measure every point again instead of reusing a document's
-    gpus: int | None = None                 # multi-GPU collectors: ranks (default: every visible GPU)
-    dist_backend: str | None = None         # nccl (default with GPUs) or gloo (CPU processes, for testing)
-    batches: list[str] | None = None        # ddp's per-GPU batches, NAME=N
-    dist_timeout: float | None = None       # seconds for a whole multi-GPU launch
-
-
-# A collector yields (file stem, payload) pairs; each is saved the moment it is yielded, so a
-# long collection keeps what it finished.
-Run = Callable[[Progress, Path, Options], Iterator[tuple[str, Any]]]
-
-
-@dataclass(frozen=True)
-class Collector:
-    name: str
-    version: str
-    run: Run
-    help: str
+__all__ = ["COLLECTORS", "Collector", "Options", "build_parser", "main", "run_collection", "run_from_args"]
+EXIT_FAILED, EXIT_BAD_INPUT = 1, 2
 
 
 def _environment(progress: Progress, folder: Path, options: Options) -> Iterator[tuple[str, Any]]:
@@ -65,7 +41,22 @@ def _ceilings(progress: Progress, folder: Path, options: Options) -> Iterator[tu
 def _workloads(progress: Progress, folder: Path, options: Options) -> Iterator[tuple[str, Any]]:
     names = options.workloads or workload_collector.DEFAULT_WORKLOADS
     yield from workload_collector.iter_workload_documents(names, options.profile, folder, ceilings.pick_device(),
-                                                          progress, options.fresh)
+                                                          progress, options.fresh, options.point_timeout or None)
+
+
+def _per_workload(prefix: str) -> Callable[[Options], dict[str, str | None]]:
+    """The documents of a collector that writes one per workload: PREFIX-<name>.json."""
+    def stems(options: Options) -> dict[str, str | None]:
+        names = options.workloads or workload_collector.DEFAULT_WORKLOADS
+        return {f"{prefix}-{sanitize_machine_id(workload_collector.workload_name(n))}": n for n in names}
+    return stems
+
+
+def _same_ddp(payload: Any, options: Options) -> bool:
+    measured = {w.workload for w in payload.workloads}
+    wanted = {workload_collector.workload_name(n) for n in options.workloads or ddp.DEFAULT_WORKLOADS}
+    return (wanted <= measured and same_world(payload, options.gpus, options.dist_backend)
+            and same_ddp_batches(payload, options.batches))
 
 
 def _roofline(progress: Progress, folder: Path, options: Options) -> Iterator[tuple[str, Any]]:
@@ -78,7 +69,7 @@ def _dataloader(progress: Progress, folder: Path, options: Options) -> Iterator[
         progress, options.profile, options.dataset_cache or default_cache_root(), ceilings.pick_device())
 
 
-def _distributed(name: str) -> Run:
+def _distributed(name: str) -> Callable[[Progress, Path, Options], Iterator[tuple[str, Any]]]:
     def run(progress: Progress, folder: Path, options: Options) -> Iterator[tuple[str, Any]]:
         yield from distributed.iter_distributed_documents(
             name, folder, progress, gpus=options.gpus, backend=options.dist_backend, profile=options.profile,
@@ -94,18 +85,21 @@ COLLECTORS = {
         Collector(ceilings.NAME, ceilings.VERSION, _ceilings,
                   "hardware roofs: matmul per dtype, memory and host-device bandwidth, launch latency"),
         Collector(workload_collector.NAME, workload_collector.VERSION, _workloads,
-                  "reference workloads: batch/sequence scaling to OOM, precisions, variants"),
+                  "reference workloads: batch/sequence scaling to OOM, precisions, variants",
+                  stems=_per_workload("workload")),
         Collector(roofline.NAME, roofline.VERSION, _roofline,
-                  "per-op roofline of each workload's main point: time, FLOPs, bytes, bound class per aten op"),
+                  "per-op roofline of each workload's main point: time, FLOPs, bytes, bound class per aten op",
+                  stems=_per_workload("roofline")),
         Collector(dataloader_collector.NAME, dataloader_collector.VERSION, _dataloader,
                   "JPEG input pipeline: DataLoader workers, prefetch, pinned memory against host RAM and CPU"),
         Collector(collectives.NAME, collectives.VERSION, _distributed(collectives.NAME),
-                  "several GPUs: NCCL all-reduce/all-gather/reduce-scatter/broadcast bandwidth, NVLink topology"),
+                  "several GPUs: NCCL all-reduce/all-gather/reduce-scatter/broadcast bandwidth, NVLink topology",
+                  matches=lambda payload, o: same_world(payload, o.gpus, o.dist_backend)),
         Collector(ddp.NAME, ddp.VERSION, _distributed(ddp.NAME),
-                  "several GPUs: DistributedDataParallel scaling of gpt-small and resnet50 on 1..N GPUs"),
+                  "several GPUs: DistributedDataParallel scaling of gpt-small and resnet50 on 1..N GPUs",
+                  matches=_same_ddp),
     )
 }
-KIND_OF = {payload_type: kind for kind, payload_type in PAYLOADS.items()}
 
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
@@ -135,8 +129,16 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
                         help="where the dataloader collector keeps its synthetic JPEGs, made once and reused "
                              "(default: $XDG_CACHE_HOME/gpuplan or ~/.cache/gpuplan; never inside --out)")
     parser.add_argument("--fresh", action="store_true",
-                        help="measure every workload point again instead of reusing the documents already in "
-                             "OUT/MACHINE (they are replaced as the new points come in)")
+                        help="measure everything again. Without it a rerun resumes: a document already complete "
+                             "for this run (same collector version, a profile at least as large) is skipped, and "
+                             "said so; a workload document of an interrupted run keeps its points and goes on "
+                             "from there. With it, documents are replaced as the new measurements come in")
+    parser.add_argument("--point-timeout", type=float, metavar="SECONDS", default=DEFAULT_POINT_TIMEOUT_S,
+                        help="time limit of one workload point (build, first step, timed steps): a point still "
+                             "running after it is recorded as an error, 'timed out after N s', and the "
+                             "collection goes on. A step stuck inside native code (a hung CUDA kernel) cannot be "
+                             "interrupted: a minute later the process ends (exit 124), keeping every finished "
+                             f"point (default: {DEFAULT_POINT_TIMEOUT_S:g}; 0: no limit)")
     multi = parser.add_argument_group(
         "several GPUs (collectives, ddp)",
         "One process per GPU, started with torchrun, NVLink multicast always off. Skipped with fewer than 2 GPUs.")
@@ -151,26 +153,6 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     return parser
 
 
-def run_collection(options: Options) -> tuple[Path, list[str]]:
-    """Run the chosen collectors; returns the machine folder and one summary line per document."""
-    machine_id = sanitize_machine_id(options.machine) if options.machine else default_machine_id()
-    folder = options.out / machine_id
-    lines: dict[str, str] = {}  # a document saved again as its points come in keeps its last line
-    for name in options.only or list(COLLECTORS):
-        c = COLLECTORS[name]
-        started = time.perf_counter()
-        with Progress(name, total=1) as progress:
-            for stem, payload in c.run(progress, folder, options):
-                if isinstance(payload, Document):  # already saved, by rank 0 of a multi-GPU launch
-                    path, payload = folder / f"{stem}.json", payload.payload
-                else:
-                    doc = build_document(KIND_OF[type(payload)], c.name, c.version, machine_id, payload)
-                    path = save_document(doc, folder / f"{stem}.json")
-                lines[stem] = f"{stem:<24} {time.perf_counter() - started:6.1f}s  {path}  {summary_of(payload)}"
-            progress.advance("done")
-    return folder, list(lines.values())
-
-
 def summary_of(payload: Any) -> str:
     if isinstance(payload, environment.EnvironmentPayload):
         gpus = ", ".join(g.name for g in payload.gpus) or f"no GPU ({payload.gpu_absent_reason})"
@@ -181,7 +163,8 @@ def summary_of(payload: Any) -> str:
         bounds = ", ".join(f"{b.precision} {b.max_batch}" for b in payload.boundaries if b.max_batch)
         head = f"best {best.throughput_per_s:.4g} {payload.unit}/s ({best.precision}, batch {best.batch})" if best \
             else "no point ran"
-        return head + (f"; max batch {bounds}" if bounds else "")
+        partial = "" if payload.complete else f" (stopped after {len(payload.points)} points: the same command resumes)"
+        return head + (f"; max batch {bounds}" if bounds else "") + partial
     if isinstance(payload, RooflinePayload):
         return roofline.summarize_roofline(payload)
     if isinstance(payload, DataloaderPayload):
@@ -193,29 +176,55 @@ def summary_of(payload: Any) -> str:
     return distributed.summarize(payload)
 
 
+def options_of(args: argparse.Namespace) -> Options:
+    return Options(out=args.out, machine=args.machine, only=args.only, profile=args.profile,
+                   workloads=args.workloads, dataset_cache=args.dataset_cache, fresh=args.fresh, gpus=args.gpus,
+                   dist_backend=args.dist_backend, batches=args.batches, dist_timeout=args.dist_timeout,
+                   point_timeout=args.point_timeout or None)
+
+
+def check_options(options: Options) -> None:
+    """Fail on bad input before anything runs or is written: a bad user file fails in a second, not
+    after the other collectors have spent minutes (raises WorkloadError, DistributedOptionError)."""
+    if options.point_timeout is not None and not options.point_timeout > 0:
+        raise WorkloadError(f"--point-timeout {options.point_timeout:g}: expected a positive number of seconds "
+                            "(0 for no limit)")
+    for spec in options.workloads or []:
+        load_workload(spec)
+    distributed.check_options(options.gpus, options.dist_backend, options.batches)
+
+
 def run_from_args(args: argparse.Namespace) -> int:
-    options = Options(args.out, args.machine, args.only, args.profile, args.workloads, args.dataset_cache, args.fresh,
-                      args.gpus, args.dist_backend, args.batches, args.dist_timeout)
+    """Exit status: 0 all collected, 1 a collector failed (the rest ran), 2 bad input or the folder is in use
+    (nothing written), 130 stopped by Ctrl-C (everything saved; the same command resumes)."""
+    options = options_of(args)
     problem = cache_inside_results(options)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     try:
-        # Every workload is loaded before anything runs or is written: a bad user file fails in
-        # a second, not after the other collectors have spent minutes.
-        for spec in options.workloads or []:
-            load_workload(spec)
-        distributed.check_options(options.gpus, options.dist_backend, options.batches)
-        folder, lines = run_collection(options)
-    except (WorkloadError, distributed.DistributedOptionError) as e:
+        check_options(options)
+        outcome = run_collection(options, COLLECTORS, ceilings.pick_device().type, summary_of)
+    except (WorkloadError, distributed.DistributedOptionError, LockHeld) as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
-    except LaunchError as e:  # not bad input: the documents written so far stay
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    print(f"\nCollected into {folder}:")
-    print("\n".join(lines))
-    return 0
+        return EXIT_BAD_INPUT
+    return report_outcome(outcome, getattr(args, "command_line", None) or resume_command(None))
+
+
+def report_outcome(outcome: Outcome, command: str) -> int:
+    """The end-of-run summary: what was saved or kept, what failed, how to resume; the exit status."""
+    print(f"\nCollected into {outcome.folder}:")
+    print("\n".join(outcome.lines.values()) or "(nothing saved)")
+    failed = outcome.all_failed
+    if failed:
+        print(f"\nFailed ({len(failed)}; everything else above is kept; --fresh measures a kept document again):",
+              file=sys.stderr)
+        print("\n".join(f"  {line}" for line in failed), file=sys.stderr)
+    if outcome.interrupted:
+        print(f"\nStopped by Ctrl-C; every finished point is saved. Resume with the same command: {command}",
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return EXIT_FAILED if failed else 0
 
 
 def cache_inside_results(options: Options) -> str | None:
@@ -230,7 +239,10 @@ def cache_inside_results(options: Options) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_from_args(build_parser().parse_args(argv))
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser().parse_args(argv)
+    args.command_line = resume_command(argv)
+    return run_from_args(args)
 
 
 if __name__ == "__main__":

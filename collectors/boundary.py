@@ -23,7 +23,8 @@ from dataclasses import dataclass, replace
 import torch
 
 from collectors.payloads import MemoryUse, OomBoundary, WorkloadPoint
-from collectors.sweep import Context, error_line, free_memory, is_oom
+from collectors.sweep import Context, describe_point, error_line, free_memory, is_oom
+from collectors.time_limit import PointTimeout, hard_limit, soft_limit
 from collectors.training import Variant, build_step, precision_mode, prepare_model
 from collectors.workloads import Workload
 
@@ -93,20 +94,21 @@ def probe(workload: Workload, precision: str, batch: int, ctx: Context, variant:
         return earlier
     runner = replace(workload, run=workload.probe_run) if workload.probe_run else workload
     started = time.perf_counter()
-    free_memory(ctx.device)
-    model = step = None
-    try:
-        with precision_mode(precision, ctx.device, variant):
-            model = prepare_model(runner, ctx.device, variant)
-            step = build_step(runner, model, precision, batch, ctx.device, variant)
-            for _ in range(2 if step.optimizer else 1):
-                step.run()
-            point = WorkloadPoint(status="ok", memory=_peak_memory(ctx.device), **base)
-    except Exception as e:  # an OOM is the answer; anything else ends the search with its reason
-        point = WorkloadPoint(status="oom" if is_oom(e) else "error", reason=error_line(e), **base)
-    finally:
-        model = step = None  # noqa: F841 - drop references before freeing
+    with hard_limit(ctx.point_timeout_s, describe_point(workload.name, base)):
         free_memory(ctx.device)
+        model = step = None
+        try:
+            with soft_limit(ctx.point_timeout_s), precision_mode(precision, ctx.device, variant):
+                model = prepare_model(runner, ctx.device, variant)
+                step = build_step(runner, model, precision, batch, ctx.device, variant)
+                for _ in range(2 if step.optimizer else 1):
+                    step.run()
+                point = WorkloadPoint(status="ok", memory=_peak_memory(ctx.device), **base)
+        except (Exception, PointTimeout) as e:  # an OOM is the answer; anything else ends the search with its reason
+            point = WorkloadPoint(status="oom" if is_oom(e) else "error", reason=error_line(e), **base)
+        finally:
+            model = step = None  # noqa: F841 - drop references before freeing
+            free_memory(ctx.device)
     return replace(point, wall_s=time.perf_counter() - started)
 
 

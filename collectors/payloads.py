@@ -179,6 +179,11 @@ class WorkloadPoint:
     first_step_s: float | None = None  # wall time of the first step: allocation, cudnn autotuning, compiling
     wall_s: float | None = None        # wall time the collector spent on this point, all included
 
+    def check(self) -> str | None:
+        if self.status == "ok" and self.sweep != "probe" and (self.step_s is None or self.throughput_per_s is None):
+            return "status is ok but a timed point's step_s or throughput_per_s is missing"
+        return None
+
 
 @dataclass(frozen=True)
 class OomBoundary:
@@ -190,6 +195,9 @@ class OomBoundary:
     first_oom_batch: int | None = None
     capped: bool = False
     reason: str | None = None
+
+    def check(self) -> str | None:
+        return "status is ok but max_batch is missing" if self.status == "ok" and self.max_batch is None else None
 
 
 @dataclass(frozen=True)
@@ -349,6 +357,9 @@ class LoaderPoint:
     pinned_bytes: int | None = None            # torch's pinned host allocator, peak during the point
     formula_bytes: int = 0                     # workers × prefetch × batch bytes (seed 004's buffer)
 
+    def check(self) -> str | None:
+        return "status is ok but samples_per_s is missing" if self.status == "ok" and not self.samples_per_s else None
+
 
 @dataclass(frozen=True)
 class EpochBoundary:
@@ -420,6 +431,11 @@ class CollectivePoint:
     busbw_bytes_per_s: Stat | None = None
     ops_per_sample: int | None = None
 
+    def check(self) -> str | None:
+        if self.status == "ok" and None in (self.time_s, self.algbw_bytes_per_s, self.busbw_bytes_per_s):
+            return "status is ok but time_s, algbw_bytes_per_s or busbw_bytes_per_s is missing"
+        return None
+
 
 @dataclass(frozen=True)
 class CollectivesPayload:
@@ -466,6 +482,11 @@ class DdpPoint:
     scaling_efficiency: float | None = None
     straggler_rank: int | None = None
     ranks: list[RankStep] = field(default_factory=list)
+
+    def check(self) -> str | None:
+        if self.status == "ok" and (self.step_s is None or self.throughput_per_s is None):
+            return "status is ok but step_s or throughput_per_s is missing"
+        return None
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from collectors.plausible import number_problem, text_problem
+
 SCHEMA_VERSION = 1
+MAX_DOCUMENT_BYTES = 64 << 20  # the largest real document is ~1 MB; a larger file is not one of ours
 ENVELOPE_FIELDS = ("schema_version", "kind", "collector", "machine", "created", "payload")
 
 # Migrations from version N to N+1, applied in order to older documents. Each takes the raw
@@ -35,8 +38,17 @@ class DocumentError(ValueError):
     """A document that cannot be read; the message names the file and the field."""
 
     def __init__(self, path: Path | str, field: str, problem: str):
+        # A document may hold a value of megabytes; the one line quotes only its start.
+        field, problem = _shortened(field), _shortened(problem)
         self.path, self.field, self.problem = str(path), field, problem
         super().__init__(f"{path}: {field}: {problem}" if field else f"{path}: {problem}")
+
+
+MAX_MESSAGE_PART = 500
+
+
+def _shortened(text: str) -> str:
+    return text if len(text) <= MAX_MESSAGE_PART else text[:MAX_MESSAGE_PART - 1] + "…"
 
 
 @dataclass(frozen=True)
@@ -108,6 +120,11 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
 def load_document(path: Path | str) -> Document:
     path = Path(path)
     try:
+        if not path.is_file():  # a folder, a FIFO (reading would wait for ever) or a device
+            raise DocumentError(path, "", "no such file" if not path.exists() else "not a regular file")
+        if path.stat().st_size > MAX_DOCUMENT_BYTES:
+            raise DocumentError(path, "", f"{path.stat().st_size} bytes, larger than any gpuplan document "
+                                          f"({MAX_DOCUMENT_BYTES >> 20} MiB)")
         raw = json.loads(path.read_text(encoding="utf-8"), parse_constant=_reject_constant)
     except FileNotFoundError:
         raise DocumentError(path, "", "no such file") from None
@@ -115,8 +132,10 @@ def load_document(path: Path | str) -> Document:
         raise DocumentError(path, "", "not UTF-8 text") from None
     except json.JSONDecodeError as e:
         raise DocumentError(path, "", f"not valid JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
-    except ValueError as e:
+    except ValueError as e:  # NaN or Infinity, or an integer of thousands of digits
         raise DocumentError(path, "", str(e)) from None
+    except RecursionError:
+        raise DocumentError(path, "", "nested too deeply to be a gpuplan document") from None
     return parse_document(raw, path)
 
 
@@ -139,10 +158,12 @@ def parse_document(raw: Any, path: Path | str = "<document>") -> Document:
     collector = from_dict(CollectorInfo, raw["collector"], path, "collector")
     created = _check(raw["created"], str, path, "created")
     try:
-        datetime.strptime(created, "%Y-%m-%dT%H:%M:%SZ")
+        year = datetime.strptime(created, "%Y-%m-%dT%H:%M:%SZ").year
     except ValueError:
         raise DocumentError(path, "created", f"{created!r} is not a UTC time like 2026-01-31T12:00:00Z") from None
-    machine = _check(raw["machine"], str, path, "machine")
+    if not 2000 <= year < 2100:
+        raise DocumentError(path, "created", f"{created!r} is not a plausible collection time (years 2000-2099)")
+    machine = from_dict(str, raw["machine"], path, "machine")
     if not machine.strip():
         raise DocumentError(path, "machine", "empty")
     payload = from_dict(PAYLOADS[kind], raw["payload"], path, "payload")
@@ -189,7 +210,8 @@ def from_dict(tp: Any, value: Any, path: Path | str, field: str) -> Any:
     if origin is dict:
         key_tp, val_tp = typing.get_args(tp)
         _check(value, dict, path, field)
-        return {k: from_dict(val_tp, v, path, f"{field}.{k}") for k, v in value.items()}
+        return {from_dict(key_tp, k, path, f"{field} key"): from_dict(val_tp, v, path, f"{field}.{k}")
+                for k, v in value.items()}
     if origin is typing.Literal:
         if value not in typing.get_args(tp):
             raise DocumentError(path, field, f"{value!r} is not one of {list(typing.get_args(tp))}")
@@ -201,8 +223,21 @@ def from_dict(tp: Any, value: Any, path: Path | str, field: str) -> Any:
             raise DocumentError(path, field, f"expected a number, got {type(value).__name__}")
         if not math.isfinite(value):
             raise DocumentError(path, field, f"{value} is not a finite number")
-        return float(value)
+        return float(_plausible_number(value, path, field))
+    if tp is int:
+        return _plausible_number(_check(value, int, path, field), path, field)
+    if tp is str:
+        _check(value, str, path, field)
+        if problem := text_problem(value):
+            raise DocumentError(path, field, problem)
+        return value
     return _check(value, tp, path, field)
+
+
+def _plausible_number(value: float, path: Path | str, field: str) -> float:
+    if problem := number_problem(value, field):
+        raise DocumentError(path, field, problem)
+    return value
 
 
 def _from_union(options: tuple, value: Any, path: Path | str, field: str) -> Any:

@@ -16,6 +16,7 @@ from collectors.accounting import count_flops, estimate_traffic
 from collectors.nvml_sampler import NvmlSampler
 from collectors.payloads import CeilingsPayload, MemoryUse, WorkloadPoint
 from collectors.stats import Stat
+from collectors.time_limit import PointTimeout, hard_limit, soft_limit
 from collectors.timing import TimingPlan, time_callable
 from collectors.training import Variant, build_step, precision_mode, prepare_model
 from collectors.workloads import Workload
@@ -40,6 +41,7 @@ class Context:
     # configuration: a resumed run takes them instead of measuring again (see workload_collector).
     earlier: dict[tuple, WorkloadPoint] = field(default_factory=dict)
     reused: int = 0
+    point_timeout_s: float | None = None  # a point still running after this is an error (collectors/time_limit.py)
 
     def recall(self, base: dict) -> WorkloadPoint | None:
         found = self.earlier.get(point_key(**base))
@@ -76,19 +78,27 @@ def measure_point(workload: Workload, precision: str, batch: int, ctx: Context, 
     if (earlier := ctx.recall(base)) is not None:
         return earlier
     started = time.perf_counter()
-    free_memory(ctx.device)
-    try:
-        with precision_mode(precision, ctx.device, variant):
-            point = _measure(workload, precision, batch, ctx, variant, base)
-    except Exception as e:  # a user's step may raise anything: record it, go on with the next point
-        point = WorkloadPoint(status="oom" if is_oom(e) else "error", reason=error_line(e), **base)
-    finally:
+    with hard_limit(ctx.point_timeout_s, describe_point(workload.name, base)):
         free_memory(ctx.device)
+        try:
+            with soft_limit(ctx.point_timeout_s), precision_mode(precision, ctx.device, variant):
+                point = _measure(workload, precision, batch, ctx, variant, base)
+        except (Exception, PointTimeout) as e:  # a user's step may raise anything: record it, go on
+            point = WorkloadPoint(status="oom" if is_oom(e) else "error", reason=error_line(e), **base)
+        finally:
+            free_memory(ctx.device)
     return replace(point, wall_s=time.perf_counter() - started)
+
+
+def describe_point(name: str, base: dict) -> str:
+    seq = f", sequence {base['seq_len']}" if base.get("seq_len") else ""
+    return f"{name} {base['precision']} batch {base['batch']}{seq} ({base['sweep']}, {base['variant']})"
 
 
 def error_line(error: BaseException) -> str:
     """One line for the document: the first line of the message, or the exception's type."""
+    if isinstance(error, PointTimeout):
+        return str(error)
     first = (str(error).splitlines() or [""])[0].strip()
     return f"{type(error).__name__}: {first}"[:300] if first else type(error).__name__
 

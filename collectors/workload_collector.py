@@ -117,10 +117,12 @@ def iter_precision(name: str, workload: Workload, precision: str, plan: Plan, ct
     the boundary of a precision that stores tensors alike, where there is one), the details."""
     measured: list[WorkloadPoint] = []
     if precision in plan.profile.sweep_precisions:
-        measured += iter_batch_sweep(workload, precision, plan, ctx, progress)
+        for point in iter_batch_sweep(workload, precision, plan, ctx, progress):
+            measured.append(point)
+            yield point  # saved at once: a run killed mid-sweep keeps the sweep's finished points
     measured.append(measure_point(workload, precision, plan.main_batch, ctx, "variant",
                                   trial_variant(workload, precision, plan.profile)))
-    yield from measured
+    yield measured[-1]
     if precision in plan.profile.boundary_precisions:
         progress.note(f"{workload.name} {precision}: searching the OOM boundary")
         yield from iter_boundary(workload, precision, measured, ctx, plan.search_cap, untuned(workload), hint)
@@ -226,10 +228,12 @@ def load_earlier(path: Path, device: torch.device) -> tuple[WorkloadPayload | No
 
 
 def iter_workload_documents(names: list[str], profile_name: str, folder: Path, device: torch.device,
-                            progress: Progress, fresh: bool = False) -> Iterator[tuple[str, WorkloadPayload]]:
+                            progress: Progress, fresh: bool = False,
+                            point_timeout_s: float | None = None) -> Iterator[tuple[str, WorkloadPayload]]:
     """(file stem, payload) for each workload after each point, so that each is saved at once. Without
-    `fresh`, points a document already in `folder` holds are reused (resume, or a larger profile)."""
-    ctx = Context(device, load_ceilings(folder))
+    `fresh`, points a document already in `folder` holds are reused (resume, or a larger profile). A point
+    running longer than `point_timeout_s` is recorded as an error (collectors/time_limit.py)."""
+    ctx = Context(device, load_ceilings(folder), point_timeout_s=point_timeout_s)
     progress.total = len(names) * len(device_precisions(profiles.PROFILES[profile_name], device))
     for name in names:
         stem = f"workload-{sanitize_machine_id(workload_name(name))}"

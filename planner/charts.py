@@ -69,10 +69,17 @@ def _ordered(matmul: list[MatmulCeiling]) -> list[MatmulCeiling]:
 
 def _x_domain(roofs: list[Roof]) -> tuple[float, float]:
     """Powers of ten with room on both sides of the ridge points."""
-    ridges = [r.ridge_flop_per_byte for r in roofs if r.ridge_flop_per_byte] or [10.0]
-    low = 10 ** math.floor(math.log10(min(ridges) / 8))
-    high = 10 ** math.ceil(math.log10(max(ridges) * 8))
-    return low, high
+    return log_domain([r.ridge_flop_per_byte for r in roofs if r.ridge_flop_per_byte] or [10.0], 8.0)
+
+
+def log_domain(values: list[float], pad: float) -> tuple[float, float]:
+    """The powers of ten around `values` with a factor `pad` of room, for a log axis. Values a log axis
+    cannot place (zero, infinite: a document may hold any) are left out; the exponents stay within
+    what a float holds."""
+    usable = [v for v in values if 0 < v < math.inf] or [1.0]
+    low = math.floor(math.log10(min(usable)) - math.log10(pad))
+    high = math.ceil(math.log10(max(usable)) + math.log10(pad))
+    return 10.0 ** max(low, -300), 10.0 ** min(max(high, low + 1), 300)
 
 
 def _roof_rows(roofs: list[Roof], x_high: float, x_low: float) -> list[dict]:
@@ -183,7 +190,8 @@ def _precisions(points: list[WorkloadPoint]) -> list[str]:
 def _point_tooltip(p: WorkloadPoint, unit: str) -> dict:
     memory = p.memory.peak_allocated_bytes if p.memory else None
     return {"precision": p.precision, "batch": p.batch,
-            "throughput_text": f"{format_number(p.throughput_per_s)} {unit}/s" if p.throughput_per_s else "untimed",
+            "throughput_text": f"{format_number(p.throughput_per_s)} {unit}/s" if p.throughput_per_s is not None
+            else "untimed (boundary probe)",
             "step": format_duration(p.step_s.median) if p.step_s else "untimed (boundary probe)",
             "memory_text": format_bytes(memory),
             "flops_pct": format_percent(p.achieved_flops_fraction),

@@ -9,13 +9,12 @@ reduced to a plain character set before they enter a spec.
 
 from __future__ import annotations
 
-import math
 import re
 
 import altair as alt
 
 from collectors.payloads import OpRoofline, RooflinePayload
-from planner.charts import CHART_HEIGHT, DTYPE_COLORS, DTYPE_ORDER, TERA
+from planner.charts import CHART_HEIGHT, DTYPE_COLORS, DTYPE_ORDER, TERA, log_domain
 from planner.formatting import (
     format_bandwidth,
     format_bytes,
@@ -52,8 +51,7 @@ def _roofs(payload: RooflinePayload) -> list[tuple[str, float]]:
 
 
 def _x_domain(intensities: list[float]) -> tuple[float, float]:
-    low, high = min(intensities), max(intensities)
-    return 10 ** math.floor(math.log10(low / 2)), 10 ** math.ceil(math.log10(high * 2))
+    return log_domain(intensities, 2.0)
 
 
 def _line_rows(payload: RooflinePayload, x_low: float, x_high: float) -> list[dict]:

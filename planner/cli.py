@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from collectors.interrupt import resume_command
 from collectors.schema import DocumentError, load_document, write_text_atomic
 
 PROG = "gpuplan"
@@ -261,6 +262,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             args = build_parser(_command_of(argv)).parse_args(argv)
         except SystemExit as e:  # --help (0) or a usage error (2, already printed by argparse)
             return e.code if isinstance(e.code, int) else EXIT_BAD_INPUT
+        if args.command == "collect":  # what a stopped collection prints to resume it: this command
+            args.command_line = resume_command(argv, PROG)
         return args.func(args)
     except (DocumentError, UsageError, OSError) as e:
         print(format_error(e), file=sys.stderr)

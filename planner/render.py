@@ -10,7 +10,7 @@ import calendar
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
@@ -20,7 +20,7 @@ import vl_convert
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
-from collectors.schema import write_bytes_atomic, write_text_atomic
+from collectors.schema import DocumentError, write_bytes_atomic, write_text_atomic
 from planner.charts import with_width
 from planner.formatting import register_filters
 from planner.report import Report, build_report
@@ -131,15 +131,28 @@ def source_date_epoch(date: str) -> Iterator[None]:
             os.environ["SOURCE_DATE_EPOCH"] = saved
 
 
+class UnsafePath(DocumentError):
+    """An output path that would leave the output folder (a name with separators, a symbolic link)."""
+
+
 def safe_child(root: Path, name: str) -> Path:
     """root/name, refusing any name that would land outside root (after resolving links)."""
-    if not name or name in (".", "..") or "/" in name or "\\" in name:
-        raise ValueError(f"{name!r} is not a safe folder name")
+    if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
+        raise UnsafePath(root, "", f"{name!r} is not a safe folder name")
     base = root.resolve()
     child = (base / name).resolve()
     if child.parent != base:
-        raise ValueError(f"{name!r} resolves outside {base}")
+        raise UnsafePath(root, "", f"{name!r} resolves to {child}, outside {base} (a symbolic link?)")
     return child
+
+
+def check_inside(root: Path, paths: Iterable[Path]) -> None:
+    """Refuse, before anything is written, to write where a symbolic link in the output folder leads out."""
+    base = root.resolve()
+    for path in paths:
+        if not path.parent.resolve().is_relative_to(base):
+            raise UnsafePath(path, "", f"its folder resolves to {path.parent.resolve()}, outside the output "
+                                       f"folder {base} (a symbolic link?); nothing was written")
 
 
 def render_report(results_dir: Path, out_root: Path = Path("reports"),
@@ -151,6 +164,7 @@ def render_report(results_dir: Path, out_root: Path = Path("reports"),
     pdf = render_report_pdf(report, paper)
     folder = safe_child(Path(out_root), report.machine_id)
     html_path, pdf_path = folder / HTML_NAME, folder / PDF_NAME
+    check_inside(Path(out_root), (html_path, pdf_path))
     write_text_atomic(html_path, html)
     write_bytes_atomic(pdf_path, pdf)
     return html_path, pdf_path

@@ -35,6 +35,7 @@ from planner.render import (
     PDF_NAME,
     NavLink,
     build_jinja_env,
+    check_inside,
     paper_of,
     safe_child,
     vega_javascript,
@@ -160,6 +161,7 @@ def build_site(results_root: Path, out: Path = Path("site/_build"), *, accuracy:
 
 def write_site(out: Path, files: dict[Path, str | bytes], index_html: str, old: dict, digests: dict) -> None:
     """Write what changed, remove what the last build wrote and this one did not, then the manifest."""
+    check_inside(out, [*files, out / INDEX_NAME, out / MANIFEST_NAME])
     for path, content in files.items():
         write_if_changed(path, content)
     write_index_if_changed(out / INDEX_NAME, index_html)

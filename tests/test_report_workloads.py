@@ -190,3 +190,14 @@ def build_report_with(payload: WorkloadPayload):  # noqa: ANN201 - a Report
     docs = {stem: doc for stem, doc in machine.documents.items() if doc.kind != "workload"}
     docs["workload-x"] = dataclasses.replace(load_document(GPT), payload=payload)
     return build_report(dataclasses.replace(machine, documents=docs))
+
+
+def test_memory_chart_takes_the_untimed_probe_points_of_a_capacity_run():
+    # Regression: the boundary search's probes (status ok, peak memory, no step time) made the memory
+    # chart's tooltip format a missing throughput, and the committed H100 and H200 reports failed.
+    repo = Path(__file__).resolve().parent.parent
+    payload = load_document(repo / "results/h100-80gb/workload-gpt-small.json").payload
+    assert any(p.sweep == "probe" and p.status == "ok" and p.throughput_per_s is None for p in payload.points)
+    spec = build_memory_chart(payload)
+    rows = [row for data in spec["datasets"].values() for row in data if "throughput_text" in row]
+    assert "untimed (boundary probe)" in {row["throughput_text"] for row in rows}

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import io
 import itertools
+import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,7 @@ import torch
 from collectors.__main__ import main as collect_main
 from collectors.payloads import WorkloadPayload
 from collectors.progress import Progress
-from collectors.schema import build_document, load_document, save_document
+from collectors.schema import build_document, load_document, parse_document, save_document
 from collectors.sweep import point_key
 from collectors.workload_collector import NAME, VERSION, iter_workload_documents
 
@@ -89,9 +91,30 @@ def test_a_document_from_another_collector_version_is_not_reused(tmp_path):
 def test_the_cli_resumes_and_says_so(tmp_path, capsys):
     args = ["--only", "workloads", "--workload", "mlp-stgan", "--profile", "quick", "--out", str(tmp_path),
             "--machine", "m"]
+    path = tmp_path / "m" / "workload-mlp-stgan.json"
     assert collect_main(args) == 0
-    first = load_document(tmp_path / "m" / "workload-mlp-stgan.json").payload
+    first = load_document(path).payload
+    save(path.parent, "workload-mlp-stgan", replace(first, complete=False))  # as a stopped run leaves it
     assert collect_main(args) == 0
-    again = load_document(tmp_path / "m" / "workload-mlp-stgan.json").payload
+    again = load_document(path).payload
     assert again.points == first.points and again.complete
     assert "points reused from workload-mlp-stgan.json" in capsys.readouterr().err
+
+
+def test_a_complete_document_is_skipped_and_said_so(tmp_path, capsys):
+    args = ["--only", "workloads", "--workload", "mlp-stgan", "--profile", "quick", "--out", str(tmp_path),
+            "--machine", "m"]
+    path = tmp_path / "m" / "workload-mlp-stgan.json"
+    assert collect_main(args) == 0
+    before = path.read_bytes()
+    capsys.readouterr()
+    assert collect_main(args) == 0
+    assert path.read_bytes() == before  # not even saved again
+    out = capsys.readouterr().out
+    assert "workload-mlp-stgan       skipped: complete (quick profile)" in out and "--fresh measures it again" in out
+    assert collect_main([*args, "--fresh"]) == 0
+    assert load_document(path).payload.points[0].step_s != load_document_bytes(before).points[0].step_s
+
+
+def load_document_bytes(data: bytes) -> WorkloadPayload:
+    return parse_document(json.loads(data)).payload

@@ -90,16 +90,21 @@ def _call_user_function(path: Path, fn_name: str) -> Any:
     sys.modules[module_spec.name] = module
     try:
         module_spec.loader.exec_module(module)
-    except Exception as e:  # the user's code: any error is reported in one line, never a traceback
+    except (Exception, SystemExit) as e:  # the user's code: any error is one line, never a traceback or an exit
         sys.modules.pop(module_spec.name, None)
-        raise WorkloadError(f"{path}: importing it raised {type(e).__name__}: {e}") from None
+        raise WorkloadError(f"{path}: importing it raised {_one_line(e)}") from None
     fn = getattr(module, fn_name, None)
     if not callable(fn):
         raise WorkloadError(f"{path}: {fn_name}: no such function in the file")
     try:
         return fn()
-    except Exception as e:
-        raise WorkloadError(f"{path}: {fn_name}() raised {type(e).__name__}: {e}") from None
+    except (Exception, SystemExit) as e:
+        raise WorkloadError(f"{path}: {fn_name}() raised {_one_line(e)}") from None
+
+
+def _one_line(error: BaseException) -> str:
+    first = (str(error).splitlines() or [""])[0].strip()
+    return f"{type(error).__name__}: {first}"[:300] if first else type(error).__name__
 
 
 def workload_from_dict(spec: Any, source: str) -> Workload:

@@ -21,9 +21,10 @@ from planner.specs.instances import (
     match_instance,
     read_instances,
 )
+from planner.specs.require import UnknownSpec, require_gpu, require_instance
 
 __all__ = [
     "DTYPES", "GPUS_FILE", "INSTANCES_FILE", "INTERCONNECTS", "PROVIDERS", "SPECS_DIR", "CatalogError",
     "GpuSpec", "InstanceSpec", "_norm", "load_gpu_catalog", "load_instances", "match_gpu", "match_instance",
-    "read_gpu_catalog", "read_instances",
+    "read_gpu_catalog", "read_instances", "UnknownSpec", "require_gpu", "require_instance",
 ]
