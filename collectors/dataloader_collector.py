@@ -162,10 +162,11 @@ def describe_copy(device: torch.device) -> str:
     return "none: the CPU is the device, batches are used where they are made (pin_memory needs a GPU)"
 
 
-def skipped_payload(device: torch.device, profile: str, reason: str, started: float) -> DataloaderPayload:
+def skipped_payload(device: torch.device, profile: str, reason: str, started: float,
+                    batch: int) -> DataloaderPayload:
     return DataloaderPayload(
         device=device.type, device_name=_device_name(device), profile=profile, status="skipped",
-        logical_cores=usable_cores(), batch=0, image_size=CROP, batch_bytes=0, copy=describe_copy(device),
+        logical_cores=usable_cores(), batch=batch, image_size=CROP, batch_bytes=0, copy=describe_copy(device),
         memory_measure="none", start_method=multiprocessing.get_start_method(), ram_bytes=ram_bytes(), points=[],
         epochs=[], elapsed_s=time.perf_counter() - started, reason=reason)
 
@@ -186,7 +187,7 @@ def collect_dataloader(progress: Progress, profile_name: str, cache_root: Path, 
         folder = jpeg_dataset.ensure_images(cache_root, images or (GPU_IMAGES if gpu else CPU_IMAGES),
                                             on_progress=progress.note)
     except jpeg_dataset.DatasetUnavailable as e:
-        return skipped_payload(device, profile_name, str(e), started)
+        return skipped_payload(device, profile_name, str(e), started, batch)
     group, no_group = open_group()
     cores = usable_cores()
     bench = Bench(JpegDataset(folder.files), device, batch, batch * sample_bytes(), profile.blocks, cores, group)

@@ -182,7 +182,7 @@ def test_a_skipped_collection_renders_its_reason_and_exports_a_skipped_row(tmp_p
     folder = tmp_path / "vm-cpu"
     folder.mkdir()
     shutil.copy(VM_CPU / "environment.json", folder / "environment.json")
-    payload = skipped_payload(torch.device("cpu"), "quick", "Pillow is not installed", time.perf_counter())
+    payload = skipped_payload(torch.device("cpu"), "quick", "Pillow is not installed", time.perf_counter(), 16)
     save_document(build_document("dataloader", "dataloader", "1", "vm-cpu", payload), folder / "dataloader.json")
     html = visible(render_report_html(build_report(load_machine(folder))))
     assert "The input pipeline was not measured: Pillow is not installed." in html
