@@ -100,14 +100,3 @@ def build_op_roofline_sections(machine: MachineResults) -> list[OpRooflineSectio
         anchors.add(section.anchor)
         sections.append(section)
     return sections
-
-
-def place_after_workloads(workloads: list, rooflines: list[OpRooflineSection]) -> list:
-    """Each roofline section right after the workload section of the same workload; the rest at the end."""
-    placed, remaining = [], list(rooflines)
-    for section in workloads:
-        placed.append(section)
-        mine = [r for r in remaining if r.name == getattr(section, "name", None)]
-        placed += mine
-        remaining = [r for r in remaining if all(r is not m for m in mine)]
-    return placed + remaining
