@@ -180,6 +180,8 @@ class WorkloadPoint:
     wall_s: float | None = None        # wall time the collector spent on this point, all included
 
     def check(self) -> str | None:
+        if self.batch < 1:
+            return f"batch is {self.batch}; a point's batch is at least 1"
         if self.status == "ok" and self.sweep != "probe" and (self.step_s is None or self.throughput_per_s is None):
             return "status is ok but a timed point's step_s or throughput_per_s is missing"
         return None

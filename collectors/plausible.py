@@ -10,7 +10,8 @@ the field name says what range makes sense:
 - a duration (`*_s`) is at most MAX_SECONDS (four months: longer than any collection runs);
 - a fraction of a ceiling or an efficiency is at most MAX_FRACTION (1000× the measured roof means
   the document, or its ceiling, is wrong);
-- a batch, a sequence length, a sample count or a number of GPUs is at least 1;
+- a per-GPU batch, a max batch, a sequence length, a sample count or a number of GPUs is at least 1
+  (a workload point's batch too: WorkloadPoint.check);
 - a text holds no control character other than tab and newline, and no lone surrogate (neither
   can be written to HTML, PDF or UTF-8 files).
 
@@ -25,7 +26,8 @@ import re
 MAX_MAGNITUDE = 1e30
 MAX_SECONDS = 1e7
 MAX_FRACTION = 1e3
-AT_LEAST_ONE = frozenset({"batch", "per_gpu_batch", "max_batch", "first_oom_batch", "seq_len", "world_size", "gpus",
+# (`batch` is not here: a skipped dataloader document says batch 0; a workload point's is checked by the point)
+AT_LEAST_ONE = frozenset({"per_gpu_batch", "max_batch", "first_oom_batch", "seq_len", "world_size", "gpus",
                           "n", "m", "k", "tokens_per_sample", "logical_cores", "batch_start"})
 FRACTIONS = frozenset({"utilization", "cpu_utilization", "efficiency", "scaling_efficiency"})
 STAT_PARTS = frozenset({"median", "q1", "q3", "min", "max"})
