@@ -86,7 +86,8 @@ COLLECTORS = {
                   "hardware roofs: matmul per dtype, memory and host-device bandwidth, launch latency"),
         Collector(workload_collector.NAME, workload_collector.VERSION, _workloads,
                   "reference workloads: batch/sequence scaling to OOM, precisions, variants",
-                  stems=_per_workload("workload")),
+                  stems=_per_workload("workload"),
+                  matches=lambda payload, o: workload_collector.holds_allocator_boundaries(payload, o.profile)),
         Collector(roofline.NAME, roofline.VERSION, _roofline,
                   "per-op roofline of each workload's main point: time, FLOPs, bytes, bound class per aten op",
                   stems=_per_workload("roofline")),
@@ -153,6 +154,11 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     return parser
 
 
+def _expandable(payload: WorkloadPayload, precision: str) -> str:
+    other = payload.boundary(precision, "expandable_segments")
+    return f" ({other.max_batch} with expandable segments)" if other and other.max_batch else ""
+
+
 def summary_of(payload: Any) -> str:
     if isinstance(payload, environment.EnvironmentPayload):
         gpus = ", ".join(g.name for g in payload.gpus) or f"no GPU ({payload.gpu_absent_reason})"
@@ -160,7 +166,8 @@ def summary_of(payload: Any) -> str:
     if isinstance(payload, WorkloadPayload):
         ok = [p for p in payload.points if p.status == "ok"]
         best = max(ok, key=lambda p: p.throughput_per_s or 0, default=None)
-        bounds = ", ".join(f"{b.precision} {b.max_batch}" for b in payload.boundaries if b.max_batch)
+        bounds = ", ".join(f"{b.precision} {b.max_batch}" + _expandable(payload, b.precision)
+                           for b in payload.default_boundaries if b.max_batch)
         head = f"best {best.throughput_per_s:.4g} {payload.unit}/s ({best.precision}, batch {best.batch})" if best \
             else "no point ran"
         partial = "" if payload.complete else f" (stopped after {len(payload.points)} points: the same command resumes)"

@@ -11,6 +11,11 @@ memory, says where the boundary should be. Probes step out from the guess until 
 boundary, then bisect to within BOUNDARY_TOLERANCE. A precision that stores tensors as another
 already searched does (tf32 as fp32, bf16 as fp16) starts from that one's boundary instead. Without
 a guess (a CPU, no memory figures) the search doubles from the largest batch that ran.
+
+The `capacity` and `full` profiles search each boundary twice: with PyTorch's default allocator (what a
+job run as it is meets) and with expandable segments (collectors/allocator.py), where what is allocated
+sets the boundary rather than how the cache happens to be cut up. An OOM probe keeps its peak allocated
+and reserved bytes: the difference is the memory the allocator held but could not use.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from collectors.payloads import MemoryUse, OomBoundary, WorkloadPoint
+from collectors.payloads import Allocator, MemoryUse, OomBoundary, WorkloadPoint
 from collectors.sweep import Context, describe_point, error_line, free_memory, is_oom
 from collectors.time_limit import PointTimeout, hard_limit, soft_limit
 from collectors.training import Variant, build_step, precision_mode, prepare_model
@@ -105,7 +110,9 @@ def probe(workload: Workload, precision: str, batch: int, ctx: Context, variant:
                     step.run()
                 point = WorkloadPoint(status="ok", memory=_peak_memory(ctx.device), **base)
         except (Exception, PointTimeout) as e:  # an OOM is the answer; anything else ends the search with its reason
-            point = WorkloadPoint(status="oom" if is_oom(e) else "error", reason=error_line(e), **base)
+            # an OOM keeps its peaks: reserved beyond allocated at the failure is the allocator's fragmentation
+            memory = _peak_memory(ctx.device) if is_oom(e) else None
+            point = WorkloadPoint(status="oom" if is_oom(e) else "error", reason=error_line(e), memory=memory, **base)
         finally:
             model = step = None  # noqa: F841 - drop references before freeing
             free_memory(ctx.device)
@@ -124,7 +131,9 @@ def iter_boundary(workload: Workload, precision: str, measured: list[WorkloadPoi
                   variant: Variant, hint: int | None = None) -> Iterator[WorkloadPoint | OomBoundary]:
     """Probe points, then the boundary; `measured` are this precision's points so far (timed ones), `hint`
     the boundary of a precision that stores tensors alike."""
-    known = [p for p in measured if p.status in ("ok", "oom") and p.seq_len is None]
+    # an OOM with the default allocator says nothing of the search with expandable segments
+    statuses = ("ok",) if variant.expandable_segments else ("ok", "oom")
+    known = [p for p in measured if p.status in statuses and p.seq_len is None]
     bracket = Bracket(lo=max((p.batch for p in known if p.status == "ok"), default=0))
     for p in known:
         if p.status == "oom":
@@ -137,10 +146,15 @@ def iter_boundary(workload: Workload, precision: str, measured: list[WorkloadPoi
         point = probe(workload, precision, batch, ctx, variant)
         yield point
         if point.status == "error":
-            yield OomBoundary(precision, "error", max_batch=bracket.lo or None, reason=point.reason)
+            yield OomBoundary(precision, "error", max_batch=bracket.lo or None, reason=point.reason,
+                              allocator=allocator_of(variant))
             return
         bracket.record(batch, point.status == "ok")
-    yield _boundary(precision, bracket, cap)
+    yield replace(_boundary(precision, bracket, cap), allocator=allocator_of(variant))
+
+
+def allocator_of(variant: Variant) -> Allocator:
+    return "expandable_segments" if variant.expandable_segments else "default"
 
 
 def _boundary(precision: str, bracket: Bracket, cap: int) -> OomBoundary:

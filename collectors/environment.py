@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from collectors.allocator import configured_by_environment
 from collectors.payloads import CpuInfo, EnvironmentPayload, GpuInfo
 
 NAME, VERSION = "environment", "1"
@@ -30,6 +31,7 @@ def collect_environment() -> EnvironmentPayload:
         driver=driver,
         gpus=gpus,
         gpu_absent_reason=absent,
+        allocator_config=configured_by_environment(),
     )
 
 

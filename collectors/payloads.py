@@ -9,6 +9,9 @@ from collectors.distributed.topology import Topology
 from collectors.stats import Stat
 
 Status = Literal["ok", "oom", "skipped", "error"]
+# The CUDA caching allocator a boundary was searched with: PyTorch's default, or with expandable
+# segments (collectors/allocator.py), where fragmentation no longer sets the boundary.
+Allocator = Literal["default", "expandable_segments"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,7 @@ class EnvironmentPayload:
     driver: str | None
     gpus: list[GpuInfo]
     gpu_absent_reason: str | None = None
+    allocator_config: str | None = None  # PYTORCH_CUDA_ALLOC_CONF (or PYTORCH_ALLOC_CONF) as the run was given it
 
 
 @dataclass(frozen=True)
@@ -197,6 +201,7 @@ class OomBoundary:
     first_oom_batch: int | None = None
     capped: bool = False
     reason: str | None = None
+    allocator: Allocator = "default"
 
     def check(self) -> str | None:
         return "status is ok but max_batch is missing" if self.status == "ok" and self.max_batch is None else None
@@ -217,6 +222,15 @@ class WorkloadPayload:
     tokens_per_sample: int | None = None
     scale: str = "reference"
     complete: bool = True  # False while the collection runs (or after it was stopped): resume to finish
+
+    def boundary(self, precision: str, allocator: Allocator = "default") -> OomBoundary | None:
+        """The precision's boundary searched with `allocator`, where there is one."""
+        return next((b for b in self.boundaries if b.precision == precision and b.allocator == allocator), None)
+
+    @property
+    def default_boundaries(self) -> list[OomBoundary]:
+        """The boundaries with PyTorch's default allocator: what a job run as it is will meet."""
+        return [b for b in self.boundaries if b.allocator == "default"]
 
 
 OpClass = Literal["math-bound", "memory-bound", "latency-bound", "unclassified"]

@@ -3,8 +3,9 @@
 quick     the main point of each workload at the main precision (≤ 60 s on an H100)
 standard  at the main precision a timed batch sweep, the OOM boundary, sequence scaling, the
           variants and a repeat; the main batch at every precision (≤ 5 min on an H100)
-capacity  standard, plus the OOM boundary at every precision (what the planner's memory model
-          fits; about 2 min more, and only that when run after standard)
+capacity  standard, plus the OOM boundary at every precision, each searched with PyTorch's default
+          allocator and again with expandable segments (what the planner's memory model fits;
+          about 4 min more, and only that when run after standard)
 full      timed batch sweeps, boundaries and variants at every precision, cuDNN autotuning everywhere
 
 A collection reuses the points a document of the same workload already holds (an interrupted run,
@@ -39,6 +40,7 @@ class Profile:
     # an H100 (68 s at fp32, batch 256, for no gain): outside `full`, only the main precision's
     # trials autotune; the other points of a network with convolutions run without it and say so.
     autotune_everywhere: bool
+    allocator_boundaries: bool = False    # each boundary again with expandable segments (collectors/allocator.py)
 
 
 QUICK = Profile("quick", MAIN_ONLY, (), MAIN_ONLY, (), sequence=False, variants=False, compile=False, repeat=False,
@@ -48,10 +50,10 @@ STANDARD = Profile("standard", ALL_PRECISIONS, MAIN_ONLY, MAIN_ONLY, MAIN_ONLY, 
 PROFILES = {
     "quick": QUICK,
     "standard": STANDARD,
-    "capacity": replace(STANDARD, name="capacity", boundary_precisions=ALL_PRECISIONS),
+    "capacity": replace(STANDARD, name="capacity", boundary_precisions=ALL_PRECISIONS, allocator_boundaries=True),
     "full": Profile("full", ALL_PRECISIONS, ALL_PRECISIONS, ALL_PRECISIONS, ALL_PRECISIONS, sequence=True,
                     variants=True, compile=True, repeat=True, cap_factor=1024, timed_step_limit_s=4.0,
-                    autotune_everywhere=True),
+                    autotune_everywhere=True, allocator_boundaries=True),
 }
 
 # The batch each workload is judged at (acceptance: gpt-small 32, resnet50 256 on an H100), and a

@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from collectors.allocator import EXPANDABLE, expandable_segments
 from collectors.workloads import Workload
 
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
@@ -25,6 +26,7 @@ class Variant:
     compile: bool = False
     channels_last: bool | None = None   # None: the workload's own choice
     cudnn_benchmark: bool = True
+    expandable_segments: bool = False   # the allocator's (collectors/allocator.py); boundary probes only
 
     @property
     def name(self) -> str:
@@ -35,6 +37,8 @@ class Variant:
             parts.append("channels_last" if self.channels_last else "contiguous")
         if not self.cudnn_benchmark:
             parts.append("no_cudnn_benchmark")
+        if self.expandable_segments:
+            parts.append(EXPANDABLE)
         return "+".join(parts) or "default"
 
 
@@ -49,7 +53,7 @@ def precision_unsupported(precision: str, device: torch.device) -> str | None:
 
 @contextlib.contextmanager
 def precision_mode(precision: str, device: torch.device, variant: Variant) -> Iterator[None]:
-    """TF32 switches and cudnn.benchmark for the block, restored afterwards."""
+    """TF32 switches, cudnn.benchmark and the allocator's segments for the block, restored afterwards."""
     saved = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32, torch.backends.cudnn.benchmark)
     torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
     # PyTorch keeps one cuDNN plan per convolution and reuses it whatever cudnn.benchmark says: an
@@ -60,7 +64,8 @@ def precision_mode(precision: str, device: torch.device, variant: Variant) -> It
     torch.backends.cudnn.allow_tf32 = precision == "tf32" or (variant.cudnn_benchmark and precision in AUTOCAST)
     torch.backends.cudnn.benchmark = variant.cudnn_benchmark
     try:
-        yield
+        with expandable_segments(device, variant.expandable_segments):
+            yield
     finally:
         (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32,
          torch.backends.cudnn.benchmark) = saved

@@ -12,6 +12,7 @@ from pathlib import Path
 import torch
 
 from collectors import profiles
+from collectors.allocator import expandable_by_environment
 from collectors.boundary import SAME_STORAGE, iter_boundary
 from collectors.machine import sanitize_machine_id
 from collectors.payloads import CeilingsPayload, OomBoundary, WorkloadPayload, WorkloadPoint
@@ -124,10 +125,44 @@ def iter_precision(name: str, workload: Workload, precision: str, plan: Plan, ct
                                   trial_variant(workload, precision, plan.profile)))
     yield measured[-1]
     if precision in plan.profile.boundary_precisions:
-        progress.note(f"{workload.name} {precision}: searching the OOM boundary")
-        yield from iter_boundary(workload, precision, measured, ctx, plan.search_cap, untuned(workload), hint)
+        yield from iter_boundaries(workload, precision, measured, plan, ctx, progress, hint)
     if precision in plan.profile.detail_precisions:
         yield from iter_detail(name, workload, precision, plan, ctx)
+
+
+def iter_boundaries(workload: Workload, precision: str, measured: list[WorkloadPoint], plan: Plan, ctx: Context,
+                    progress: Progress, hint: int | None) -> Iterator[WorkloadPoint | OomBoundary]:
+    """The boundary with the default allocator, then (profiles with `allocator_boundaries`, on a GPU) with
+    expandable segments, starting from the first: it can only be as large or larger."""
+    progress.note(f"{workload.name} {precision}: searching the OOM boundary")
+    found = None
+    for item in iter_boundary(workload, precision, measured, ctx, plan.search_cap, untuned(workload), hint):
+        found = item if isinstance(item, OomBoundary) else found
+        yield item
+    if not (found and searches_allocator(plan.profile, ctx.device.type, found)):
+        return
+    progress.note(f"{workload.name} {precision}: searching the OOM boundary with expandable segments")
+    variant = replace(untuned(workload), expandable_segments=True)
+    yield from iter_boundary(workload, precision, measured, ctx, plan.search_cap, variant, found.max_batch)
+
+
+def searches_allocator(profile: profiles.Profile, device: str, default: OomBoundary) -> bool:
+    """Whether a boundary found with the default allocator is searched again with expandable segments: in
+    profiles that ask for it, on a GPU, where an OOM was met (not at the search cap, not an error) and the
+    environment had not already set expandable segments (the first search then used them)."""
+    return (profile.allocator_boundaries and device == "cuda" and default.status == "ok" and not default.capped
+            and not expandable_by_environment())
+
+
+def holds_allocator_boundaries(payload: WorkloadPayload, profile_name: str) -> bool:
+    """A document answers a run of `profile_name` only with every boundary it would search again with
+    expandable segments: a `capacity` document from before they were searched is continued."""
+    profile = profiles.PROFILES.get(profile_name)
+    if profile is None:
+        return True
+    searched = {b.precision for b in payload.boundaries if b.allocator == "expandable_segments"}
+    return all(b.precision in searched for b in payload.default_boundaries
+               if searches_allocator(profile, payload.device, b))
 
 
 def iter_detail(name: str, workload: Workload, precision: str, plan: Plan,
@@ -201,7 +236,8 @@ def iter_precision_items(name: str, workload: Workload, precision: str, plan: Pl
     if reason:
         yield WorkloadPoint("variant", precision, plan.main_batch, "default", "skipped", reason=reason)
         return
-    alike = next((b.max_batch for b in found if b.precision == SAME_STORAGE.get(precision)), None)
+    alike = next((b.max_batch for b in found if b.precision == SAME_STORAGE.get(precision)
+                  and b.allocator == "default"), None)
     yield from iter_precision(name, workload, precision, plan, ctx, progress, alike)
 
 

@@ -127,7 +127,8 @@ def iter_workload_rows(ctx: RowContext, payload: WorkloadPayload) -> Iterator[Ti
             continue
         yield from _plain_rows(ctx, keys, p)
     for b in payload.boundaries:
-        variant = "capped" if b.capped else "default"
+        variant = "+".join(part for part, on in ((b.allocator, b.allocator != "default"), ("capped", b.capped)) if on)
+        variant = variant or "default"
         yield ctx.row("max_batch", "samples", _single(b.max_batch), b.status, workload=payload.workload,
                       precision=b.precision, variant=variant)
 

@@ -12,13 +12,18 @@ caching allocator's fragmentation take the rest. The source's measured boundary 
 usable = peak(max_batch) as a fraction of the card's datasheet memory. A target is given the same
 fraction of its own memory (H100 → H200: gpt-small bf16 77 → 137 measured, 137 predicted), and the
 recommended batch keeps SAFETY_MARGIN below the predicted boundary.
+
+A fit is made per allocator whose boundary was measured (collectors/allocator.py). With PyTorch's
+default allocator, fragmentation is part of the usable fraction, and it is not the same from one
+collection to the next (conv-rollout bf16 on an H100: 9145 in one, 6543 in another); with
+expandable segments what is allocated sets the boundary, and two collections agree within 0.7 %.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from collectors.payloads import WorkloadPayload
+from collectors.payloads import Allocator, WorkloadPayload
 from planner.perf_model import PLAIN_VARIANTS
 
 SAFETY_MARGIN = 0.05
@@ -36,6 +41,7 @@ class MemoryFit:
     source_max_batch: int | None       # the measured boundary, where found
     usable_fraction: float             # of the source card's datasheet memory
     usable_measured: bool
+    allocator: Allocator = "default"   # the allocator of the boundary that set usable_fraction
 
     def peak(self, batch: int) -> float:
         return self.fixed_bytes + self.per_sample_bytes * batch
@@ -57,8 +63,10 @@ def memory_points(payload: WorkloadPayload, precision: str) -> dict[int, float]:
     return peak
 
 
-def fit_memory(payload: WorkloadPayload, precision: str, card_bytes: int) -> MemoryFit | None:
-    """The line through the precision's memory readings; None with fewer than two batches."""
+def fit_memory(payload: WorkloadPayload, precision: str, card_bytes: int,
+               allocator: Allocator = "default") -> MemoryFit | None:
+    """The line through the precision's memory readings, its usable memory from the boundary measured with
+    `allocator`; None with fewer than two batches."""
     peak = memory_points(payload, precision)
     if len(peak) < 2:
         return None
@@ -66,14 +74,15 @@ def fit_memory(payload: WorkloadPayload, precision: str, card_bytes: int) -> Mem
     if per_sample <= 0:
         return None
     worst = max(abs(m - (fixed + per_sample * b)) / m for b, m in peak.items())
-    boundary = next((b for b in payload.boundaries if b.precision == precision and b.status == "ok"
-                     and b.max_batch and not b.capped), None)
+    boundary = payload.boundary(precision, allocator)
+    if boundary is not None and not (boundary.status == "ok" and boundary.max_batch and not boundary.capped):
+        boundary = None
     if boundary is not None:
         usable = (fixed + per_sample * boundary.max_batch) / card_bytes  # type: ignore[operator]
     else:
         usable = ASSUMED_USABLE
     return MemoryFit(payload.workload, precision, fixed, per_sample, len(peak), worst,
-                     boundary.max_batch if boundary else None, usable, boundary is not None)
+                     boundary.max_batch if boundary else None, usable, boundary is not None, allocator)
 
 
 def least_squares(xs: list[int], ys: list[float]) -> tuple[float, float]:

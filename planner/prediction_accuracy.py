@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from collectors.payloads import Allocator
 from planner.accuracy import AccuracyRow
 from planner.memory_model import fit_memory
 from planner.perf_model import iter_predictions, measured_rates, naive_step, target_rates
@@ -23,6 +24,8 @@ from planner.results import MachineResults, load_machine
 from planner.specs import match_gpu
 
 LONG_STEP_S = 0.020
+ALLOCATORS: tuple[Allocator, ...] = ("default", "expandable_segments")
+ALLOCATOR_LABEL = {"default": "default allocator", "expandable_segments": "expandable segments"}
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,7 @@ class CapacityCompared:
     precision: str
     predicted: int
     measured: int
+    allocator: Allocator = "default"
 
     @property
     def error(self) -> float:
@@ -75,8 +79,10 @@ class AccuracyTable:
                                                 if r.naive_bandwidth])):
             if errs:
                 out[f"{name}_median"], out[f"{name}_max"] = statistics.median(errs), max(errs)
-        if self.capacity:
-            out["capacity_max"] = max(abs(c.error) for c in self.capacity)
+        for allocator in ALLOCATORS:
+            errors = [abs(c.error) for c in self.capacity if c.allocator == allocator]
+            if errors:
+                out[f"capacity_max_{allocator}"] = max(errors)
         return out
 
 
@@ -112,11 +118,13 @@ def build_accuracy(source: MachineResults, target: MachineResults) -> AccuracyTa
 
 
 def _capacity(payload, other, source_bytes: int, target_bytes: int) -> list[CapacityCompared]:  # noqa: ANN001
+    """Each boundary the target measured, predicted from the source's boundary with the same allocator."""
     out = []
     for b in other.boundaries:
-        fit = fit_memory(payload, b.precision, source_bytes)
+        fit = fit_memory(payload, b.precision, source_bytes, b.allocator)
         if fit and fit.usable_measured and b.status == "ok" and b.max_batch and not b.capped:
-            out.append(CapacityCompared(payload.workload, b.precision, fit.max_batch(target_bytes), b.max_batch))
+            out.append(CapacityCompared(payload.workload, b.precision, fit.max_batch(target_bytes), b.max_batch,
+                                        b.allocator))
     return out
 
 
@@ -132,8 +140,9 @@ def site_rows(tables: Iterable[AccuracyTable]) -> list[AccuracyRow]:
     for t in tables:
         rows += [AccuracyRow(f"{r.workload} ({r.variant}{f', seq {r.seq_len}' if r.seq_len else ''})", r.precision,
                              r.batch, t.source, t.target, r.predicted, r.measured) for r in t.rows]
-        rows += [AccuracyRow(c.workload, c.precision, None, t.source, t.target, c.predicted, c.measured,
-                             metric="max_batch", unit="samples") for c in t.capacity]
+        rows += [AccuracyRow(f"{c.workload} ({ALLOCATOR_LABEL[c.allocator]})", c.precision, None, t.source,
+                             t.target, c.predicted, c.measured, metric="max_batch", unit="samples")
+                 for c in t.capacity]
     return rows
 
 
@@ -143,7 +152,7 @@ def render_markdown(table: AccuracyTable) -> str:
              f"max {s.get('model_max', 0):.1%} over {s['configurations']} configurations with a source step ≥ 20 ms "
              f"(one spec ratio: TFLOPS {s.get('naive_flops_median', 0):.1%} median, {s.get('naive_flops_max', 0):.1%} "
              f"max; bandwidth {s.get('naive_bandwidth_median', 0):.1%}, {s.get('naive_bandwidth_max', 0):.1%}); "
-             f"max batch within {s.get('capacity_max', 0):.1%}.", "",
+             f"max batch within {_capacity_summary(s)}.", "",
              "| workload | precision | batch | variant | source step | predicted /s | measured /s | error |",
              "|---|---|---|---|---|---|---|---|"]
     for r in table.rows:
@@ -151,10 +160,17 @@ def render_markdown(table: AccuracyTable) -> str:
         variant = r.variant + (f", seq {r.seq_len}" if r.seq_len else "")
         lines.append(f"| {r.workload} | {r.precision} | {r.batch} | {variant} | {r.source_step_s * 1e3:.1f} ms{mark} "
                      f"| {r.predicted:.4g} | {r.measured:.4g} | {r.error:+.1%} |")
-    lines += ["", "| workload | precision | predicted max batch | measured | error |", "|---|---|---|---|---|"]
-    lines += [f"| {c.workload} | {c.precision} | {c.predicted} | {c.measured} | {c.error:+.1%} |"
-              for c in table.capacity]
+    lines += ["", "| workload | precision | allocator | predicted max batch | measured | error |",
+              "|---|---|---|---|---|---|"]
+    lines += [f"| {c.workload} | {c.precision} | {ALLOCATOR_LABEL[c.allocator]} | {c.predicted} | {c.measured} "
+              f"| {c.error:+.1%} |" for c in sorted(table.capacity, key=lambda c: (c.workload, c.precision))]
     return "\n".join(lines) + "\n"
+
+
+def _capacity_summary(summary: dict[str, float | int]) -> str:
+    parts = [f"{summary[f'capacity_max_{a}']:.1%} ({ALLOCATOR_LABEL[a]})" for a in ALLOCATORS
+             if f"capacity_max_{a}" in summary]
+    return ", ".join(parts) or "– (no boundary measured on both)"
 
 
 def main(argv: list[str] | None = None) -> int:

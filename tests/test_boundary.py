@@ -250,3 +250,19 @@ def test_training_probe_runs_two_full_steps_so_the_optimizer_state_is_held():
         "make_batch": lambda b, d: (torch.randn(b, 4, device=d), torch.randn(b, 2, device=d))}, "test")
     assert probe(workload, "fp32", 16, Context(CPU), Variant()).status == "ok"
     assert steps == [16, 16]
+
+
+def test_the_expandable_segments_search_does_not_trust_the_default_allocators_ooms(tmp_path):
+    """An OOM under the default allocator may be fragmentation, which expandable segments remove: the
+    second search starts above it, and its boundary says which allocator it was searched with."""
+    workload = oom_workload(tmp_path, 100)
+    measured = [WorkloadPoint("batch", "fp32", 32, "default", "ok"), WorkloadPoint("batch", "fp32", 64, "default", "oom")]
+    searches = {}
+    for variant in (Variant(), Variant(expandable_segments=True)):
+        items = list(iter_boundary(workload, "fp32", measured, Context(CPU), 1 << 12, variant))
+        [searches[variant.name]] = [i for i in items if isinstance(i, OomBoundary)]
+        assert {i.variant for i in items if isinstance(i, WorkloadPoint)} == {variant.name}
+    default, expandable = searches["default"], searches["expandable_segments"]
+    assert (default.allocator, default.max_batch, default.first_oom_batch) == ("default", 63, 64)
+    assert (expandable.allocator, expandable.max_batch) == ("expandable_segments", 100)
+    assert expandable.first_oom_batch == 101 or expandable.first_oom_batch - 100 <= BOUNDARY_TOLERANCE * 100
