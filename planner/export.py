@@ -242,14 +242,41 @@ def build_tidy_table(folders: Iterable[Path]) -> list[TidyRow]:
     return [row for m in machines for row in iter_tidy_rows(m)]
 
 
+# A spreadsheet (Excel, LibreOffice, Google Sheets) runs a cell that starts with one of these as a
+# formula, e.g. `=HYPERLINK(...)` or `@SUM(...)` (OWASP "CSV injection"). Machine ids, GPU, workload
+# and op names come from documents and user workload files, so they may start with one.
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(cell: str | float | None) -> str | float:
+    """The CSV cell of one value: text that a spreadsheet would run as a formula gets OWASP's leading `'`,
+    which makes it text; numbers pass unchanged, so a negative figure (-0.034) stays a number."""
+    if cell is None:
+        return ""
+    if isinstance(cell, str) and cell.startswith(FORMULA_PREFIXES):
+        return "'" + cell
+    return cell
+
+
 def render_csv(rows: Iterable[TidyRow]) -> str:
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(COLUMNS)
+    """The tidy rows as CSV: `gpuplan export --csv` and the site's CSV both write through here, so both
+    carry the formula guard."""
+    lines = [_csv_line(COLUMNS)]
     for row in rows:
         # repr of a float round-trips exactly; None becomes the empty cell.
-        writer.writerow(["" if v is None else v for v in (getattr(row, c) for c in COLUMNS)])
-    return out.getvalue()
+        lines.append(_csv_line([spreadsheet_safe(getattr(row, c)) for c in COLUMNS]))
+    return "".join(lines)
+
+
+def _csv_line(cells: Iterable[str | float]) -> str:
+    """One CSV line ending in a line feed, a cell holding a carriage return quoted.
+
+    Python's writer before 3.11.9 quotes only the characters of its line terminator, so with a line feed
+    one a bare CR in a name ends the line unquoted: the rest of the name starts a new row, whose first cell escapes
+    the formula guard. A terminator holding CR makes every Python quote it, as newer ones always do."""
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\r\n").writerow(cells)
+    return out.getvalue()[:-2] + "\n"
 
 
 def render_json(rows: Iterable[TidyRow]) -> str:

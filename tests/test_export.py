@@ -104,6 +104,25 @@ def test_csv_parses_back_exactly():
         assert record["workload"] == "" and record["batch"] == ""
 
 
+def test_csv_guards_text_a_spreadsheet_would_run_and_leaves_numbers_alone():
+    """Text cells starting with = + - @ tab or CR get OWASP's leading quote; numbers, even negative, do not."""
+    formulas = ['=HYPERLINK("http://x","y")', "+cmd", "-2+3", "@SUM(1+1)", "\t=1+1", "\r=1+1"]
+    rows = [TidyRow(machine=text, gpu=text, collector="ceilings", workload=text, variant=text, metric="step_s",
+                    value=-0.034, unit=text, spread=-1e-9, batch=-1, n=3) for text in formulas]
+    rows.append(TidyRow(machine="a-b", gpu="H100 = fast", collector="ceilings", metric="step_s", value=0.5))
+    rows.append(TidyRow(machine="box\r=cmd", gpu=None, collector="ceilings", metric="step_s"))  # a CR inside
+    parsed = list(csv.DictReader(io.StringIO(render_csv(rows), newline="")))
+    assert len(parsed) == len(rows)  # the CR is quoted: it starts no row of its own (and so no bare =cmd cell)
+    assert parsed.pop()["machine"] == "box\r=cmd"
+    for text, record in zip(formulas, parsed, strict=False):
+        for column in ("machine", "gpu", "workload", "variant", "unit"):
+            assert record[column] == "'" + text  # read back as the guarded text, quotes and CR intact
+        assert (record["value"], record["spread"], record["batch"], record["n"]) == ("-0.034", "-1e-09", "-1", "3")
+        assert float(record["value"]) == -0.034
+    assert (parsed[-1]["machine"], parsed[-1]["gpu"]) == ("a-b", "H100 = fast")  # not at the start: unchanged
+    assert render_csv(build_tidy_table([FIXTURES])).count("'") == 0  # plain names stay as they are
+
+
 def test_json_uses_numbers_and_nulls():
     rows = build_tidy_table([CPU])
     records = json.loads(render_json(rows))

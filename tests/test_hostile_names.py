@@ -7,6 +7,7 @@ HOSTILE below is what the README's Reliability section counts as the hostile nam
 
 from __future__ import annotations
 
+import csv
 import html.parser
 import io
 import json
@@ -20,6 +21,7 @@ from pypdf import PdfReader
 
 from collectors.schema import load_document
 from planner.cli import main as gpuplan
+from planner.site import CSV_NAME
 
 REPO = Path(__file__).resolve().parent.parent
 HOSTILE = {
@@ -32,36 +34,40 @@ HOSTILE = {
     "source": "<!-- --><iframe src=javascript:alert('src')>",
     "op": "</script><script>alert('op')</script>",
 }
+# Names a spreadsheet would run as formulas (OWASP CSV injection), one per leading character it runs.
+FORMULAS = {**HOSTILE, "machine": '=HYPERLINK("http://x","y")', "gpu": "@SUM(1+1)", "workload": "+cmd",
+            "op": "\t=1+1"}
 GPU_DOCS = ("environment", "ceilings", "workload-gpt-small", "roofline-gpt-small")
 CPU_DOCS = ("environment", "ceilings", "workload-mlp-stgan")
 
 
-def make_hostile(doc: dict) -> dict:
+def make_hostile(doc: dict, names: dict[str, str] = HOSTILE) -> dict:
     """A real document with every name it holds replaced by a hostile one."""
     doc = json.loads(json.dumps(doc))
-    doc["machine"] = HOSTILE["machine"]
+    doc["machine"] = names["machine"]
     payload = doc["payload"]
     if doc["kind"] == "environment":
-        payload["hostname"] = HOSTILE["hostname"]
-        payload["cpu"]["model"] = HOSTILE["cpu"]
+        payload["hostname"] = names["hostname"]
+        payload["cpu"]["model"] = names["cpu"]
         for gpu in payload["gpus"]:
-            gpu["name"] = HOSTILE["gpu"]
+            gpu["name"] = names["gpu"]
     if doc["kind"] == "ceilings":
-        payload["device_name"] = HOSTILE["gpu"] if payload["device"] == "cuda" else HOSTILE["cpu"]
+        payload["device_name"] = names["gpu"] if payload["device"] == "cuda" else names["cpu"]
     if doc["kind"] in ("workload", "roofline"):  # each machine's workload keeps a name (and a page) of its own
-        payload["workload"], payload["source"] = HOSTILE["workload"] + payload["workload"], HOSTILE["source"]
+        payload["workload"], payload["source"] = names["workload"] + payload["workload"], names["source"]
     if doc["kind"] == "roofline":  # op and kernel names go into the charts' JSON data blocks
-        payload["ops"][0]["name"] = payload["ops"][0]["kernels"][0]["name"] = HOSTILE["op"]
+        payload["ops"][0]["name"] = payload["ops"][0]["kernels"][0]["name"] = names["op"]
     if doc["kind"] == "workload":
-        payload["unit"] = HOSTILE["unit"]
+        payload["unit"] = names["unit"]
     return doc
 
 
-def write_machine(folder: Path, source: str, stems: tuple[str, ...], hostile: bool) -> None:
+def write_machine(folder: Path, source: str, stems: tuple[str, ...], hostile: bool,
+                  names: dict[str, str] = HOSTILE) -> None:
     folder.mkdir(parents=True)
     for stem in stems:
         doc = json.loads((REPO / "results" / source / f"{stem}.json").read_text(encoding="utf-8"))
-        doc = make_hostile(doc) if hostile else {**doc, "machine": folder.name}
+        doc = make_hostile(doc, names) if hostile else {**doc, "machine": folder.name}
         (folder / f"{stem}.json").write_text(json.dumps(doc), encoding="utf-8")
 
 
@@ -158,6 +164,23 @@ def test_the_pdf_shows_the_names_as_text(built):
     text = "".join(page.extract_text() for pdf in pdfs for page in PdfReader(pdf).pages)
     assert "<script>alert('machine')</script>" in text
     assert "alert('cpu')" in text
+
+
+def test_names_a_spreadsheet_would_run_are_quoted_text_in_the_export_and_the_site_csv(tmp_path, capsys):
+    write_machine(tmp_path / "root" / "gpu-box", "h100-80gb", GPU_DOCS, hostile=True, names=FORMULAS)
+    assert gpuplan(["export", str(tmp_path / "root")]) == 0
+    exported = capsys.readouterr().out
+    assert gpuplan(["site", str(tmp_path / "root"), "--out", str(tmp_path / "site"), "--no-pdf"]) == 0
+    with (tmp_path / "site" / CSV_NAME).open(encoding="utf-8", newline="") as f:  # a quoted CR stays in its cell
+        assert f.read() == exported  # one writer, one guard
+    rows = list(csv.DictReader(io.StringIO(exported, newline="")))
+    assert {(r["machine"], r["gpu"]) for r in rows} == {("'" + FORMULAS["machine"], "'" + FORMULAS["gpu"])}
+    assert {r["workload"] for r in rows} - {""} == {"'+cmdgpt-small"}
+    assert "'\t=1+1" in {r["variant"] for r in rows}  # the roofline op's name
+    text = ("machine", "gpu", "collector", "workload", "precision", "variant", "metric", "unit", "status")
+    for row in rows:  # no text cell a spreadsheet would run is left; numbers are never quoted
+        assert not any(row[c].startswith(("=", "+", "-", "@", "\t", "\r")) for c in text), row
+        assert all(isinstance(float(row[c]), float) for c in ("batch", "value", "spread", "n") if row[c])
 
 
 def test_a_workload_named_like_a_user_file_is_never_executed_outside_collect(tmp_path):
