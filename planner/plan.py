@@ -7,13 +7,11 @@ A user workload file is never executed here: the plan reads documents only.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from collectors.payloads import WorkloadPayload
 from collectors.schema import DocumentError
-from planner.assumed_scaling import Scaling, assumed_scaling
 from planner.dataloader_verdict import build_feed_verdicts
 from planner.jobs import Job
 from planner.memory_model import MemoryFit, fit_memory
@@ -29,8 +27,8 @@ from planner.recommend import (
     recommend_variants,
 )
 from planner.results import MachineResults
-from planner.scaling import load_scaling
-from planner.specs import GpuSpec, InstanceSpec, load_gpu_catalog, match_gpu, match_instance
+from planner.scaling import build_scaling
+from planner.specs import GpuSpec, load_gpu_catalog, match_gpu, match_instance
 
 PLAN_SCHEMA_VERSION = 1
 MAIN_PRECISION = "bf16"
@@ -202,42 +200,6 @@ def build_predictor(source: Source, job: Job):  # noqa: ANN201 - a Predictor
 def _does_not_fit(payload: WorkloadPayload, job: Job, safe: int | None) -> Estimate | None:
     return Estimate(1.0, 1, 0, f"no measured batch fits (memory model: {safe})") if safe is not None and safe < 1 \
         else None
-
-
-def build_scaling(results_root: Path | None):  # noqa: ANN201 - a ScalingProvider
-    """Measured data-parallel efficiency where a machine under the root has ddp results on the instance's
-    GPU model (extrapolated per doubling beyond the measured GPU count), else the labelled assumption."""
-    measured = []
-    if results_root and results_root.is_dir():
-        from planner.results import load_machine
-        for folder in sorted(p for p in results_root.iterdir() if p.is_dir() and not p.is_symlink()):
-            try:
-                machine = load_machine(folder)
-            except DocumentError:
-                continue
-            scaling = load_scaling(machine)
-            if scaling.workloads and machine.gpu_name and match_gpu(machine.gpu_name):
-                measured.append((match_gpu(machine.gpu_name), machine.machine, scaling))
-
-    def provider(instance: InstanceSpec) -> Scaling:
-        if instance.gpu_count == 1:
-            return assumed_scaling(instance)
-        for gpu, name, scaling in measured:
-            if gpu.name != instance.gpu_spec.name:
-                continue
-            effs = [(n, pt.efficiency) for w in scaling.workloads.values() for n, pt in w.points.items()
-                    if n > 1 and pt.efficiency]
-            if not effs:
-                continue
-            n, eff = max(effs)  # the largest measured count; the lowest efficiency among workloads there
-            eff = min(e for m, e in effs if m == n)
-            per_doubling = eff ** (1 / math.log2(n))
-            value = per_doubling ** math.log2(instance.gpu_count)
-            how = "measured" if instance.gpu_count == n else f"extrapolated from the measured {n}-GPU"
-            return Scaling(value, f"{how} DDP efficiency on {name} ({eff:.3f} on {n} GPUs, the lower of "
-                                  f"gpt-small and resnet50) → {value:.2f} on {instance.gpu_count}", measured=True)
-        return assumed_scaling(instance)
-    return provider
 
 
 def build_plan(machine: MachineResults, targets: list[str] | None = None, job: Job | None = None,

@@ -13,18 +13,26 @@ Order of preference for an efficiency on `gpus` GPUs:
    DDP overlaps most of it): step / (step + gradient_bytes / algbw at DDP's bucket size);
 3. assumed: ASSUMED_EFFICIENCY, the seed analyses' "4 GPUs give 3-4×" (its midpoint, 3.5/4).
 A CPU test run (gloo, tiny sizes) is never used as a measurement for planning.
+
+For the instance ranking, `build_scaling(results_root)` gathers every measured DDP efficiency under a
+results root by GPU model and count, and answers an instance with k GPUs from a measurement at exactly
+k GPUs where one exists, else per doubling from the largest count measured (see `measured_scaling`).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 from collectors.distributed.topology import describe_topology
 from collectors.payloads import CollectivesPayload, DdpPayload
+from collectors.schema import DocumentError
 from collectors.stats import Stat
-from planner.results import MachineResults
+from planner.assumed_scaling import Scaling, ScalingProvider, assumed_scaling
+from planner.results import MachineResults, load_machine
+from planner.specs import InstanceSpec, match_gpu
 
 ASSUMED_EFFICIENCY = 0.875
 ASSUMED_NOTE = "assumed: the seed analyses' 4 GPUs → 3–4× (0.875, the midpoint); not measured on this machine"
@@ -164,3 +172,75 @@ def build_bus_bandwidth(payload: CollectivesPayload) -> dict[str, BusBandwidth]:
                                       [p.busbw_bytes_per_s for p in ok], [p.algbw_bytes_per_s for p in ok],
                                       [p.time_s for p in ok])
     return result
+
+
+@dataclass(frozen=True)
+class MeasuredEfficiency:
+    """One workload's measured DDP efficiency on `gpus` GPUs of a catalog GPU model, and where."""
+
+    gpu: str          # catalog GPU name (match_gpu), so that "NVIDIA H200" meets an instance's "H200 SXM"
+    gpus: int
+    efficiency: float
+    workload: str
+    machine: str
+
+
+def gather_efficiencies(results_root: Path | None) -> list[MeasuredEfficiency]:
+    """Every measured multi-GPU DDP efficiency of every machine under the root. A folder that does not
+    load is skipped: one broken machine must not take the ranking's measured figures from the others."""
+    if not results_root or not results_root.is_dir():
+        return []
+    found = []
+    for folder in sorted(p for p in results_root.iterdir() if p.is_dir() and not p.is_symlink()
+                         and not p.name.startswith(".")):
+        try:
+            machine = load_machine(folder)
+        except DocumentError:
+            continue
+        gpu = match_gpu(machine.gpu_name) if machine.gpu_name else None
+        if gpu is None:
+            continue
+        found += [MeasuredEfficiency(gpu.name, n, pt.efficiency, w.workload, machine.machine)
+                  for w in load_scaling(machine).workloads.values() for n, pt in w.points.items()
+                  if n > 1 and pt.efficiency]
+    return found
+
+
+def measured_scaling(measured: list[MeasuredEfficiency], instance: InstanceSpec) -> Scaling | None:
+    """The instance's efficiency from the measurements of its GPU model: the lowest among workloads and
+    machines at exactly its GPU count where that was measured (a workload's own figure is not known to
+    the ranking, so the cautious one), else that lowest at the largest measured count compounded per
+    doubling (efficiency(k) = e_n ** (log2 k / log2 n)). None where the GPU model has no measurement."""
+    mine = [m for m in measured if m.gpu == instance.gpu_spec.name]
+    if not mine or instance.gpu_count == 1:
+        return None
+    k = instance.gpu_count
+    exact = k in {m.gpus for m in mine}
+    n = k if exact else max(m.gpus for m in mine)
+    peers = [m for m in mine if m.gpus == n]
+    low = min(peers, key=lambda m: (m.efficiency, m.machine, m.workload))
+    value = low.efficiency ** (math.log2(k) / math.log2(n))
+    how = "measured" if exact else f"extrapolated per doubling from the measured {n}-GPU"
+    return Scaling(value, f"{how} DDP efficiency on {low.machine} ({low.efficiency:.3f} on {n} GPUs, "
+                          f"{_which(low, peers)}) → {value:.2f} on {k}", measured=True)
+
+
+def _which(low: MeasuredEfficiency, peers: list[MeasuredEfficiency]) -> str:
+    """Which figure among those at its count: 'gpt-small's, the lower of gpt-small and resnet50'."""
+    if len(peers) == 1:
+        return f"{low.workload}'s, the only one measured"
+    workloads = _and(sorted({m.workload for m in peers}))
+    machines = sorted({m.machine for m in peers})
+    where = f" on {_and(machines)}" if len(machines) > 1 else ""
+    return f"{low.workload}'s, the {'lower' if len(peers) == 2 else 'lowest'} of {workloads}{where}"
+
+
+def _and(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def build_scaling(results_root: Path | None) -> ScalingProvider:
+    """The ranking's scaling provider: measured (`measured_scaling`) where the results root has DDP
+    results on the instance's GPU model, else the labelled assumption."""
+    measured = gather_efficiencies(results_root)
+    return lambda instance: measured_scaling(measured, instance) or assumed_scaling(instance)

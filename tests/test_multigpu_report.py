@@ -153,6 +153,21 @@ def test_report_html_and_pdf_show_the_section_with_the_cpu_note(machine, tmp_pat
     assert "Several GPUs" in text and "Collectives on 2 ranks" in text
 
 
+def test_the_measured_4_gpu_machine_shows_its_4_gpu_rows():
+    """The committed 4 × H200 run (the gloo fixture has 2 ranks): every count 1 → 2 → 4 in each workload's
+    table, as the ddp document has it, and the collectives and topology of 4 GPUs on the page."""
+    real = load_machine(ROOT / "results" / "h200-x4")
+    ddp = real.documents["ddp"].payload
+    section = section_of(real)
+    for table in section.tables:
+        assert [r.gpus for r in table.rows] == [1, 2, 4]
+        points = sorted((p for p in ddp.points if p.workload == table.workload.workload), key=lambda p: p.gpus)
+        assert [r.efficiency for r in table.rows] == [p.scaling_efficiency for p in points]
+    page = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", render_report_html(build_report(real))))
+    topology = load_scaling(real).topology
+    assert "Collectives on 4 ranks" in page and topology in page and "6/6 pairs" in topology  # 4 GPUs: 6 pairs
+
+
 def test_without_the_documents_the_report_says_not_collected(tmp_path):
     report = build_report(load_machine(CPU))
     assert not any(isinstance(s, MultiGpuSection) for s in report.sections)

@@ -6,6 +6,8 @@ import dataclasses
 import itertools
 import json
 import math
+import shutil
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -24,7 +26,11 @@ from planner.ranking import (
     rank_instances,
     ranking_to_json,
 )
+from planner.results import load_machine
+from planner.scaling import build_scaling, load_scaling
 from planner.specs import GpuSpec, InstanceSpec, match_instance
+
+RESULTS = Path(__file__).resolve().parent.parent / "results"
 
 IMAGENET_100 = parse_job("resnet50 bf16 epochs=100 dataset=imagenet")
 H100_IMAGES_PER_S = 2616.0       # ResNet-50 AMP on an H100 SXM (gpu-facts.md, Lambda)
@@ -99,6 +105,54 @@ def test_pcie_scales_worse_than_nvlink_at_every_size():
         nvlink = assumed_scaling(instance("a", "A100 80GB SXM", n, "nvlink")).efficiency
         pcie = assumed_scaling(instance("b", "A100 80GB PCIe", n, "pcie")).efficiency
         assert pcie < nvlink < 1
+
+
+# ── measured scaling (the committed 2 × and 4 × H200 results) ─────────────────────────────────
+
+def lowest_measured(gpus: int, *machines: str) -> float:
+    """The lowest DDP efficiency on `gpus` GPUs among the workloads of the named machines' documents."""
+    return min(w.points[gpus].efficiency for m in machines
+               for w in load_scaling(load_machine(RESULTS / m)).workloads.values() if gpus in w.points)
+
+
+def h200s(count: int) -> InstanceSpec:
+    """The catalog's 8 × H200 instance with `count` GPUs: the catalog sells no 2- or 4-GPU H200 shape."""
+    return dataclasses.replace(match_instance("p5en.48xlarge"), gpu_count=count)
+
+
+def test_an_instance_measured_at_its_gpu_count_cites_that_measurement():
+    scaling = build_scaling(RESULTS)
+    four, two = scaling(h200s(4)), scaling(h200s(2))
+    assert four.measured and four.efficiency == lowest_measured(4, "h200-x4")
+    assert four.note.startswith(f"measured DDP efficiency on h200-x4 ({four.efficiency:.3f} on 4 GPUs, ")
+    # h200-x2 and h200-x4 both measured 2 GPUs: the lower figure, and the note names its machine.
+    assert two.measured and two.efficiency == lowest_measured(2, "h200-x2", "h200-x4")
+    assert two.note.startswith(f"measured DDP efficiency on h200-x2 ({two.efficiency:.3f} on 2 GPUs, ")
+    assert "on h200-x2 and h200-x4" in two.note
+
+
+def test_beyond_the_largest_measured_count_the_efficiency_compounds_per_doubling():
+    eight = build_scaling(RESULTS)(h200s(8))
+    at_four = lowest_measured(4, "h200-x4")
+    assert eight.measured and eight.efficiency == pytest.approx(at_four ** 1.5)  # 4 → 8: half of 4's two doublings
+    assert eight.note.startswith("extrapolated per doubling from the measured 4-GPU DDP efficiency on h200-x4 "
+                                 f"({at_four:.3f} on 4 GPUs") and eight.note.endswith(f"→ {eight.efficiency:.2f} on 8")
+
+
+def test_with_only_two_gpus_measured_four_are_extrapolated_and_a_broken_folder_is_skipped(tmp_path):
+    shutil.copytree(RESULTS / "h200-x2", tmp_path / "h200-x2")
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "ddp.json").write_text("{not json", encoding="utf-8")
+    four = build_scaling(tmp_path)(h200s(4))
+    assert four.efficiency == pytest.approx(lowest_measured(2, "h200-x2") ** 2)
+    assert four.note.startswith("extrapolated per doubling from the measured 2-GPU DDP efficiency on h200-x2")
+
+
+def test_without_a_measurement_of_the_gpu_model_the_assumption_stands():
+    scaling = build_scaling(RESULTS)
+    h100s = match_instance("p5.48xlarge")
+    assert scaling(h100s) == assumed_scaling(h100s) and scaling(h200s(1)) == assumed_scaling(h200s(1))
+    assert build_scaling(None)(h200s(8)) == assumed_scaling(h200s(8))
 
 
 # ── instances that cannot run the job ──────────────────────────────────────────────────────
