@@ -8,7 +8,9 @@ measured (again) and replaced. `--fresh` measures everything again.
 Complete means: it reads back; same collector and version; not marked `complete: false`; its `status`,
 where it has one, is `ok` (a skipped or failed document is tried again); measured on this kind of
 device; its profile covers this run's (quick < standard < capacity < full: a larger profile's document
-holds every point of a smaller one); and, for the multi-GPU collectors, the same world and batches.
+holds every point of a smaller one); for the workloads, the boundaries the profile searches with expandable
+segments (collectors/workload_collector.py: holds_allocator_boundaries); and, for the multi-GPU
+collectors, the same world and batches.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from collectors.payloads import WorkloadPayload
+from collectors.payloads import Allocator, WorkloadPayload
 from collectors.schema import DocumentError
 from planner.dataloader_verdict import build_feed_verdicts
 from planner.jobs import Job
@@ -21,6 +21,7 @@ from planner.recommend import (
     Recommendation,
     build_presets,
     find_knee,
+    recommend_allocator,
     recommend_batch,
     recommend_loader,
     recommend_precision,
@@ -51,10 +52,11 @@ class Capacity:
     max_batch: int
     safe_batch: int
     measured: bool        # the usable memory comes from the source's measured boundary
+    allocator: Allocator = "default"
 
     def to_dict(self) -> dict:
         return {"workload": self.workload, "precision": self.precision, "max_batch": self.max_batch,
-                "safe_batch": self.safe_batch, "usable_memory_measured": self.measured}
+                "safe_batch": self.safe_batch, "usable_memory_measured": self.measured, "allocator": self.allocator}
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,8 @@ def resolve_target(name: str) -> tuple[str, GpuSpec, int]:
 
 
 def build_capacity(source: Source, gpu: GpuSpec) -> tuple[list[Capacity], dict[tuple[str, str], MemoryFit]]:
+    """The largest batch on `gpu` per workload × precision: with the default allocator (the fits returned, what
+    the recommended batch keeps under) and, where the source measured it, with expandable segments."""
     out, fits = [], {}
     for payload in source.machine.workloads:
         for precision in dict.fromkeys(p.precision for p in payload.points):
@@ -115,8 +119,10 @@ def build_capacity(source: Source, gpu: GpuSpec) -> tuple[list[Capacity], dict[t
             if fit is None:
                 continue
             fits[(payload.workload, precision)] = fit
-            out.append(Capacity(payload.workload, precision, fit.max_batch(gpu.memory_bytes),
-                                fit.safe_batch(gpu.memory_bytes), fit.usable_measured))
+            expandable = fit_memory(payload, precision, source.spec.memory_bytes, "expandable_segments")
+            for f in (fit, expandable) if expandable and expandable.usable_measured else (fit,):
+                out.append(Capacity(payload.workload, precision, f.max_batch(gpu.memory_bytes),
+                                    f.safe_batch(gpu.memory_bytes), f.usable_measured, f.allocator))
     return out, fits
 
 
@@ -135,6 +141,7 @@ def build_source_recommendations(source: Source, fits: dict) -> tuple[list[Recom
             mine += recommend_batch(payload, knee, fit, source.spec.memory_bytes,
                                     REFERENCE_BATCH.get(payload.workload, knee.batch))
         mine += recommend_variants(payload, MAIN_PRECISION)
+        mine += recommend_allocator(payload, MAIN_PRECISION)
         mine += recommend_loader(payload, feeds.get(payload.workload), cores)
         recs += mine
         presets[payload.workload] = build_presets(payload.workload, MAIN_PRECISION, knee, safe, mine)

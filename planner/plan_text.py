@@ -11,8 +11,9 @@ def render_plan_text(plan: Plan) -> str:
         head = "measured here" if t.is_source else "predicted"
         lines += ["", f"== {t.name} ({t.gpu_count} × {t.gpu.name}, {head})"]
         for c in t.capacity:
+            allocator = " with expandable segments" if c.allocator == "expandable_segments" else ""
             lines.append(f"   max batch {c.workload:<13} {c.precision:<5} {c.max_batch:>9}   "
-                         f"(recommended ≤ {c.safe_batch})")
+                         f"(recommended ≤ {c.safe_batch}){allocator}")
         for r in t.recommendations:
             lines.append(f"   {r.workload:<13} {r.setting} = {r.value}: {r.reason}")
     if plan.job:

@@ -4,7 +4,8 @@ it, and three presets (conservative, balanced, aggressive) as copy-paste YAML.
 Every setting comes from a measurement of this machine: the batch from the throughput knee of the
 main precision's sweep (the smallest batch within KNEE of the best; never a batch that did not run),
 under the memory model's safety margin; the precision, torch.compile, channels_last and
-cudnn.benchmark from the main-batch trials; the data loader from the dataloader collector.
+cudnn.benchmark from the main-batch trials; the data loader from the dataloader collector; the
+allocator from the boundaries searched with and without expandable segments.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from planner.perf_model import PLAIN_VARIANTS
 KNEE = 0.05            # the knee: the smallest batch within 5% of the best measured throughput
 COMPILE_GAIN = 0.10    # recommend torch.compile from a 10% gain
 WARMUP_FRACTION = 0.05  # linear warm-up over the first 5% of steps when the learning rate is scaled up
+ALLOCATOR_GAIN = 0.05   # recommend expandable segments from a 5% larger boundary
+EXPANDABLE_SETTING = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,8 @@ def recommend_precision(payload: WorkloadPayload, supports_bf16: bool) -> Recomm
            "tf32": "tf32 (torch.backends.cuda.matmul.allow_tf32 = True)", "fp32": "fp32"}[best.precision]
     vs = (f"{best.throughput_per_s / fp32.throughput_per_s:.2f}× fp32's throughput "  # type: ignore[operator]
           f"({best.throughput_per_s:.4g} against {fp32.throughput_per_s:.4g} {payload.unit}/s)") if fp32 else ""
+    if best.precision == "fp32":
+        vs = _fp32_fastest(best, plain, payload.unit)
     tf32 = _trial(payload, "tf32", PLAIN_VARIANTS)
     extra = ""
     if tf32 and fp32 and best.precision != "fp32":
@@ -85,6 +90,17 @@ def recommend_precision(payload: WorkloadPayload, supports_bf16: bool) -> Recomm
         extra = f"; code that must stay in fp32 should allow TF32: {gain:.2f}× fp32"
     fastest = vs or f"{best.throughput_per_s:.4g} {payload.unit}/s"
     return Recommendation(payload.workload, "precision", how, f"fastest at batch {best.batch}: {fastest}{extra}")
+
+
+def _fp32_fastest(best: WorkloadPoint, plain: list[WorkloadPoint], unit: str) -> str:
+    """Why fp32 is recommended: no reduced precision ran faster, and by how much the best of them lost."""
+    others = [p for p in plain if p.precision != "fp32" and p.throughput_per_s]
+    text = f"{best.throughput_per_s:.4g} {unit}/s"
+    if others:
+        runner = max(others, key=lambda p: p.throughput_per_s)  # type: ignore[arg-type, return-value]
+        loss = runner.throughput_per_s / best.throughput_per_s - 1  # type: ignore[operator]
+        text += f"; no reduced precision was faster (the best, {runner.precision}: {loss:+.0%})"
+    return text
 
 
 def recommend_batch(payload: WorkloadPayload, knee: Knee, fit: MemoryFit | None, card_bytes: int | None,
@@ -157,6 +173,21 @@ def recommend_loader(payload: WorkloadPayload, feed: FeedVerdict | None, cores: 
                            "pinned memory makes the host → device copy asynchronous (non_blocking); persistent "
                            "workers skip the re-fork at each epoch; prefetch 2 is torch's default, which the "
                            "measured sweep did not beat by more than its spread")]
+
+
+def recommend_allocator(payload: WorkloadPayload, precision: str) -> list[Recommendation]:
+    """Expandable segments where they let a measurably larger batch fit (the two boundary searches)."""
+    default, expandable = payload.boundary(precision), payload.boundary(precision, "expandable_segments")
+    if not (default and expandable and default.max_batch and expandable.max_batch and not default.capped):
+        return []
+    gain = expandable.max_batch / default.max_batch - 1
+    if gain < ALLOCATOR_GAIN:
+        return []
+    return [Recommendation(payload.workload, "allocator", EXPANDABLE_SETTING,
+                           f"the largest {precision} batch that fits grows from {default.max_batch} to "
+                           f"{expandable.max_batch} (+{gain:.0%}): with the default allocator, freed blocks too "
+                           "small for the next large request take the rest (fragmentation); set it in the "
+                           "environment before the job starts, and only needed near the memory limit")]
 
 
 def build_presets(workload: str, precision: str, knee: Knee | None, safe_batch: int | None,

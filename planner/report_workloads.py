@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from collectors.machine import sanitize_machine_id
-from collectors.payloads import OomBoundary, WorkloadPayload, WorkloadPoint
+from collectors.payloads import WorkloadPayload, WorkloadPoint
 from collectors.stats import Stat
 from planner.charts import DTYPE_ORDER, build_memory_chart, build_sequence_chart, build_throughput_chart, unit_label
 from planner.results import MachineResults
@@ -95,7 +95,7 @@ class WorkloadSection:
     memory_chart: dict | None
     sequence_chart: dict | None
     trials: list[TrialRow]
-    boundaries: list[OomBoundary]
+    boundaries: list[BoundaryRow]
     batches: list[PointRow]
     sequence: list[PointRow]
     repeats: list[RepeatRow]
@@ -132,11 +132,38 @@ def build_workload_section(payload: WorkloadPayload, gpu_memory: int | None) -> 
         unit=unit_label(payload.unit), main_batch=main, gpu_memory_bytes=gpu_memory,
         verdict=build_verdict(payload, gpu_memory), throughput_chart=build_throughput_chart(payload),
         memory_chart=build_memory_chart(payload, gpu_memory), sequence_chart=build_sequence_chart(payload),
-        trials=build_trial_rows(payload, main) if main else [], boundaries=ordered(payload.boundaries),
+        trials=build_trial_rows(payload, main) if main else [], boundaries=boundary_rows(payload),
         batches=[point_row(p) for p in ordered([p for p in payload.points if p.sweep == "batch"])],
         sequence=[point_row(p) for p in payload.points if p.sweep == "sequence"],
         repeats=build_repeat_rows(payload),
     )
+
+
+@dataclass(frozen=True)
+class BoundaryRow:
+    """One boundary of the table: which allocator it was searched with, and what expandable segments gained."""
+
+    precision: str
+    allocator: str               # as the table says it
+    status: str
+    max_batch: int | None
+    first_oom_batch: int | None
+    capped: bool
+    reason: str | None
+    gain: float | None = None    # over the default allocator's boundary, for an expandable-segments row
+
+
+def boundary_rows(payload: WorkloadPayload) -> list[BoundaryRow]:
+    """Each precision's boundary with the default allocator, then with expandable segments where searched."""
+    rows = []
+    for b in ordered(payload.boundaries):
+        default = payload.boundary(b.precision)
+        expandable = b.allocator == "expandable_segments"
+        gain = b.max_batch / default.max_batch - 1 if expandable and default and default.max_batch and b.max_batch \
+            else None
+        rows.append(BoundaryRow(b.precision, "expandable segments" if expandable else "default", b.status,
+                                b.max_batch, b.first_oom_batch, b.capped, b.reason, gain))
+    return rows
 
 
 def precision_rank(precision: str) -> int:

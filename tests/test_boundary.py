@@ -256,7 +256,8 @@ def test_the_expandable_segments_search_does_not_trust_the_default_allocators_oo
     """An OOM under the default allocator may be fragmentation, which expandable segments remove: the
     second search starts above it, and its boundary says which allocator it was searched with."""
     workload = oom_workload(tmp_path, 100)
-    measured = [WorkloadPoint("batch", "fp32", 32, "default", "ok"), WorkloadPoint("batch", "fp32", 64, "default", "oom")]
+    measured = [WorkloadPoint("batch", "fp32", 32, "default", "ok"),
+                WorkloadPoint("batch", "fp32", 64, "default", "oom")]
     searches = {}
     for variant in (Variant(), Variant(expandable_segments=True)):
         items = list(iter_boundary(workload, "fp32", measured, Context(CPU), 1 << 12, variant))
@@ -266,3 +267,35 @@ def test_the_expandable_segments_search_does_not_trust_the_default_allocators_oo
     assert (default.allocator, default.max_batch, default.first_oom_batch) == ("default", 63, 64)
     assert (expandable.allocator, expandable.max_batch) == ("expandable_segments", 100)
     assert expandable.first_oom_batch == 101 or expandable.first_oom_batch - 100 <= BOUNDARY_TOLERANCE * 100
+
+
+def test_allocator_settings_are_read_from_either_environment_variable(monkeypatch):
+    from collectors.allocator import configured_by_environment, expandable_by_environment
+
+    for name in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"):
+        monkeypatch.delenv(name, raising=False)
+    assert configured_by_environment() is None and not expandable_by_environment()
+    monkeypatch.setenv("PYTORCH_ALLOC_CONF", "max_split_size_mb:128, expandable_segments:True")
+    assert configured_by_environment() == "PYTORCH_ALLOC_CONF=max_split_size_mb:128, expandable_segments:True"
+    assert expandable_by_environment()
+    monkeypatch.setenv("PYTORCH_ALLOC_CONF", "expandable_segments:False")
+    assert not expandable_by_environment()
+
+
+def test_a_capacity_document_without_the_expandable_searches_is_continued(monkeypatch):
+    """The committed H100 document holds both searches; the same document as the earlier capacity
+    profile left it (default boundaries only) answers `standard` but not `capacity`."""
+    from dataclasses import replace as with_fields
+
+    from collectors.schema import load_document
+    from collectors.workload_collector import holds_allocator_boundaries
+
+    monkeypatch.delenv("PYTORCH_CUDA_ALLOC_CONF", raising=False)
+    monkeypatch.delenv("PYTORCH_ALLOC_CONF", raising=False)
+    now = load_document(Path(__file__).parents[1] / "results/h100-80gb/workload-conv-rollout.json").payload
+    before = with_fields(now, boundaries=now.default_boundaries)
+    assert holds_allocator_boundaries(now, "capacity") and holds_allocator_boundaries(now, "full")
+    assert not holds_allocator_boundaries(before, "capacity") and holds_allocator_boundaries(before, "standard")
+    # with expandable segments set by the environment the first search already used them
+    monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
+    assert holds_allocator_boundaries(before, "capacity")

@@ -95,10 +95,15 @@ def test_every_internal_link_of_the_report_has_its_target(h100_html):
 def test_h100_summary_proposes_three_changes_with_the_gains_measured(h100):
     summary = h100.sections[0]
     assert isinstance(summary, SummarySection) and summary.changes_note is None
-    # one per setting first (precision, torch.compile), then the next largest gain
+    # one per setting, largest gain first: the README's user workload (sensor-cnn, launch-bound at its
+    # main batch 256) gains most from its batch, then gpt-small from bf16, conv-rollout from compiling
     assert [(c.setting, c.workload) for c in summary.changes] == [
-        ("precision", "gpt-small"), ("torch.compile", "conv-rollout"), ("torch.compile", "gpt-small")]
-    precision, compile_, _ = summary.changes
+        ("batch size", "sensor-cnn"), ("precision", "gpt-small"), ("torch.compile", "conv-rollout")]
+    batch, precision, compile_ = summary.changes
+    sensor = load_document(H100 / "workload-sensor-cnn.json").payload
+    assert batch.value == "8192" and batch.gain == pytest.approx(
+        point(sensor, "batch", "bf16", 8192, "no_cudnn_benchmark").throughput_per_s
+        / point(sensor, "batch", "bf16", 256, "no_cudnn_benchmark").throughput_per_s)
     gpt = load_document(H100 / "workload-gpt-small.json").payload
     fp32 = point(gpt, "variant", "fp32", 32).throughput_per_s
     assert precision.value == "bf16 autocast"
