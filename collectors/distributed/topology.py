@@ -1,6 +1,6 @@
 """How the GPUs of one host reach each other, read through NVML: NVLinks, P2P status, PCIe path.
 
-The dataclasses are part of the `collectives` document (collectors/payloads.py imports them); this
+The dataclasses are part of the `collectives` document (collectors/payloads/distributed.py imports them); this
 module imports torch and pynvml only inside `read_topology`, so the planner can load documents
 without either. Every NVML query may fail on some driver or board: a failed query leaves its field
 empty and says why (`GpuLinks.unavailable`), the rest is still read.
