@@ -281,7 +281,7 @@ def build_memory_chart(payload: WorkloadPayload, gpu_memory_bytes: int | None = 
         return None
     unit = unit_label(payload.unit)
     rows = [{**_point_tooltip(p, unit), "y": p.memory.peak_allocated_bytes / GIB} for p in points]
-    rules = _boundary_rules(payload.boundaries)
+    rules = _boundary_rules(payload.default_boundaries)  # the table lists the expandable-segments ones
     x = _batch_x([p.batch for p in points], [r["batch"] for r in rules])
     color = _precision_color(_precisions(points))
     y = alt.Y("y:Q", title="Peak allocated (GiB)")

@@ -79,10 +79,11 @@ def recommend_precision(payload: WorkloadPayload, supports_bf16: bool) -> Recomm
         best = next((p for p in plain if p.precision == "fp16"), best)
     how = {"bf16": "bf16 (torch.autocast)", "fp16": "fp16 (torch.autocast + GradScaler)",
            "tf32": "tf32 (torch.backends.cuda.matmul.allow_tf32 = True)", "fp32": "fp32"}[best.precision]
-    vs = (f"{best.throughput_per_s / fp32.throughput_per_s:.2f}× fp32's throughput "  # type: ignore[operator]
-          f"({best.throughput_per_s:.4g} against {fp32.throughput_per_s:.4g} {payload.unit}/s)") if fp32 else ""
     if best.precision == "fp32":
         vs = _fp32_fastest(best, plain, payload.unit)
+    else:
+        vs = (f"{best.throughput_per_s / fp32.throughput_per_s:.2f}× fp32's throughput "  # type: ignore[operator]
+              f"({best.throughput_per_s:.4g} against {fp32.throughput_per_s:.4g} {payload.unit}/s)") if fp32 else ""
     tf32 = _trial(payload, "tf32", PLAIN_VARIANTS)
     extra = ""
     if tf32 and fp32 and best.precision != "fp32":
@@ -177,12 +178,10 @@ def recommend_loader(payload: WorkloadPayload, feed: FeedVerdict | None, cores: 
 
 def recommend_allocator(payload: WorkloadPayload, precision: str) -> list[Recommendation]:
     """Expandable segments where they let a measurably larger batch fit (the two boundary searches)."""
+    gain = payload.expandable_gain(precision)
+    if gain is None or gain < ALLOCATOR_GAIN:
+        return []
     default, expandable = payload.boundary(precision), payload.boundary(precision, "expandable_segments")
-    if not (default and expandable and default.max_batch and expandable.max_batch and not default.capped):
-        return []
-    gain = expandable.max_batch / default.max_batch - 1
-    if gain < ALLOCATOR_GAIN:
-        return []
     return [Recommendation(payload.workload, "allocator", EXPANDABLE_SETTING,
                            f"the largest {precision} batch that fits grows from {default.max_batch} to "
                            f"{expandable.max_batch} (+{gain:.0%}): with the default allocator, freed blocks too "

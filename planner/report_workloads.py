@@ -157,12 +157,10 @@ def boundary_rows(payload: WorkloadPayload) -> list[BoundaryRow]:
     """Each precision's boundary with the default allocator, then with expandable segments where searched."""
     rows = []
     for b in ordered(payload.boundaries):
-        default = payload.boundary(b.precision)
         expandable = b.allocator == "expandable_segments"
-        gain = b.max_batch / default.max_batch - 1 if expandable and default and default.max_batch and b.max_batch \
-            else None
         rows.append(BoundaryRow(b.precision, "expandable segments" if expandable else "default", b.status,
-                                b.max_batch, b.first_oom_batch, b.capped, b.reason, gain))
+                                b.max_batch, b.first_oom_batch, b.capped, b.reason,
+                                payload.expandable_gain(b.precision) if expandable else None))
     return rows
 
 

@@ -58,7 +58,8 @@ class WorkloadPage:
 def build_machine_row(report: Report, section: WorkloadSection) -> WorkloadMachineRow:
     v, payload = section.verdict, section.payload
     point = judged_point(payload, v.batch) if v.batch and v.precision else None
-    boundary = next((b for b in payload.boundaries if b.precision == v.precision and b.max_batch), None)
+    boundary = payload.boundary(v.precision) if v.precision else None
+    boundary = boundary if boundary and boundary.max_batch else None
     defaults = {r.precision: r.throughput for r in section.trials if r.variant == "default" and r.throughput}
     compiled = next((r.vs_default for r in section.trials if r.variant == "compile" and r.precision == v.precision
                      and r.vs_default), None)

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from collectors.payloads import OomBoundary, WorkloadPayload, WorkloadPoint
+from collectors.payloads import WorkloadPayload, WorkloadPoint
 from planner.charts import unit_label
 from planner.formatting import format_bytes, format_duration, format_number, format_percent
 from planner.results import MachineResults
@@ -122,10 +122,6 @@ def last_gain(thr: dict[int, float]) -> tuple[int, int, float] | None:
     return None if top is None else (top // 2, top, thr[top] / thr[top // 2] - 1)
 
 
-def boundary_of(payload: WorkloadPayload, precision: str) -> OomBoundary | None:
-    return next((b for b in payload.boundaries if b.precision == precision), None)
-
-
 def fusion_gain(payload: WorkloadPayload, point: WorkloadPoint) -> float | None:
     compiled = next((p for p in payload.points if p.sweep == "variant" and p.variant == "compile"
                      and p.precision == point.precision and p.batch == point.batch and p.throughput_per_s), None)
@@ -135,7 +131,7 @@ def fusion_gain(payload: WorkloadPayload, point: WorkloadPoint) -> float | None:
 def gather_evidence(payload: WorkloadPayload, point: WorkloadPoint, gpu_memory: int | None) -> BoundEvidence:
     thr = sweep_throughput(payload, point.precision)
     here, last = gain_at(thr, point.batch), last_gain(thr)
-    boundary = boundary_of(payload, point.precision)
+    boundary = payload.boundary(point.precision)
     peak = point.memory.peak_allocated_bytes if point.memory else None
     return BoundEvidence(
         fits=True, flops_fraction=point.achieved_flops_fraction, bytes_fraction=point.achieved_bytes_fraction,
@@ -228,7 +224,7 @@ def memory_lines(payload: WorkloadPayload, point: WorkloadPoint, gpu_memory: int
     if peak:
         share = f": {_pct(peak / gpu_memory)} of the {format_bytes(gpu_memory)} GPU" if gpu_memory else ""
         lines.append(f"Peak allocated at batch {point.batch}: {format_bytes(peak)}{share}.")
-    b = boundary_of(payload, point.precision)
+    b = payload.boundary(point.precision)
     if b and b.max_batch and b.capped:
         lines.append(f"No OOM at {point.precision} up to the profile's cap, batch {b.max_batch}.")
     elif b and b.max_batch:

@@ -113,3 +113,11 @@ class WorkloadPayload:
     def default_boundaries(self) -> list[OomBoundary]:
         """The boundaries with PyTorch's default allocator: what a job run as it is will meet."""
         return [b for b in self.boundaries if b.allocator == "default"]
+
+    def expandable_gain(self, precision: str) -> float | None:
+        """How much larger the boundary searched with expandable segments is than the default allocator's
+        (0.46: 46 % more fits); None unless both were found (a capped default is not searched again)."""
+        default, expandable = self.boundary(precision), self.boundary(precision, "expandable_segments")
+        if default and expandable and default.max_batch and expandable.max_batch and not default.capped:
+            return expandable.max_batch / default.max_batch - 1
+        return None
