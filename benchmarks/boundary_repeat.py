@@ -11,8 +11,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from collectors.payloads import WorkloadPayload
-from collectors.schema import load_document
+from gpuplan_schema.payloads import WorkloadPayload
+from gpuplan_schema.schema import load_document
 
 REPO = Path(__file__).resolve().parents[1]
 REPEATS = REPO / "benchmarks" / "boundary_repeat"

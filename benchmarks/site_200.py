@@ -36,10 +36,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from planner.render import render_report_pdf  # noqa: E402
-from planner.report import build_report  # noqa: E402
-from planner.results import load_machine  # noqa: E402
-from planner.site import build_site  # noqa: E402
+from gpuplan_schema.results import load_machine  # noqa: E402
+from planner.render.report import render_report_pdf  # noqa: E402
+from planner.report.frame import build_report  # noqa: E402
+from planner.site.build import build_site  # noqa: E402
 
 SOURCES = ("h100-80gb", "h200", "vm-cpu")
 STAT_KEYS = {"median", "q1", "q3", "min", "max", "n"}

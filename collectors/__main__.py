@@ -6,6 +6,7 @@ Needs only torch, nvidia-ml-py (optional) and the standard library.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,14 +18,18 @@ from collectors.distributed import collect as distributed
 from collectors.distributed import collectives, ddp
 from collectors.interrupt import EXIT_INTERRUPTED, resume_command
 from collectors.jpeg_dataset import default_cache_root
-from collectors.machine import sanitize_machine_id
-from collectors.payloads import DataloaderPayload, RooflinePayload, WorkloadPayload
 from collectors.profiles import PROFILES
-from collectors.progress import Progress
 from collectors.resume import same_ddp_batches, same_world
 from collectors.run_lock import LockHeld
 from collectors.time_limit import DEFAULT_POINT_TIMEOUT_S
 from collectors.workloads import BUILTIN, WorkloadError, load_workload
+from gpuplan_schema.machine import sanitize_machine_id
+from gpuplan_schema.payloads import DataloaderPayload, RooflinePayload, WorkloadPayload
+from gpuplan_schema.progress import Progress
+
+# How this command was started, for --help and the resume line: `gpuplan collect` runs this module
+# with GPUPLAN_PROG set.
+PROG = os.environ.get("GPUPLAN_PROG", "python3 -m collectors")
 
 __all__ = ["COLLECTORS", "Collector", "Options", "build_parser", "main", "run_collection", "run_from_args"]
 EXIT_FAILED, EXIT_BAD_INPUT = 1, 2
@@ -104,7 +109,7 @@ COLLECTORS = {
 
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
-    parser = parser or argparse.ArgumentParser(prog="python -m collectors")
+    parser = parser or argparse.ArgumentParser(prog=PROG)
     parser.description = (
         "Measure this machine and write one JSON document per result into OUT/MACHINE/. "
         "Collectors: " + "; ".join(f"{c.name} ({c.help})" for c in COLLECTORS.values()) + "."
@@ -248,7 +253,7 @@ def cache_inside_results(options: Options) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
-    args.command_line = resume_command(argv)
+    args.command_line = resume_command(argv, PROG)
     return run_from_args(args)
 
 

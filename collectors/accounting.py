@@ -17,8 +17,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 from torch.utils.flop_counter import FlopCounterMode
 
-from collectors.payloads import TrafficEstimate
 from collectors.training import Step
+from gpuplan_schema.payloads import TrafficEstimate
 
 
 def count_flops(step: Step) -> int:

@@ -6,9 +6,9 @@ from collections.abc import Callable
 
 import torch
 
-from collectors.payloads import BandwidthCeiling
-from collectors.stats import Stat
 from collectors.timing import CPU_PLAN, TimingPlan, time_callable
+from gpuplan_schema.payloads import BandwidthCeiling
+from gpuplan_schema.stats import Stat
 
 GPU_PLAN = TimingPlan(warmup_s=0.05, sample_s=0.01, min_samples=9, max_samples=30, budget_s=0.6,
                       target_rel_iqr=0.01)

@@ -27,11 +27,11 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from collectors.payloads import Allocator, MemoryUse, OomBoundary, WorkloadPoint
 from collectors.sweep import Context, describe_point, error_line, free_memory, is_oom
 from collectors.time_limit import PointTimeout, hard_limit, soft_limit
 from collectors.training import Variant, build_step, precision_mode, prepare_model
 from collectors.workloads import Workload
+from gpuplan_schema.payloads import Allocator, MemoryUse, OomBoundary, WorkloadPoint
 
 BOUNDARY_TOLERANCE = 0.02
 # Peak allocated memory at the boundary as a fraction of the device's memory, H100 80GB, 2026-11-22:

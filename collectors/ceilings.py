@@ -7,8 +7,8 @@ import time
 import torch
 
 from collectors import bandwidth, matmul
-from collectors.payloads import CeilingsPayload
-from collectors.progress import Progress
+from gpuplan_schema.payloads import CeilingsPayload
+from gpuplan_schema.progress import Progress
 
 NAME, VERSION = "ceilings", "2"
 

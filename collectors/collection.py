@@ -9,7 +9,7 @@ What a paid GPU run must survive is decided here:
   failures (the caller exits 1);
 - Ctrl-C stops at the next saved point, a second Ctrl-C at once (collectors/interrupt.py), and the
   outcome says so (the caller exits 130 with the command that resumes);
-- every save is atomic (collectors/schema.py), so SIGKILL at any moment leaves the previous version
+- every save is atomic (gpuplan_schema/schema.py), so SIGKILL at any moment leaves the previous version
   of a document or the new one, never half of one; temp files a kill left are removed on the next run.
 """
 
@@ -25,14 +25,15 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from collectors.interrupt import StopRequest
-from collectors.machine import default_machine_id, sanitize_machine_id
-from collectors.payloads import PAYLOADS
-from collectors.progress import Progress
+from collectors.machine import default_machine_id
 from collectors.resume import why_complete
 from collectors.run_lock import remove_stale_temp_files, results_lock
-from collectors.schema import Document, build_document, load_document, save_document
 from collectors.sweep import error_line
 from collectors.time_limit import DEFAULT_POINT_TIMEOUT_S
+from gpuplan_schema.machine import sanitize_machine_id
+from gpuplan_schema.payloads import PAYLOADS
+from gpuplan_schema.progress import Progress
+from gpuplan_schema.schema import Document, build_document, load_document, save_document
 
 KIND_OF = {payload_type: kind for kind, payload_type in PAYLOADS.items()}
 TRACEBACK_ENV = "GPUPLAN_TRACEBACK"  # set to 1 to see a failed collector's traceback

@@ -8,7 +8,7 @@ delivered to the device (host→device copy included, non_blocking when pinned),
 CPU use and host memory of the main process and its workers, beside seed 004's buffer formula
 workers × prefetch × batch bytes (collectors/loader_sweep.py).
 
-Whether that feeds a GPU is the planner's question (planner/dataloader_verdict.py), answered against the
+Whether that feeds a GPU is the planner's question (planner/model/dataloader_verdict.py), answered against the
 workloads' measured GPU throughput in the same machine folder.
 """
 
@@ -33,11 +33,11 @@ from collectors.loader_sweep import (
     measure_point,
     synchronize,
 )
-from collectors.payloads import DataloaderPayload, EpochBoundary, LoaderPoint, SyntheticImages
 from collectors.process_group import open_group
 from collectors.profiles import MAIN_BATCH
-from collectors.progress import Progress
-from collectors.stats import Stat, summarize
+from gpuplan_schema.payloads import DataloaderPayload, EpochBoundary, LoaderPoint, SyntheticImages
+from gpuplan_schema.progress import Progress
+from gpuplan_schema.stats import Stat, summarize
 
 NAME, VERSION = "dataloader", "1"
 GPU_BATCH = MAIN_BATCH["resnet50"]   # the batch the image workload is judged at

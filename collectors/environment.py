@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from collectors.allocator import configured_by_environment
-from collectors.payloads import CpuInfo, EnvironmentPayload, GpuInfo
+from gpuplan_schema.payloads import CpuInfo, EnvironmentPayload, GpuInfo
 
 NAME, VERSION = "environment", "1"
 

@@ -20,9 +20,9 @@ from itertools import pairwise
 import torch
 from torch.utils.data import DataLoader, Dataset, RandomSampler
 
-from collectors.payloads import EpochBoundary, LoaderPoint
 from collectors.process_group import MemorySampler, ProcessGroup, cpu_used, wait_until_idle
-from collectors.stats import summarize
+from gpuplan_schema.payloads import EpochBoundary, LoaderPoint
+from gpuplan_schema.stats import summarize
 
 MIN_BLOCK_S = 0.5        # a block of waves lasts at least this long (small CPU batches take ~0.1 s a wave)
 MAX_WAVES_PER_BLOCK = 16

@@ -1,20 +1,12 @@
-"""Machine ids: stable, filesystem-safe names for a results folder."""
+"""This host's default machine id: hostname + GPU model + count, made filesystem-safe."""
 
 from __future__ import annotations
 
-import re
 import socket
 
 import torch
 
-_UNSAFE = re.compile(r"[^a-z0-9._-]+")
-MAX_ID_LENGTH = 80
-
-
-def sanitize_machine_id(text: str) -> str:
-    """Lower-case letters, digits, '.', '_' and '-' only; never empty, never '.' or '..'."""
-    cleaned = _UNSAFE.sub("-", text.lower()).strip("-.")[:MAX_ID_LENGTH].strip("-.")
-    return cleaned or "machine"
+from gpuplan_schema.machine import sanitize_machine_id
 
 
 def gpu_summary() -> str:

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import torch
 
-from collectors.payloads import MatmulCeiling, MatmulShape
-from collectors.stats import Stat
 from collectors.timing import TimingPlan, time_callable
+from gpuplan_schema.payloads import MatmulCeiling, MatmulShape
+from gpuplan_schema.stats import Stat
 
 DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
 GPU_SQUARES = (2048, 4096, 6144, 8192, 10240, 12288, 16384)

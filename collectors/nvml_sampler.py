@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from collectors.payloads import DeviceSamples
-from collectors.stats import summarize
+from gpuplan_schema.payloads import DeviceSamples
+from gpuplan_schema.stats import summarize
 
 INTERVAL_S = 0.02
 

@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections import defaultdict
 
 from collectors.op_accounting import OpCall
-from collectors.payloads import CeilingsPayload, KernelTime, OpClass, OpRoofline, RooflineRoofs
-from collectors.stats import summarize
+from gpuplan_schema.payloads import CeilingsPayload, KernelTime, OpClass, OpRoofline, RooflineRoofs
+from gpuplan_schema.stats import summarize
 
 TOP_KERNELS = 5
 LATENCY_MULTIPLE = 4  # measured time per call within this many launch latencies: the fixed cost dominates

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from collectors.schema import DocumentError, load_document
+from gpuplan_schema.schema import DocumentError, load_document
 
 PROFILE_ORDER = ("quick", "standard", "capacity", "full")
 

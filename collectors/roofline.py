@@ -18,15 +18,15 @@ from pathlib import Path
 import torch
 
 from collectors import profiles
-from collectors.machine import sanitize_machine_id
 from collectors.op_profile import profile_steps
 from collectors.op_roofline import build_ops, build_roofs
-from collectors.payloads import RooflinePayload, RooflineRoofs
-from collectors.progress import Progress
 from collectors.sweep import error_line, free_memory, is_oom
 from collectors.timing import TimingPlan, synchronize, time_callable
 from collectors.training import Variant, build_step, precision_mode, precision_unsupported, prepare_model
-from collectors.workload_collector import build_plan, instantiate, load_ceilings
+from collectors.workload_collector import build_sweep_plan, instantiate, load_ceilings
+from gpuplan_schema.machine import sanitize_machine_id
+from gpuplan_schema.payloads import RooflinePayload, RooflineRoofs
+from gpuplan_schema.progress import Progress
 
 NAME, VERSION = "roofline", "1"
 PRECISIONS = ("bf16", "fp16", "fp32")  # the first this device runs is profiled
@@ -45,7 +45,7 @@ def collect_roofline(name: str, roofs: RooflineRoofs, device: torch.device, prog
     started = time.perf_counter()
     tiny = device.type == "cpu"
     workload = instantiate(name, device)
-    batch = build_plan(name, workload, profiles.PROFILES["quick"], device).main_batch
+    batch = build_sweep_plan(name, workload, profiles.PROFILES["quick"], device).main_batch
     precision = pick_precision(device)
     base = dict(workload=workload.name, source=workload.source, device=device.type, precision=precision,
                 batch=batch, training=workload.training, roofs=roofs, scale="tiny" if tiny else "reference",

@@ -14,12 +14,12 @@ import torch
 
 from collectors.accounting import count_flops, estimate_traffic
 from collectors.nvml_sampler import NvmlSampler
-from collectors.payloads import CeilingsPayload, MemoryUse, WorkloadPoint
-from collectors.stats import Stat
 from collectors.time_limit import PointTimeout, hard_limit, soft_limit
 from collectors.timing import TimingPlan, time_callable
 from collectors.training import Variant, build_step, precision_mode, prepare_model
 from collectors.workloads import Workload
+from gpuplan_schema.payloads import CeilingsPayload, MemoryUse, WorkloadPoint
+from gpuplan_schema.stats import Stat
 
 # The trials at the main batch (precision table, variants, repeat) get the longer plan; the points
 # of a sweep, which only draw a curve, a shorter one (the standard profile has a 5-minute budget).

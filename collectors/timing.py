@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from collectors.stats import Stat, summarize
+from gpuplan_schema.stats import Stat, summarize
 
 
 @dataclass(frozen=True)

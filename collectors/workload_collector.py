@@ -14,19 +14,19 @@ import torch
 from collectors import profiles
 from collectors.allocator import expandable_by_environment
 from collectors.boundary import SAME_STORAGE, iter_boundary
-from collectors.machine import sanitize_machine_id
-from collectors.payloads import CeilingsPayload, OomBoundary, WorkloadPayload, WorkloadPoint
-from collectors.progress import Progress
-from collectors.schema import DocumentError, load_document
 from collectors.sweep import Context, measure_point, point_key
 from collectors.training import Variant, precision_unsupported
 from collectors.workloads import BUILTIN, Workload, builtin, load_workload, workload_from_dict
+from gpuplan_schema.machine import sanitize_machine_id
+from gpuplan_schema.payloads import CeilingsPayload, OomBoundary, WorkloadPayload, WorkloadPoint
+from gpuplan_schema.progress import Progress
+from gpuplan_schema.schema import DocumentError, load_document
 
 NAME, VERSION = "workloads", "2"
 
 
 @dataclass(frozen=True)
-class Plan:
+class SweepPlan:
     """What to run for one workload on this device."""
 
     profile: profiles.Profile
@@ -57,7 +57,7 @@ def _on_cpu(wanted: tuple[str, ...], cpu: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(p for p in wanted if p in cpu) or (cpu[:1] if wanted else ())
 
 
-def build_plan(name: str, workload: Workload, profile: profiles.Profile, device: torch.device) -> Plan:
+def build_sweep_plan(name: str, workload: Workload, profile: profiles.Profile, device: torch.device) -> SweepPlan:
     if device.type == "cpu":
         main = profiles.CPU_MAIN_BATCH.get(name, workload.batch_start)
         cap = profiles.CPU_SWEEP_CAP.get(name, 2 * workload.batch_start)
@@ -66,10 +66,10 @@ def build_plan(name: str, workload: Workload, profile: profiles.Profile, device:
         cpu_profile = replace(profile, precisions=keep, timed_step_limit_s=math.inf,
                               sweep_precisions=_on_cpu(profile.sweep_precisions, keep),
                               boundary_precisions=_on_cpu(profile.boundary_precisions, keep))
-        return Plan(cpu_profile, min(workload.batch_start, main), main, cap, cap, tiny=True)
+        return SweepPlan(cpu_profile, min(workload.batch_start, main), main, cap, cap, tiny=True)
     main = profiles.MAIN_BATCH.get(name, workload.batch_start * 8)
     search_cap = profiles.SEARCH_CAP.get(name, main * profiles.DEFAULT_SEARCH_CAP_FACTOR)
-    return Plan(profile, workload.batch_start, main, max(main * profile.cap_factor, main), search_cap, tiny=False)
+    return SweepPlan(profile, workload.batch_start, main, max(main * profile.cap_factor, main), search_cap, tiny=False)
 
 
 def instantiate(name: str, device: torch.device) -> Workload:
@@ -98,7 +98,7 @@ def trial_variant(workload: Workload, precision: str, profile: profiles.Profile)
     return untuned(workload)
 
 
-def iter_batch_sweep(workload: Workload, precision: str, plan: Plan, ctx: Context,
+def iter_batch_sweep(workload: Workload, precision: str, plan: SweepPlan, ctx: Context,
                      progress: Progress) -> Iterator[WorkloadPoint]:
     """Timed doubling from the workload's first batch until OOM, the cap, or a step over the time limit."""
     variant = Variant() if plan.profile.autotune_everywhere else untuned(workload)
@@ -112,7 +112,7 @@ def iter_batch_sweep(workload: Workload, precision: str, plan: Plan, ctx: Contex
         batch *= 2
 
 
-def iter_precision(name: str, workload: Workload, precision: str, plan: Plan, ctx: Context,
+def iter_precision(name: str, workload: Workload, precision: str, plan: SweepPlan, ctx: Context,
                    progress: Progress, hint: int | None = None) -> Iterator[WorkloadPoint | OomBoundary]:
     """One precision: the timed sweep, the main-batch point, the boundary's probes (starting from `hint`,
     the boundary of a precision that stores tensors alike, where there is one), the details."""
@@ -130,7 +130,7 @@ def iter_precision(name: str, workload: Workload, precision: str, plan: Plan, ct
         yield from iter_detail(name, workload, precision, plan, ctx)
 
 
-def iter_boundaries(workload: Workload, precision: str, measured: list[WorkloadPoint], plan: Plan, ctx: Context,
+def iter_boundaries(workload: Workload, precision: str, measured: list[WorkloadPoint], plan: SweepPlan, ctx: Context,
                     progress: Progress, hint: int | None) -> Iterator[WorkloadPoint | OomBoundary]:
     """The boundary with the default allocator, then (profiles with `allocator_boundaries`, on a GPU) with
     expandable segments, starting from the first: it can only be as large or larger."""
@@ -165,7 +165,7 @@ def holds_allocator_boundaries(payload: WorkloadPayload, profile_name: str) -> b
                if searches_allocator(profile, payload.device, b))
 
 
-def iter_detail(name: str, workload: Workload, precision: str, plan: Plan,
+def iter_detail(name: str, workload: Workload, precision: str, plan: SweepPlan,
                 ctx: Context) -> Iterator[WorkloadPoint]:
     """Main-batch trials beside the plain run: the repeat, variants and sequence scaling."""
     main = plan.main_batch
@@ -183,7 +183,7 @@ def iter_detail(name: str, workload: Workload, precision: str, plan: Plan,
         yield from iter_sequence(precision, plan, ctx)
 
 
-def iter_sequence(precision: str, plan: Plan, ctx: Context) -> Iterator[WorkloadPoint]:
+def iter_sequence(precision: str, plan: SweepPlan, ctx: Context) -> Iterator[WorkloadPoint]:
     """gpt-small at batch 8, sequence 1024, 2048, … until OOM (capacity) or the cap."""
     seq, batch, cap = profiles.SEQUENCE_START, profiles.SEQUENCE_BATCH, profiles.SEQUENCE_CAP
     sizes = builtin.TINY_GPT if plan.tiny else {}
@@ -205,7 +205,7 @@ def iter_workload_payloads(name: str, profile: profiles.Profile, ctx: Context, p
     measuring), the last one complete. Points `earlier` holds for the same configuration are reused."""
     started = time.perf_counter()
     workload = instantiate(name, ctx.device)
-    plan = build_plan(name, workload, profile, ctx.device)
+    plan = build_sweep_plan(name, workload, profile, ctx.device)
     ctx.earlier = {point_key(p.sweep, p.precision, p.batch, p.variant, p.seq_len): p
                    for p in (earlier.points if earlier else [])}
     ctx.reused = 0
@@ -230,7 +230,7 @@ def iter_workload_payloads(name: str, profile: profiles.Profile, ctx: Context, p
     yield payload(complete=True)
 
 
-def iter_precision_items(name: str, workload: Workload, precision: str, plan: Plan, ctx: Context,
+def iter_precision_items(name: str, workload: Workload, precision: str, plan: SweepPlan, ctx: Context,
                          progress: Progress, found: list[OomBoundary]) -> Iterator[WorkloadPoint | OomBoundary]:
     reason = precision_unsupported(precision, ctx.device)
     if reason:

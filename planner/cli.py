@@ -7,15 +7,18 @@ with exit status 2, in one place (`main`); nothing reaches the user as a traceba
 from __future__ import annotations
 
 import argparse
+import os
+import signal
+import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from collectors.interrupt import resume_command
-from collectors.schema import DocumentError, load_document, write_text_atomic
+from gpuplan_schema.schema import DocumentError, load_document, write_text_atomic
 
 PROG = "gpuplan"
+DEFAULT_JOB_HELP = "'resnet50 bf16 epochs=100 dataset=imagenet'"  # planner.model.plan.DEFAULT_JOB, a test checks
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 
 
@@ -34,21 +37,19 @@ def format_error(error: BaseException) -> str:
 COLLECT_HELP = "measure this machine (needs torch; a GPU if there is one) into RESULTS/MACHINE/"
 
 
-def add_collect_options(parser: argparse.ArgumentParser) -> None:
-    # collectors.__main__ imports torch (seconds to load), so its options are added only when
-    # `collect` is the command being run; other commands work without torch installed.
-    try:
-        from collectors.__main__ import build_parser
-    except ImportError as e:
-        raise UsageError(f"collect needs torch and the collectors package ({e}); "
-                         "install torch (see `make setup`)") from None
-    build_parser(parser)
-
-
 def cmd_collect(args: argparse.Namespace) -> int:
-    from collectors.__main__ import run_from_args
-
-    return run_from_args(args)
+    """`gpuplan collect ARGS` is `python -m collectors ARGS` in a process of its own: collection is the
+    stage that runs on the GPU host with torch, and the planner never imports it. The child gets its own
+    process group, so a terminal's Ctrl-C reaches it once, forwarded from here (its first Ctrl-C stops
+    after the current point, a second at once); its exit status is this command's."""
+    env = dict(os.environ, GPUPLAN_PROG=f"{PROG} collect")
+    child = subprocess.Popen([sys.executable, "-m", "collectors", *args.collect_args], env=env,
+                             preexec_fn=os.setpgrp)  # noqa: PLW1509 - only setpgrp, no locks taken
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: child.send_signal(signal.SIGINT))
+    try:
+        return child.wait()
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 # ── validate ────────────────────────────────────────────────────────────────────────────────
@@ -87,7 +88,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 # ── export ──────────────────────────────────────────────────────────────────────────────────
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from planner.export import build_tidy_table, render_csv, render_json
+    from planner.export.tidy import build_tidy_table, render_csv, render_json
 
     rows = build_tidy_table([args.results_dir])
     text = render_json(rows) if args.format == "json" else render_csv(rows)
@@ -116,20 +117,17 @@ def _load(module: str, name: str) -> Callable[..., Any]:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    render_report = _load("planner.render", "render_report")
-    _print_written(render_report(args.results_dir, args.out, paper=args.paper))
+    render_report = _load("planner.render.report", "render_report")
+    from planner.model.jobs import parse_job
+
+    job = parse_job(args.job) if args.job else None
+    _print_written(render_report(args.results_dir, args.out, paper=args.paper, job=job))
     return EXIT_OK
 
 
 def cmd_site(args: argparse.Namespace) -> int:
-    build_site = _load("planner.site", "build_site")
-    from planner.export import load_machines
-    from planner.prediction_accuracy import iter_accuracy_tables, site_rows
-
-    # Every pair of measured GPUs under the root predicts the other: the accuracy page's rows.
-    accuracy = site_rows(iter_accuracy_tables(load_machines(args.results_root)))
-    _print_written(build_site(args.results_root, args.out, accuracy=accuracy, pdf=args.pdf, paper=args.paper,
-                              progress=True))
+    build_site = _load("planner.site.build", "build_site")
+    _print_written(build_site(args.results_root, args.out, pdf=args.pdf, paper=args.paper, progress=True))
     return EXIT_OK
 
 
@@ -145,14 +143,14 @@ def _print_written(result: Any) -> None:
 def cmd_plan(args: argparse.Namespace) -> int:
     import json
 
-    from planner.jobs import parse_job
-    from planner.plan import build_plan, plan_to_json
-    from planner.plan_text import render_plan_text
-    from planner.results import load_machine
+    from gpuplan_schema.results import load_machine_and_root
+    from planner.model.jobs import parse_job
+    from planner.model.plan import build_plan, plan_to_json
+    from planner.render.plan_text import render_plan_text
 
     job = parse_job(args.job) if args.job else None
-    machine = load_machine(args.results_dir)
-    plan = build_plan(machine, args.targets, job, args.results_dir.resolve().parent)
+    machine, measured = load_machine_and_root(args.results_dir)
+    plan = build_plan(machine, args.targets, job, measured)
     print(json.dumps(plan_to_json(plan), indent=1) if args.json else render_plan_text(plan))
     return EXIT_OK
 
@@ -173,7 +171,7 @@ def _add_plan(sub: Any) -> None:
 # ── specs ───────────────────────────────────────────────────────────────────────────────────
 
 def cmd_specs(args: argparse.Namespace) -> int:
-    from planner.spec_listing import render_specs_json, render_specs_text
+    from planner.specs.listing import render_specs_json, render_specs_text
 
     # Neither flag: both catalogs.
     gpus, instances = (args.gpus, args.instances) if args.gpus or args.instances else (True, True)
@@ -184,14 +182,15 @@ def cmd_specs(args: argparse.Namespace) -> int:
 
 # ── parser and entry point ──────────────────────────────────────────────────────────────────
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG, description="GPU capacity planner: measure a GPU, export and report what bounds a workload.",
         epilog=f"Run `{PROG} COMMAND --help` for the options of a command.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    collect = _add(sub, "collect", cmd_collect, COLLECT_HELP)
-    if command == "collect":
-        add_collect_options(collect)
+    collect = sub.add_parser("collect", help=COLLECT_HELP, add_help=False, prefix_chars="\0",
+                             description=COLLECT_HELP[0].upper() + COLLECT_HELP[1:] + ".")
+    collect.add_argument("collect_args", nargs=argparse.REMAINDER, help="see `gpuplan collect --help`")
+    collect.set_defaults(func=cmd_collect)
     _add_validate(sub)
     _add_export(sub)
     _add_plan(sub)
@@ -240,6 +239,8 @@ def _add_report_and_site(sub: Any) -> None:
     p.add_argument("--out", type=Path, default=Path("reports"), help="output root (default: reports/)")
     p.add_argument("--paper", choices=("a4", "letter"), default="a4",
                    help="the PDF's paper size: A4 (210 × 297 mm, the default) or US Letter (8.5 × 11 in)")
+    p.add_argument("--job", metavar="SPEC", help=f"the job the instance ranking is for (default: {DEFAULT_JOB_HELP}); "
+                                                  "the same SPEC as `gpuplan plan --job`")
     p = _add(sub, "site", cmd_site, "render every machine under a results root as a static site")
     p.add_argument("results_root", type=Path, metavar="RESULTS_ROOT", help="folder of machine folders (results/)")
     p.add_argument("--out", type=Path, default=Path("site/_build"), help="output folder (default: site/_build/)")
@@ -249,21 +250,13 @@ def _add_report_and_site(sub: Any) -> None:
                         "By default a machine's PDF is rendered again only when its results or gpuplan changed")
 
 
-def _command_of(argv: Sequence[str]) -> str | None:
-    # The top-level parser takes no option with a value, so the first word not starting with
-    # '-' is the command.
-    return next((a for a in argv if not a.startswith("-")), None)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         try:
-            args = build_parser(_command_of(argv)).parse_args(argv)
+            args = build_parser().parse_args(argv)
         except SystemExit as e:  # --help (0) or a usage error (2, already printed by argparse)
             return e.code if isinstance(e.code, int) else EXIT_BAD_INPUT
-        if args.command == "collect":  # what a stopped collection prints to resume it: this command
-            args.command_line = resume_command(argv, PROG)
         return args.func(args)
     except (DocumentError, UsageError, OSError) as e:
         print(format_error(e), file=sys.stderr)

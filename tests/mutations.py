@@ -11,18 +11,18 @@ import copy
 import json
 import math
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 from hypothesis import strategies as st
+from paths import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 HOSTILE_TEXT = (
     "<script>alert(1)</script>", "</script><script>alert(2)</script>", "\"'><img src=x onerror=alert(3)>",
     "../../../../tmp/gpuplan-escape", "/etc/passwd", "..\\..\\windows", "a/b\\c", "", " ", ".", "..",
     "\x00nul", "line\nbreak", "tab\there", "\u202eRTL", "\ud800", "\U0001f600 emoji", "x" * 5000,
     "{{ 7*7 }}", "{% raw %}", "<!--", "]]>", "&amp;&lt;", "\u2028\u2029", "null", "NaN",
 )
+
 NUMBERS = (0, -0.0, -1, 1, 2**31, 2**63, 10**30, 10**40, 1e-300, 1e308, -1e308, 0.5, 1e6, 1e7, 3.0e15)
 SCALES = (-1.0, 0.0, 1e-9, 1e6, 1e30, 1e300)
 ALL_SCALES = (0.0, 1e-300, 1e-12, 1e12, 1e20)  # kept within what the loader takes, so that rendering sees it

@@ -15,13 +15,13 @@ from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
+from paths import REPO
 
 from collectors.__main__ import main as collect_main
-from collectors.schema import MAX_DOCUMENT_BYTES, DocumentError, load_document
+from gpuplan_schema.schema import MAX_DOCUMENT_BYTES, DocumentError, load_document
 from planner.cli import main as gpuplan
 from planner.specs import UnknownSpec, require_gpu, require_instance
 
-REPO = Path(__file__).resolve().parent.parent
 GOOD = REPO / "results" / "vm-cpu" / "workload-mlp-stgan.json"
 
 

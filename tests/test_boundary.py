@@ -19,13 +19,13 @@ from collectors.boundary import (
     iter_probe_batches,
     probe,
 )
-from collectors.payloads import MemoryUse, OomBoundary, WorkloadPoint
 from collectors.profiles import PROFILES
-from collectors.progress import Progress
 from collectors.sweep import Context
 from collectors.training import Variant
-from collectors.workload_collector import build_plan, iter_precision
+from collectors.workload_collector import build_sweep_plan, iter_precision
 from collectors.workloads import Workload, load_workload, workload_from_dict
+from gpuplan_schema.payloads import MemoryUse, OomBoundary, WorkloadPoint
+from gpuplan_schema.progress import Progress
 
 CPU = torch.device("cpu")
 
@@ -161,7 +161,7 @@ def test_no_guess_without_two_batches_or_a_capacity():
 
 def gpu_plan(workload: Workload, spec: str):
     """The plan a GPU run makes (start at batch_start, caps far above): the sweep itself runs on the CPU."""
-    return build_plan(spec, workload, PROFILES["standard"], torch.device("cuda"))
+    return build_sweep_plan(spec, workload, PROFILES["standard"], torch.device("cuda"))
 
 
 def test_sweep_and_probes_find_the_oom_boundary(tmp_path):
@@ -287,8 +287,8 @@ def test_a_capacity_document_without_the_expandable_searches_is_continued(monkey
     profile left it (default boundaries only) answers `standard` but not `capacity`."""
     from dataclasses import replace as with_fields
 
-    from collectors.schema import load_document
     from collectors.workload_collector import holds_allocator_boundaries
+    from gpuplan_schema.schema import load_document
 
     monkeypatch.delenv("PYTORCH_CUDA_ALLOC_CONF", raising=False)
     monkeypatch.delenv("PYTORCH_ALLOC_CONF", raising=False)

@@ -15,12 +15,11 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 from browser import Browser, find_chromium
+from paths import REPO, RESULTS
 
-from planner.accuracy import AccuracyRow
-from planner.site import ACCURACY_NAME, build_site
+from planner.model.accuracy import AccuracyRow
+from planner.site.build import ACCURACY_NAME, build_site
 
-REPO = Path(__file__).resolve().parent.parent
-RESULTS = REPO / "results"
 ARTIFACTS = REPO / "test-artifacts" / "browser"
 CHROMIUM = find_chromium()
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (`make setup` installs "

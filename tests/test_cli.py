@@ -11,12 +11,12 @@ import types
 from pathlib import Path
 
 import pytest
+from paths import FIXTURES
+from paths import REPO as ROOT
 
-from collectors.schema import DocumentError, load_document
+from gpuplan_schema.schema import DocumentError, load_document
 from planner.cli import main
 
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT / "tests" / "fixtures" / "results"
 H100 = FIXTURES / "h100-80gb"
 COMMANDS = ("collect", "validate", "export", "report", "site", "specs")
 
@@ -120,12 +120,21 @@ def fake_module(monkeypatch, name: str, func_name: str, func) -> None:
 
 def test_report_calls_render_report(monkeypatch, tmp_path, capsys):
     calls = []
-    fake_module(monkeypatch, "planner.render", "render_report",
-                lambda results, out, paper: calls.append((results, out, paper)) or [out / "r.html", out / "r.pdf"])
+    fake_module(monkeypatch, "planner.render.report", "render_report",
+                lambda results, out, paper, job: calls.append((results, out, paper, job)) or [out / "r.pdf"])
     assert main(["report", str(H100), "--out", str(tmp_path)]) == 0
     assert main(["report", str(H100), "--out", str(tmp_path), "--paper", "letter"]) == 0
-    assert calls == [(H100, tmp_path, "a4"), (H100, tmp_path, "letter")]
+    assert main(["report", str(H100), "--out", str(tmp_path), "--job", "gpt-small bf16 tokens=1B"]) == 0
+    assert [c[:3] for c in calls] == [(H100, tmp_path, "a4"), (H100, tmp_path, "letter"), (H100, tmp_path, "a4")]
+    assert calls[0][3] is None and calls[2][3].spec == "gpt-small bf16 tokens=1B"
     assert f"wrote {tmp_path / 'r.pdf'}" in capsys.readouterr().out
+
+
+def test_report_help_names_the_planners_default_job():
+    from planner.cli import DEFAULT_JOB_HELP
+    from planner.model.plan import DEFAULT_JOB
+
+    assert DEFAULT_JOB_HELP == repr(DEFAULT_JOB)
 
 
 def test_report_refuses_a_paper_it_does_not_know(capsys):
@@ -135,21 +144,19 @@ def test_report_refuses_a_paper_it_does_not_know(capsys):
 
 def test_site_calls_build_site_with_default_out(monkeypatch, capsys):
     calls = []
-    fake_module(monkeypatch, "planner.site", "build_site",
+    fake_module(monkeypatch, "planner.site.build", "build_site",
                 lambda root, out, **options: calls.append((root, out, options)))
     assert main(["site", str(FIXTURES)]) == 0
     assert main(["site", str(FIXTURES), "--no-pdf", "--paper", "letter"]) == 0
-    # the accuracy rows come from pairs of comparable GPU machines; the fixtures hold one GPU machine
-    assert calls == [(FIXTURES, Path("site/_build"), {"accuracy": [], "pdf": True, "paper": "a4", "progress": True}),
-                     (FIXTURES, Path("site/_build"), {"accuracy": [], "pdf": False, "paper": "letter",
-                                                      "progress": True})]
+    assert calls == [(FIXTURES, Path("site/_build"), {"pdf": True, "paper": "a4", "progress": True}),
+                     (FIXTURES, Path("site/_build"), {"pdf": False, "paper": "letter", "progress": True})]
 
 
 def test_document_error_inside_a_command_is_one_line(monkeypatch, capsys):
-    def render_report(results, out, paper):
+    def render_report(results, out, paper, job):
         raise DocumentError(results / "ceilings.json", "payload.matmul", "empty")
 
-    fake_module(monkeypatch, "planner.render", "render_report", render_report)
+    fake_module(monkeypatch, "planner.render.report", "render_report", render_report)
     assert main(["report", str(H100)]) == 2
     assert capsys.readouterr().err == f"gpuplan: error: {H100 / 'ceilings.json'}: payload.matmul: empty\n"
 
@@ -166,9 +173,9 @@ def test_specs_lists_the_catalog(capsys):
 
 
 @pytest.mark.parametrize("command", COMMANDS)
-def test_every_command_has_help(command, capsys):
+def test_every_command_has_help(command, capfd):  # capfd: `collect` runs the collectors in a child process
     assert main([command, "--help"]) == 0
-    out = capsys.readouterr().out
+    out = capfd.readouterr().out
     assert out.startswith(f"usage: gpuplan {command}")
     assert len(out.splitlines()) > 4
 
@@ -178,11 +185,11 @@ def test_no_command_is_a_usage_error(capsys):
     assert "COMMAND" in capsys.readouterr().err
 
 
-def test_collect_environment_writes_a_valid_document(tmp_path, capsys):
+def test_collect_environment_writes_a_valid_document(tmp_path, capfd):
     assert main(["collect", "--only", "environment", "--out", str(tmp_path), "--machine", "Box 1/.."]) == 0
     (path,) = (tmp_path / "box-1").glob("*.json")
     assert load_document(path).kind == "environment"
-    assert "Collected into" in capsys.readouterr().out
+    assert "Collected into" in capfd.readouterr().out
 
 
 def test_real_subprocess_help_and_validate(tmp_path):

@@ -9,11 +9,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from paths import REPO as ROOT
 
-from collectors.payloads import CeilingsPayload
-from collectors.schema import load_document
+from gpuplan_schema.payloads import CeilingsPayload
+from gpuplan_schema.schema import load_document
 
-ROOT = Path(__file__).resolve().parent.parent
 BLOCKED = ("pandas", "jinja2", "altair", "vl_convert", "weasyprint", "pydantic", "pypdf", "planner")
 
 # Runs in a fresh interpreter: a meta-path finder makes the planner's dependencies (and the
@@ -37,8 +37,8 @@ SCRIPT = textwrap.dedent("""
     rc = main(["--only", "environment", "--out", out, "--machine", "t"])
 
     import collectors.ceilings
-    from collectors.progress import Progress
-    from collectors.schema import build_document, save_document
+    from gpuplan_schema.progress import Progress
+    from gpuplan_schema.schema import build_document, save_document
     with Progress("ceilings", 1) as progress:
         payload = collectors.ceilings.collect_ceilings(progress, dtypes=("fp32",))
     c = collectors.ceilings

@@ -33,7 +33,7 @@ from collectors.image_pipeline import (
 )
 from collectors.loader_sweep import Bench, LoaderConfig, measure_epoch_boundary, measure_point
 from collectors.process_group import open_group
-from collectors.progress import Progress
+from gpuplan_schema.progress import Progress
 
 BATCH = 4
 

@@ -6,13 +6,14 @@ import csv
 import io
 import json
 import shutil
-from pathlib import Path
 
 import pytest
+from paths import FIXTURES
 
-from collectors.payloads import PAYLOADS
-from collectors.schema import DocumentError
-from planner.export import (
+from gpuplan_schema.payloads import PAYLOADS
+from gpuplan_schema.results import load_machine
+from gpuplan_schema.schema import DocumentError
+from planner.export.tidy import (
     COLUMNS,
     EXPORTERS,
     TidyRow,
@@ -21,9 +22,7 @@ from planner.export import (
     render_csv,
     render_json,
 )
-from planner.results import load_machine
 
-FIXTURES = Path(__file__).parent / "fixtures" / "results"
 H100 = FIXTURES / "h100-80gb"
 CPU = FIXTURES / "cpu-test"
 DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")

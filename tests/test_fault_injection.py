@@ -22,17 +22,17 @@ from pathlib import Path
 
 import pytest
 import torch
+from paths import REPO
 
 from collectors.__main__ import main as collect_main
-from collectors.payloads import WorkloadPayload
-from collectors.progress import Progress
 from collectors.run_lock import LOCK_NAME, results_lock
-from collectors.schema import load_document
 from collectors.sweep import point_key
 from collectors.workload_collector import iter_workload_documents
+from gpuplan_schema.payloads import WorkloadPayload
+from gpuplan_schema.progress import Progress
+from gpuplan_schema.schema import load_document
 from planner.cli import main as gpuplan
 
-REPO = Path(__file__).resolve().parent.parent
 DOC = "workload-mlp-stgan.json"
 COLLECT = ["--only", "workloads", "--workload", "mlp-stgan", "--profile", "standard", "--machine", "m"]
 KILL_AFTER_ITEMS = (1, 3, 5)        # saved points and boundaries
@@ -165,7 +165,7 @@ def test_ctrl_c_stops_at_the_next_point_and_the_printed_command_resumes(tmp_path
     assert "points reused from workload-mlp-stgan.json" in done.stderr
 
 
-def test_ctrl_c_through_gpuplan_collect_prints_the_gpuplan_command(tmp_path, capsys):
+def test_ctrl_c_through_gpuplan_collect_prints_the_gpuplan_command(tmp_path, capfd):
     out = tmp_path / "results"
     args = ["collect", "--only", "workloads", "--workload", sleeper(tmp_path), "--profile", "standard",
             "--machine", "m", "--point-timeout", "3", "--out", str(out)]
@@ -180,7 +180,7 @@ def test_ctrl_c_through_gpuplan_collect_prints_the_gpuplan_command(tmp_path, cap
     watcher.start()
     assert gpuplan(args) == 130
     watcher.join(timeout=5)
-    err = capsys.readouterr().err
+    err = capfd.readouterr().err
     assert f"Resume with the same command: gpuplan {shlex.join(args)}" in err
     payload = load_document(path).payload
     assert not payload.complete and [(p.batch, p.status) for p in payload.points] == [(1, "ok"), (2, "error")]

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from mutations import REPO, base_documents, mutated_bytes
 
-from collectors.schema import DocumentError, load_document, save_document
+from gpuplan_schema.schema import DocumentError, load_document, save_document
 from planner.cli import main as gpuplan
 
 LOADER_EXAMPLES = 1200

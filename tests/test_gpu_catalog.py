@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from collectors.schema import load_document
+from gpuplan_schema.schema import load_document
 from planner.specs import DTYPES, SPECS_DIR, CatalogError, GpuSpec, _norm, load_gpu_catalog, match_gpu, read_gpu_catalog
 
 H100_FIXTURE = SPECS_DIR.parent.parent / "tests" / "fixtures" / "results" / "h100-80gb" / "ceilings.json"

@@ -17,13 +17,13 @@ from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
+from paths import REPO
 from pypdf import PdfReader
 
-from collectors.schema import load_document
+from gpuplan_schema.schema import load_document
 from planner.cli import main as gpuplan
-from planner.site import CSV_NAME
+from planner.site.build import CSV_NAME
 
-REPO = Path(__file__).resolve().parent.parent
 HOSTILE = {
     "machine": "<script>alert('machine')</script>/../../escape",
     "hostname": "\"'><img src=x onerror=alert('host')>",

@@ -1,11 +1,11 @@
-"""planner/jobs.py: --job specs become Jobs; a bad spec is one line naming the word at fault."""
+"""planner/model/jobs.py: --job specs become Jobs; a bad spec is one line naming the word at fault."""
 
 from __future__ import annotations
 
 import pytest
 
-from collectors.schema import DocumentError
-from planner.jobs import DATASETS, Job, JobError, parse_job, parse_number
+from gpuplan_schema.schema import DocumentError
+from planner.model.jobs import DATASETS, Job, JobError, parse_job, parse_number
 
 
 @pytest.mark.parametrize(("text", "value"), [

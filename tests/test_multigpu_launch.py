@@ -9,17 +9,17 @@ from pathlib import Path
 
 import pytest
 import torch
+from paths import REPO as ROOT
 
 from collectors.__main__ import main as collect_main
 from collectors.distributed import busbw
 from collectors.distributed.collectives import message_sizes
 from collectors.distributed.launch import MULTICAST_OFF, LaunchError, launch
 from collectors.distributed.rank import RankContext, save_from_root
-from collectors.payloads import CollectivesPayload, DdpPayload, GpuMatmul, LaunchInfo
-from collectors.schema import load_document
-from collectors.stats import Stat
+from gpuplan_schema.payloads import CollectivesPayload, DdpPayload, GpuMatmul, LaunchInfo
+from gpuplan_schema.schema import load_document
+from gpuplan_schema.stats import Stat
 
-ROOT = Path(__file__).resolve().parent.parent
 USER_WORKLOAD = f"{ROOT / 'examples' / 'user_workload.py'}:build"
 BATCH = 8
 

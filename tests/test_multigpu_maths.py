@@ -14,9 +14,9 @@ from collectors.distributed.collect import DistributedOptionError, World, resolv
 from collectors.distributed.collectives import message_sizes, ops_per_sample
 from collectors.distributed.ddp_points import build_point, parse_batch_pairs, world_sizes
 from collectors.distributed.launch import MULTICAST_OFF, ROOT, build_command, child_env
-from collectors.distributed.topology import GpuLinks, GpuPair, NvLink, Topology, describe_topology
-from collectors.payloads import DdpWorkload
-from collectors.stats import summarize
+from gpuplan_schema.payloads import DdpWorkload
+from gpuplan_schema.payloads.topology import GpuLinks, GpuPair, NvLink, Topology, describe_topology
+from gpuplan_schema.stats import summarize
 
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 

@@ -7,22 +7,21 @@ from __future__ import annotations
 import dataclasses
 import re
 import shutil
-from pathlib import Path
 
 import pytest
 import vl_convert
+from paths import REPO as ROOT
 from pypdf import PdfReader
 
 from collectors.distributed import busbw
-from planner.charts import with_width
-from planner.export import iter_tidy_rows
-from planner.render import render_report, render_report_html
-from planner.report import NotCollectedSection, build_report
-from planner.report_multigpu import PREFETCH, WORKER_CORE_SHARE, MultiGpuSection
-from planner.results import MachineResults, load_machine
-from planner.scaling import ASSUMED_EFFICIENCY, DDP_BUCKET_BYTES, load_scaling
+from gpuplan_schema.results import MachineResults, load_machine
+from planner.charts.base import with_width
+from planner.export.tidy import iter_tidy_rows
+from planner.model.scaling import ASSUMED_EFFICIENCY, DDP_BUCKET_BYTES, load_scaling
+from planner.render.report import render_report, render_report_html
+from planner.report.frame import NotCollectedSection, build_report
+from planner.report.multigpu import PREFETCH, WORKER_CORE_SHARE, MultiGpuSection
 
-ROOT = Path(__file__).resolve().parent.parent
 GLOO = ROOT / "tests" / "fixtures" / "multigpu" / "cpu-gloo-2"
 CPU = ROOT / "tests" / "fixtures" / "results" / "cpu-test"
 NEW_METRICS = ("busbw_bytes_per_s", "algbw_bytes_per_s", "latency_s", "scaling_efficiency", "compute_step_s",

@@ -11,15 +11,15 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from paths import REPO
 from PIL import Image, ImageFont
 from pypdf import PdfReader
 
-from planner.render import PAPERS, layout_report_pdf, render_chart_svg, render_report
-from planner.report import build_report
-from planner.report_workloads import WorkloadSection
-from planner.results import load_machine
+from gpuplan_schema.results import load_machine
+from planner.render.report import PAPERS, layout_report_pdf, render_chart_svg, render_report
+from planner.report.frame import build_report
+from planner.report.workloads import WorkloadSection
 
-REPO = Path(__file__).resolve().parent.parent
 H100 = REPO / "results" / "h100-80gb"
 CPU_FIXTURE = REPO / "tests" / "fixtures" / "results" / "cpu-test"
 ARTIFACTS = REPO / "test-artifacts" / "pdf"

@@ -7,19 +7,18 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from paths import REPO
 
-from collectors.payloads import WorkloadPayload
-from planner.memory_model import fit_memory, least_squares
-from planner.perf_model import Rates, measured_rates, predict_point, target_rates
-from planner.prediction_accuracy import build_accuracy
-from planner.recommend import recommend_allocator
-from planner.results import load_machine
+from gpuplan_schema.payloads import WorkloadPayload
+from gpuplan_schema.results import load_machine
+from planner.model.accuracy import build_accuracy
+from planner.model.memory import fit_memory, least_squares
+from planner.model.performance import Rates, measured_rates, predict_point, target_rates
+from planner.model.recommend import recommend_allocator
 from planner.specs import match_gpu
 
-REPO = Path(__file__).resolve().parent.parent
 H100, H200 = REPO / "results" / "h100-80gb", REPO / "results" / "h200"
 
 
@@ -161,7 +160,7 @@ def test_bad_target_or_job_is_one_line_and_exit_2(args, expected):
 
 
 def test_readme_publishes_the_accuracy_table_as_the_model_computes_it(h100, h200):
-    from planner.prediction_accuracy import render_markdown
+    from planner.model.accuracy import render_markdown
 
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     for table in (build_accuracy(h100, h200), build_accuracy(h200, h100)):
@@ -170,7 +169,7 @@ def test_readme_publishes_the_accuracy_table_as_the_model_computes_it(h100, h200
 
 def test_fp32_recommended_only_with_how_much_reduced_precision_lost(h100):
     """sensor-cnn (the README's user workload, measured on the H100) is launch-bound: fp32 ran fastest."""
-    from planner.recommend import recommend_precision
+    from planner.model.recommend import recommend_precision
 
     payload = workload(h100, "sensor-cnn")
     rec = recommend_precision(payload, supports_bf16=True)

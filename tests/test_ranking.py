@@ -1,4 +1,4 @@
-"""planner/ranking.py and planner/scaling.py: hours, dollars, Pareto front, instances that cannot run."""
+"""planner/model/ranking.py and planner/model/scaling.py: hours, dollars, Pareto front, instances that cannot run."""
 
 from __future__ import annotations
 
@@ -12,10 +12,12 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from paths import RESULTS
 
-from planner.assumed_scaling import Scaling, assumed_scaling
-from planner.jobs import parse_job
-from planner.ranking import (
+from gpuplan_schema.results import load_machine, load_results_root
+from planner.model.assumed_scaling import Scaling, assumed_scaling
+from planner.model.jobs import parse_job
+from planner.model.ranking import (
     DOES_NOT_FIT,
     NO_PREDICTION,
     OK,
@@ -26,11 +28,8 @@ from planner.ranking import (
     rank_instances,
     ranking_to_json,
 )
-from planner.results import load_machine
-from planner.scaling import build_scaling, load_scaling
+from planner.model.scaling import ScalingProvider, build_scaling, gather_efficiencies, load_scaling
 from planner.specs import GpuSpec, InstanceSpec, match_instance
-
-RESULTS = Path(__file__).resolve().parent.parent / "results"
 
 IMAGENET_100 = parse_job("resnet50 bf16 epochs=100 dataset=imagenet")
 H100_IMAGES_PER_S = 2616.0       # ResNet-50 AMP on an H100 SXM (gpu-facts.md, Lambda)
@@ -121,7 +120,7 @@ def h200s(count: int) -> InstanceSpec:
 
 
 def test_an_instance_measured_at_its_gpu_count_cites_that_measurement():
-    scaling = build_scaling(RESULTS)
+    scaling = measured_under(RESULTS)
     four, two = scaling(h200s(4)), scaling(h200s(2))
     assert four.measured and four.efficiency == lowest_measured(4, "h200-x4")
     assert four.note.startswith(f"measured DDP efficiency on h200-x4 ({four.efficiency:.3f} on 4 GPUs, ")
@@ -132,27 +131,29 @@ def test_an_instance_measured_at_its_gpu_count_cites_that_measurement():
 
 
 def test_beyond_the_largest_measured_count_the_efficiency_compounds_per_doubling():
-    eight = build_scaling(RESULTS)(h200s(8))
+    eight = measured_under(RESULTS)(h200s(8))
     at_four = lowest_measured(4, "h200-x4")
     assert eight.measured and eight.efficiency == pytest.approx(at_four ** 1.5)  # 4 → 8: half of 4's two doublings
     assert eight.note.startswith("extrapolated per doubling from the measured 4-GPU DDP efficiency on h200-x4 "
                                  f"({at_four:.3f} on 4 GPUs") and eight.note.endswith(f"→ {eight.efficiency:.2f} on 8")
 
 
-def test_with_only_two_gpus_measured_four_are_extrapolated_and_a_broken_folder_is_skipped(tmp_path):
+def measured_under(root: Path) -> ScalingProvider:
+    return build_scaling(gather_efficiencies(load_results_root(root)))
+
+
+def test_with_only_two_gpus_measured_four_are_extrapolated(tmp_path):
     shutil.copytree(RESULTS / "h200-x2", tmp_path / "h200-x2")
-    (tmp_path / "broken").mkdir()
-    (tmp_path / "broken" / "ddp.json").write_text("{not json", encoding="utf-8")
-    four = build_scaling(tmp_path)(h200s(4))
+    four = measured_under(tmp_path)(h200s(4))
     assert four.efficiency == pytest.approx(lowest_measured(2, "h200-x2") ** 2)
     assert four.note.startswith("extrapolated per doubling from the measured 2-GPU DDP efficiency on h200-x2")
 
 
 def test_without_a_measurement_of_the_gpu_model_the_assumption_stands():
-    scaling = build_scaling(RESULTS)
+    scaling = measured_under(RESULTS)
     h100s = match_instance("p5.48xlarge")
     assert scaling(h100s) == assumed_scaling(h100s) and scaling(h200s(1)) == assumed_scaling(h200s(1))
-    assert build_scaling(None)(h200s(8)) == assumed_scaling(h200s(8))
+    assert build_scaling([])(h200s(8)) == assumed_scaling(h200s(8))
 
 
 # ── instances that cannot run the job ──────────────────────────────────────────────────────

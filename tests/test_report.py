@@ -9,24 +9,18 @@ from pathlib import Path
 
 import pytest
 import vl_convert
+from paths import FIXTURES
 from pypdf import PdfReader
 
-from collectors.schema import DocumentError, load_document
-from collectors.stats import Stat
-from planner.charts import build_roofline_chart, with_width
-from planner.formatting import (
-    format_bytes,
-    format_duration,
-    format_number,
-    format_spread,
-    format_stat,
-    script_json,
-)
-from planner.render import render_report, render_report_html, vega_javascript
-from planner.report import CeilingsSection, NotCollectedSection, build_report
-from planner.results import load_machine
+from gpuplan_schema.results import load_machine
+from gpuplan_schema.schema import DocumentError, load_document
+from gpuplan_schema.stats import Stat
+from planner.charts.base import build_roofline_chart, with_width
+from planner.render.filters import script_json
+from planner.render.report import render_report, render_report_html, vega_javascript
+from planner.report.frame import CeilingsSection, NotCollectedSection, build_report
+from planner.units import format_bytes, format_duration, format_number, format_spread, format_stat
 
-FIXTURES = Path(__file__).parent / "fixtures" / "results"
 H100 = FIXTURES / "h100-80gb"
 CPU = FIXTURES / "cpu-test"
 HOSTILE = "<script>alert(1)</script>"

@@ -16,24 +16,24 @@ from pathlib import Path
 import pytest
 import torch
 import vl_convert
+from paths import REPO as ROOT
 from pypdf import PdfReader
 
 from collectors.__main__ import main as collect_main
 from collectors.dataloader_collector import skipped_payload
 from collectors.image_pipeline import sample_bytes
-from collectors.payloads import DataloaderPayload, WorkloadPayload
-from collectors.schema import build_document, load_document, save_document
-from planner.charts import with_width
-from planner.charts_dataloader import build_loader_heatmap, build_worker_scaling_chart
-from planner.dataloader_verdict import appetite_point, best_per_workers, build_feed_verdicts
-from planner.export import build_tidy_table
-from planner.formatting import format_bytes
-from planner.render import render_report, render_report_html
-from planner.report import NotCollectedSection, build_report
-from planner.report_dataloader import DataloaderSection
-from planner.results import load_machine
+from gpuplan_schema.payloads import DataloaderPayload, WorkloadPayload
+from gpuplan_schema.results import load_machine
+from gpuplan_schema.schema import build_document, load_document, save_document
+from planner.charts.base import with_width
+from planner.charts.dataloader import build_loader_heatmap, build_worker_scaling_chart
+from planner.export.tidy import build_tidy_table
+from planner.model.dataloader_verdict import appetite_point, best_per_workers, build_feed_verdicts
+from planner.render.report import render_report, render_report_html
+from planner.report.dataloader import DataloaderSection
+from planner.report.frame import NotCollectedSection, build_report
+from planner.units import format_bytes
 
-ROOT = Path(__file__).resolve().parent.parent
 VM_CPU = ROOT / "results" / "vm-cpu"
 H100 = ROOT / "results" / "h100-80gb"
 VARIANT = re.compile(r"workers=(\d+),prefetch=(none|\d+),pin=([01]),persistent=([01])(,epoch=2)?")

@@ -4,24 +4,24 @@ from __future__ import annotations
 
 import re
 import shutil
-from pathlib import Path
 
 import pytest
 from altair.utils.schemapi import validate_jsonschema
 from altair.vegalite.v6.schema import load_schema
+from paths import REPO
 
-from collectors.schema import load_document
-from planner.accuracy import AccuracyRow, build_accuracy_chart
-from planner.glossary import TERMS, GlossarySection
-from planner.render import render_report_html
-from planner.report import REPORT_ORDER, PlaceholderSection, build_report
-from planner.report_changes import MIN_GAIN, Change, throughput_knee, top_changes
-from planner.report_summary import SummarySection
-from planner.report_workloads import PointRow, WorkloadSection
-from planner.results import load_machine
-from planner.workload_verdict import judged_point
+from gpuplan_schema.results import load_machine
+from gpuplan_schema.schema import load_document
+from planner.charts.accuracy import build_accuracy_chart
+from planner.model.accuracy import AccuracyRow
+from planner.model.workload_verdict import judged_point
+from planner.render.report import render_report_html
+from planner.report.changes import MIN_GAIN, Change, throughput_knee, top_changes
+from planner.report.frame import REPORT_ORDER, PlaceholderSection, build_report
+from planner.report.glossary import TERMS, GlossarySection
+from planner.report.summary import SummarySection
+from planner.report.workloads import PointRow, WorkloadSection
 
-REPO = Path(__file__).resolve().parent.parent
 H100, H200 = REPO / "results" / "h100-80gb", REPO / "results" / "h200"
 QUICK = REPO / "tests" / "fixtures" / "results-quick" / "h100-quick"  # an H100 `--profile quick` collection
 CPU_FIXTURE = REPO / "tests" / "fixtures" / "results" / "cpu-test"
@@ -170,7 +170,7 @@ def test_glossary_is_the_last_section_and_renders_every_term(h100, h100_html):
 
 
 def test_every_chart_spec_is_valid_vega_lite(h100):
-    """Altair does not validate while building (planner.vega_spec.unvalidated): this does, for every chart kind."""
+    """Altair does not validate while building (planner.charts.vega.unvalidated): this does, for every chart kind."""
     schema = load_schema()
     specs = [s.chart for s in h100.sections if getattr(s, "chart", None)]
     for section in h100.sections:

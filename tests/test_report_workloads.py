@@ -12,15 +12,15 @@ import vl_convert
 from pypdf import PdfReader
 
 from collectors.__main__ import main as collect_main
-from collectors.payloads import WorkloadPayload, WorkloadPoint
-from collectors.schema import load_document
-from planner.charts import build_memory_chart, build_sequence_chart, build_throughput_chart, with_width
-from planner.formatting import format_count, format_number, format_percent
-from planner.render import render_report, render_report_html
-from planner.report import NotCollectedSection, build_report
-from planner.report_workloads import WorkloadSection, build_workload_section
-from planner.results import load_machine
-from planner.workload_verdict import BOUNDS, build_verdict, gpu_memory_bytes, judged_point
+from gpuplan_schema.payloads import WorkloadPayload, WorkloadPoint
+from gpuplan_schema.results import load_machine
+from gpuplan_schema.schema import load_document
+from planner.charts.base import build_memory_chart, build_sequence_chart, build_throughput_chart, with_width
+from planner.model.workload_verdict import BOUNDS, build_verdict, gpu_memory_bytes, judged_point
+from planner.render.report import render_report, render_report_html
+from planner.report.frame import NotCollectedSection, build_report
+from planner.report.workloads import WorkloadSection, build_workload_section
+from planner.units import format_count, format_number, format_percent
 
 H100 = Path(__file__).resolve().parent.parent / "results" / "h100-80gb"
 GPT = H100 / "workload-gpt-small.json"

@@ -14,11 +14,11 @@ import pytest
 import torch
 
 from collectors.__main__ import main as collect_main
-from collectors.payloads import WorkloadPayload
-from collectors.progress import Progress
-from collectors.schema import build_document, load_document, parse_document, save_document
 from collectors.sweep import point_key
 from collectors.workload_collector import NAME, VERSION, iter_workload_documents
+from gpuplan_schema.payloads import WorkloadPayload
+from gpuplan_schema.progress import Progress
+from gpuplan_schema.schema import build_document, load_document, parse_document, save_document
 
 CPU = torch.device("cpu")
 

@@ -27,20 +27,20 @@ from collectors.accounting import count_flops
 from collectors.op_accounting import OpCall
 from collectors.op_profile import attribute, profile_steps
 from collectors.op_roofline import LATENCY_MULTIPLE, build_ops, build_roofs, classify
-from collectors.payloads import OpRoofline, RooflinePayload, RooflineRoofs
 from collectors.profiles import CPU_MAIN_BATCH
-from collectors.progress import Progress
 from collectors.roofline import collect_roofline
-from collectors.schema import DocumentError, load_document
 from collectors.training import Variant, build_step, precision_mode, prepare_model
 from collectors.workload_collector import instantiate
-from planner.charts import with_width
-from planner.export import iter_tidy_rows
-from planner.render import build_jinja_env, render_report_html
-from planner.report import NotCollectedSection, build_report
-from planner.report_roofline import OpRooflineSection, build_op_roofline_section
-from planner.results import load_machine
-from planner.roofline_analysis import OUTSIDE, class_shares, rank_by_time_lost
+from gpuplan_schema.payloads import OpRoofline, RooflinePayload, RooflineRoofs
+from gpuplan_schema.progress import Progress
+from gpuplan_schema.results import load_machine
+from gpuplan_schema.schema import DocumentError, load_document
+from planner.charts.base import with_width
+from planner.export.tidy import iter_tidy_rows
+from planner.model.roofline import OUTSIDE, class_shares, rank_by_time_lost
+from planner.render.report import build_jinja_env, render_report_html
+from planner.report.frame import NotCollectedSection, build_report
+from planner.report.roofline import OpRooflineSection, build_op_roofline_section
 
 CPU = torch.device("cpu")
 FIXTURE = Path(__file__).parent / "fixtures" / "results" / "cpu-test"

@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from paths import FIXTURES
 
-from collectors import schema
-from collectors.payloads import CeilingsPayload
-from collectors.plausible import MAX_SECONDS
-from collectors.schema import DocumentError, document_to_dict, load_document, parse_document, save_document
-from collectors.stats import Stat, summarize
+from gpuplan_schema import schema
+from gpuplan_schema.payloads import CeilingsPayload
+from gpuplan_schema.plausible import MAX_SECONDS
+from gpuplan_schema.schema import DocumentError, document_to_dict, load_document, parse_document, save_document
+from gpuplan_schema.stats import Stat, summarize
 
-FIXTURES = Path(__file__).parent / "fixtures" / "results"
 FIXTURE_FILES = sorted(FIXTURES.glob("*/*.json"))
 H100_CEILINGS = FIXTURES / "h100-80gb" / "ceilings.json"
 
@@ -197,7 +197,7 @@ def test_fixture_payloads_are_typed():
     assert isinstance(doc.payload.matmul[0].flops_per_s, Stat)
 
 
-# launch_latency_s is a duration: the loader takes up to MAX_SECONDS (collectors/plausible.py)
+# launch_latency_s is a duration: the loader takes up to MAX_SECONDS (gpuplan_schema/plausible.py)
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.floats(min_value=0, max_value=MAX_SECONDS, allow_nan=False), min_size=1, max_size=30))
 def test_any_summary_survives_the_disk(samples):

@@ -9,13 +9,13 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from paths import FIXTURES
 
-from collectors.schema import DocumentError
-from planner.formatting import format_number
-from planner.results import load_results_root
-from planner.site import STAMP_RE, build_site
+from gpuplan_schema.results import load_results_root
+from gpuplan_schema.schema import DocumentError
+from planner.site.build import STAMP_RE, build_site
+from planner.units import format_number
 
-FIXTURES = Path(__file__).parent / "fixtures" / "results"
 MACHINES = ("cpu-test", "h100-80gb")
 
 

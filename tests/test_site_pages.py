@@ -10,20 +10,18 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from paths import FIXTURES, RESULTS
 
-import planner.site_machines as site_machines
-from planner.accuracy import AccuracyRow, build_accuracy_page
-from planner.export import build_tidy_table, render_csv
-from planner.formatting import format_number
-from planner.report import build_report
-from planner.report_summary import SummarySection
-from planner.results import load_machine
-from planner.site import ACCURACY_NAME, CSV_NAME, MANIFEST_NAME, build_site
-from planner.workload_verdict import judged_point, main_batch
-
-REPO = Path(__file__).resolve().parent.parent
-RESULTS = REPO / "results"
-FIXTURES = REPO / "tests" / "fixtures" / "results"
+import planner.site.machines as site_machines
+from gpuplan_schema.results import load_machine
+from planner.export.tidy import build_tidy_table, render_csv
+from planner.model.accuracy import AccuracyRow
+from planner.model.workload_verdict import judged_point, main_batch
+from planner.report.frame import build_report
+from planner.report.summary import SummarySection
+from planner.site.accuracy import build_accuracy_page
+from planner.site.build import ACCURACY_NAME, CSV_NAME, MANIFEST_NAME, build_site
+from planner.units import format_number
 
 
 def html_files(out: Path) -> list[Path]:

@@ -18,22 +18,22 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
+from paths import REPO
 from torch import nn
 
 from collectors.__main__ import main as collect_main
 from collectors.accounting import count_flops, estimate_traffic
 from collectors.profiles import PROFILES
-from collectors.progress import Progress
-from collectors.schema import load_document
 from collectors.sweep import Context
 from collectors.training import Variant, build_step, prepare_model
 from collectors.workload_collector import collect_workload
 from collectors.workloads import Workload, WorkloadError, builtin, load_workload, workload_from_dict
 from collectors.workloads.small import ConvOperator, rollout
-from planner.export import iter_tidy_rows
-from planner.results import load_machine
+from gpuplan_schema.progress import Progress
+from gpuplan_schema.results import load_machine
+from gpuplan_schema.schema import load_document
+from planner.export.tidy import iter_tidy_rows
 
-REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = "examples/user_workload.py:build"
 CPU = torch.device("cpu")
 STATUSES = {"ok", "oom", "skipped", "error"}

@@ -18,9 +18,9 @@ import torch
 from collectors.distributed.busbw import OPS
 from collectors.distributed.ddp_points import parse_batch_pairs
 from collectors.distributed.launch import LaunchError, launch
-from collectors.payloads import CollectivesPayload, DdpPayload
-from collectors.progress import Progress
-from collectors.schema import Document, DocumentError, load_document
+from gpuplan_schema.payloads import CollectivesPayload, DdpPayload
+from gpuplan_schema.progress import Progress
+from gpuplan_schema.schema import Document, DocumentError, load_document
 
 GLOO_DEFAULT_RANKS = 2
 

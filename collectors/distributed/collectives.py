@@ -24,11 +24,11 @@ import torch.distributed as dist
 
 from collectors.distributed import busbw, rank
 from collectors.distributed.topology import read_topology
-from collectors.payloads import CollectivePoint, CollectivesPayload
-from collectors.progress import Progress
-from collectors.stats import summarize
 from collectors.sweep import free_memory, is_oom
 from collectors.timing import Timer, synchronize
+from gpuplan_schema.payloads import CollectivePoint, CollectivesPayload
+from gpuplan_schema.progress import Progress
+from gpuplan_schema.stats import summarize
 
 NAME, VERSION, STEM = "collectives", "1", "collectives"
 DTYPE, DTYPE_NAME, ELEMENT_BYTES = torch.float32, "fp32", 4

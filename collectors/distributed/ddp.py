@@ -30,14 +30,14 @@ from collectors import profiles
 from collectors.distributed import rank
 from collectors.distributed.ddp_points import build_point, parse_batch_pairs, world_sizes
 from collectors.matmul import build_matmul
-from collectors.payloads import DdpPayload, DdpPoint, DdpWorkload, GpuMatmul
-from collectors.progress import Progress
-from collectors.stats import Stat, summarize
 from collectors.sweep import error_line, free_memory, is_oom
 from collectors.timing import Timer, TimingPlan, synchronize, time_callable
 from collectors.training import Variant, autocast, make_optimizer, precision_mode, prepare_model
 from collectors.workload_collector import instantiate
 from collectors.workloads import BUILTIN, load_workload
+from gpuplan_schema.payloads import DdpPayload, DdpPoint, DdpWorkload, GpuMatmul
+from gpuplan_schema.progress import Progress
+from gpuplan_schema.stats import Stat, summarize
 
 NAME, VERSION, STEM = "ddp", "1", "ddp"
 DEFAULT_WORKLOADS = ("gpt-small", "resnet50")

@@ -5,8 +5,8 @@ Plain functions of the gathered results, apart from torch.distributed, so they a
 
 from __future__ import annotations
 
-from collectors.payloads import DdpPoint, DdpWorkload, RankStep
-from collectors.stats import Stat
+from gpuplan_schema.payloads import DdpPoint, DdpWorkload, RankStep
+from gpuplan_schema.stats import Stat
 
 # What one rank sends to rank 0 for a world size: (problem, step without sync, step with sync), where
 # a problem is (status, reason).

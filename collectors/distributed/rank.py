@@ -20,9 +20,9 @@ import torch
 import torch.distributed as dist
 
 from collectors.distributed.launch import MULTICAST_OFF
-from collectors.payloads import LaunchInfo
 from collectors.profiles import PROFILES
-from collectors.schema import build_document, save_document
+from gpuplan_schema.payloads import LaunchInfo
+from gpuplan_schema.schema import build_document, save_document
 
 DEFAULT_TIMEOUT_S = 600.0
 

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from collectors.schema import DocumentError
+from gpuplan_schema.schema import DocumentError
 
 # A price date as precise as the source gives it: a day, a month or only a year.
 DATE_PATTERN = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")

@@ -15,7 +15,7 @@ import difflib
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from collectors.schema import DocumentError
+from gpuplan_schema.schema import DocumentError
 from planner.specs import gpus, instances
 from planner.specs.gpus import GPUS_FILE, GpuSpec, load_gpu_catalog, match_gpu
 from planner.specs.instances import INSTANCES_FILE, InstanceSpec, load_instances, match_instance

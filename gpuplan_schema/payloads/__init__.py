@@ -1,0 +1,53 @@
+"""Typed payloads of each document kind. Units are SI and named in the field names.
+
+One module per collector's document; this package re-exports every name, so code (and
+`gpuplan_schema.schema`, through `PAYLOADS`) imports them from `gpuplan_schema.payloads` alone.
+"""
+
+from __future__ import annotations
+
+from gpuplan_schema.payloads.ceilings import BandwidthCeiling, CeilingsPayload, MatmulCeiling, MatmulShape
+from gpuplan_schema.payloads.common import Allocator, Status
+from gpuplan_schema.payloads.dataloader import DataloaderPayload, EpochBoundary, LoaderPoint, SyntheticImages
+from gpuplan_schema.payloads.distributed import (
+    CollectivePoint,
+    CollectivesPayload,
+    DdpPayload,
+    DdpPoint,
+    DdpWorkload,
+    GpuMatmul,
+    LaunchInfo,
+    RankStep,
+)
+from gpuplan_schema.payloads.environment import CpuInfo, EnvironmentPayload, GpuInfo
+from gpuplan_schema.payloads.roofline import KernelTime, OpClass, OpRoofline, RooflinePayload, RooflineRoofs
+from gpuplan_schema.payloads.workloads import (
+    DeviceSamples,
+    MemoryUse,
+    OomBoundary,
+    TrafficEstimate,
+    WorkloadPayload,
+    WorkloadPoint,
+)
+
+__all__ = [
+    "PAYLOADS",
+    "Allocator", "Status",
+    "CpuInfo", "EnvironmentPayload", "GpuInfo",
+    "BandwidthCeiling", "CeilingsPayload", "MatmulCeiling", "MatmulShape",
+    "DeviceSamples", "MemoryUse", "OomBoundary", "TrafficEstimate", "WorkloadPayload", "WorkloadPoint",
+    "KernelTime", "OpClass", "OpRoofline", "RooflinePayload", "RooflineRoofs",
+    "DataloaderPayload", "EpochBoundary", "LoaderPoint", "SyntheticImages",
+    "CollectivePoint", "CollectivesPayload", "DdpPayload", "DdpPoint", "DdpWorkload", "GpuMatmul", "LaunchInfo",
+    "RankStep",
+]
+
+PAYLOADS: dict[str, type] = {
+    "environment": EnvironmentPayload,
+    "ceilings": CeilingsPayload,
+    "workload": WorkloadPayload,
+    "roofline": RooflinePayload,
+    "dataloader": DataloaderPayload,
+    "collectives": CollectivesPayload,
+    "ddp": DdpPayload,
+}

@@ -1,0 +1,107 @@
+"""Payload of the `roofline` document: per-operator times of one workload against the roofs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from gpuplan_schema.payloads.common import Status
+from gpuplan_schema.stats import Stat
+
+OpClass = Literal["math-bound", "memory-bound", "latency-bound", "unclassified"]
+
+
+@dataclass(frozen=True)
+class KernelTime:
+    """One device kernel (or, on a CPU, the op itself) launched by an op: time and launches per step."""
+
+    name: str
+    time_s: float
+    calls: float
+
+
+@dataclass(frozen=True)
+class OpRoofline:
+    """One aten operator of a profiled step, all its calls summed (per step); see collectors/op_roofline.py.
+
+    `flops` is None when the op has no FLOP formula. `math_s` and `memory_s` are the times the op
+    would take at the roofs (FLOPs / peak of its dtype, bytes / copy bandwidth), `expected_s` the sum
+    over its calls of the larger of the two; `efficiency` = expected / measured median.
+    """
+
+    name: str
+    calls: float
+    time_s: Stat
+    read_bytes: float
+    written_bytes: float
+    op_class: OpClass
+    flops: float | None = None
+    dtype: str | None = None
+    math_s: float | None = None
+    memory_s: float | None = None
+    expected_s: float | None = None
+    efficiency: float | None = None
+    kernels: list[KernelTime] = field(default_factory=list)
+
+    @property
+    def bytes(self) -> float:
+        return self.read_bytes + self.written_bytes
+
+    @property
+    def intensity(self) -> float | None:
+        """Arithmetic intensity, FLOP per byte read or written."""
+        return self.flops / self.bytes if self.flops is not None and self.bytes else None
+
+    @property
+    def lost_s(self) -> float | None:
+        """Time spent beyond the roofline's expectation (never negative)."""
+        return None if self.expected_s is None else max(0.0, self.time_s.median - self.expected_s)
+
+
+@dataclass(frozen=True)
+class RooflineRoofs:
+    """The ceilings the classification used, copied from the machine's ceilings document, and what
+    was missing from it (each missing roof is said here, never silently assumed)."""
+
+    source: str
+    flops_per_s: dict[str, float] = field(default_factory=dict)   # peak dense matmul per dtype
+    memory_bytes_per_s: float | None = None                        # device copy, read + written
+    launch_latency_s: float | None = None
+    missing: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class RooflinePayload:
+    """Per-operation roofline of one workload at its main configuration (batch, bf16).
+
+    `timer` says what the op times are: "cuda" is device time of each op's kernels (CUPTI through
+    torch.profiler), "cpu" the op's wall time on the CPU. `step_s` is the step timed without the
+    profiler; `unattributed_s` is device time per step in kernels launched outside any recorded op.
+    """
+
+    workload: str
+    source: str
+    device: Literal["cuda", "cpu"]
+    precision: str
+    batch: int
+    training: bool
+    status: Status
+    roofs: RooflineRoofs
+    elapsed_s: float
+    reason: str | None = None
+    scale: str = "reference"
+    timer: Literal["cuda", "cpu"] = "cuda"
+    steps: int = 0
+    step_s: Stat | None = None
+    unattributed_s: float = 0.0
+    unmatched_calls: int = 0
+    ops: list[OpRoofline] = field(default_factory=list)
+
+    @property
+    def op_time_s(self) -> float:
+        """Measured time of all recorded ops per step (medians summed)."""
+        return sum(op.time_s.median for op in self.ops)
+
+    @property
+    def no_flop_formula(self) -> list[str]:
+        return [op.name for op in self.ops if op.flops is None]

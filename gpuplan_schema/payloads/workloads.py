@@ -1,0 +1,123 @@
+"""Payload of the `workload` document: measured configurations of one workload and its OOM boundaries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from gpuplan_schema.payloads.common import Allocator, Status
+from gpuplan_schema.stats import Stat
+
+
+@dataclass(frozen=True)
+class TrafficEstimate:
+    """Bytes moved per step by the traffic model of seed 002 (see collectors/accounting.py)."""
+
+    params_bytes: int
+    grads_bytes: int
+    optimizer_bytes: int
+    activations_bytes: int
+
+    @property
+    def total_bytes(self) -> int:
+        return self.params_bytes + self.grads_bytes + self.optimizer_bytes + self.activations_bytes
+
+
+@dataclass(frozen=True)
+class MemoryUse:
+    """Peak memory of a step: torch's allocator (allocated, reserved) and the device as NVML sees it."""
+
+    peak_allocated_bytes: int | None = None
+    peak_reserved_bytes: int | None = None
+    device_used_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class DeviceSamples:
+    """NVML readings sampled through the timed loop: GPU utilisation (0-1) and power draw."""
+
+    utilization: Stat | None = None
+    power_w: Stat | None = None
+
+
+@dataclass(frozen=True)
+class WorkloadPoint:
+    """One measured configuration. `sweep` says why it was measured: batch, sequence, variant, repeat, or
+    probe (an untimed run of the out-of-memory boundary search: status and peak memory only)."""
+
+    sweep: Literal["batch", "sequence", "variant", "repeat", "probe"]
+    precision: str
+    batch: int
+    variant: str
+    status: Status
+    reason: str | None = None
+    seq_len: int | None = None
+    step_s: Stat | None = None
+    throughput_per_s: float | None = None
+    tokens_per_s: float | None = None
+    memory: MemoryUse | None = None
+    flops_per_step: float | None = None
+    traffic: TrafficEstimate | None = None
+    achieved_flops_fraction: float | None = None
+    achieved_bytes_fraction: float | None = None
+    device_samples: DeviceSamples | None = None
+    compile_s: float | None = None
+    first_step_s: float | None = None  # wall time of the first step: allocation, cudnn autotuning, compiling
+    wall_s: float | None = None        # wall time the collector spent on this point, all included
+
+    def check(self) -> str | None:
+        if self.batch < 1:
+            return f"batch is {self.batch}; a point's batch is at least 1"
+        if self.status == "ok" and self.sweep != "probe" and (self.step_s is None or self.throughput_per_s is None):
+            return "status is ok but a timed point's step_s or throughput_per_s is missing"
+        return None
+
+
+@dataclass(frozen=True)
+class OomBoundary:
+    """The largest batch that runs at a precision, to within `tolerance` of the first that does not."""
+
+    precision: str
+    status: Status
+    max_batch: int | None = None
+    first_oom_batch: int | None = None
+    capped: bool = False
+    reason: str | None = None
+    allocator: Allocator = "default"
+
+    def check(self) -> str | None:
+        return "status is ok but max_batch is missing" if self.status == "ok" and self.max_batch is None else None
+
+
+@dataclass(frozen=True)
+class WorkloadPayload:
+    workload: str
+    source: str
+    unit: str
+    training: bool
+    device: Literal["cuda", "cpu"]
+    profile: str
+    parameters: int
+    points: list[WorkloadPoint]
+    boundaries: list[OomBoundary]
+    elapsed_s: float
+    tokens_per_sample: int | None = None
+    scale: str = "reference"
+    complete: bool = True  # False while the collection runs (or after it was stopped): resume to finish
+
+    def boundary(self, precision: str, allocator: Allocator = "default") -> OomBoundary | None:
+        """The precision's boundary searched with `allocator`, where there is one."""
+        return next((b for b in self.boundaries if b.precision == precision and b.allocator == allocator), None)
+
+    @property
+    def default_boundaries(self) -> list[OomBoundary]:
+        """The boundaries with PyTorch's default allocator: what a job run as it is will meet."""
+        return [b for b in self.boundaries if b.allocator == "default"]
+
+    def expandable_gain(self, precision: str) -> float | None:
+        """How much larger the boundary searched with expandable segments is than the default allocator's
+        (0.46: 46 % more fits); None unless both were found (a capped default is not searched again)."""
+        default, expandable = self.boundary(precision), self.boundary(precision, "expandable_segments")
+        if default and expandable and default.max_batch and expandable.max_batch and not default.capped:
+            return expandable.max_batch / default.max_batch - 1
+        return None

@@ -1,0 +1,119 @@
+"""Loading a machine's results folder (and a results root) into typed structures.
+
+Every document is read and checked before anything is written anywhere, so a bad file
+stops a command with one clear line and leaves existing output alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpuplan_schema.payloads import CeilingsPayload, EnvironmentPayload, WorkloadPayload
+from gpuplan_schema.schema import Document, DocumentError, load_document
+
+SINGLETON_KINDS = ("environment", "ceilings", "dataloader")  # one per machine; workload documents are one per workload
+
+
+@dataclass(frozen=True)
+class MachineResults:
+    machine: str
+    folder: Path
+    documents: dict[str, Document]  # by file stem: "environment", "ceilings", "workload-gpt-small"…
+
+    @property
+    def environment(self) -> EnvironmentPayload | None:
+        return self._singleton("environment")
+
+    @property
+    def ceilings(self) -> CeilingsPayload | None:
+        return self._singleton("ceilings")
+
+    def _singleton(self, kind: str):  # noqa: ANN202 - the payload type depends on the kind
+        return next((d.payload for d in self.documents.values() if d.kind == kind), None)
+
+    @property
+    def workloads(self) -> list[WorkloadPayload]:
+        return [d.payload for d in self.documents.values() if d.kind == "workload"]
+
+    @property
+    def gpu_name(self) -> str | None:
+        env = self.environment
+        if env and env.gpus:
+            return env.gpus[0].name
+        ceilings = self.ceilings
+        if ceilings and ceilings.device == "cuda":
+            return ceilings.device_name
+        return None
+
+    @property
+    def device_label(self) -> str:
+        """What ran the measurements, for one-line summaries: the GPU, or the CPU model."""
+        if self.gpu_name:
+            count = len(self.environment.gpus) if self.environment else 1
+            return f"{count}× {self.gpu_name}" if count > 1 else self.gpu_name
+        if self.environment:
+            return f"CPU: {self.environment.cpu.model}"
+        return self.ceilings.device_name if self.ceilings else "unknown device"
+
+
+def iter_document_paths(folder: Path) -> list[Path]:
+    """The JSON documents of a machine folder, in a stable order. Temp files of atomic writes are
+    skipped, and so are symlinks: a results folder must not lead the reader out of itself."""
+    return sorted(p for p in folder.glob("*.json") if not p.name.startswith(".") and not p.is_symlink())
+
+
+def load_machine(folder: Path) -> MachineResults:
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise DocumentError(folder, "", "not a results folder (no such directory)")
+    paths = iter_document_paths(folder)
+    if not paths:
+        raise DocumentError(folder, "", "holds no result documents (*.json); run `gpuplan collect` first")
+    documents: dict[str, Document] = {}
+    machine = None
+    for path in paths:
+        doc = load_document(path)
+        if machine is not None and doc.machine != machine:
+            raise DocumentError(path, "machine", f"{doc.machine!r} differs from {machine!r} in the same folder")
+        if doc.kind in SINGLETON_KINDS and any(d.kind == doc.kind for d in documents.values()):
+            raise DocumentError(path, "kind", f"a second {doc.kind!r} document in one machine folder")
+        machine = doc.machine
+        documents[path.stem] = doc
+    assert machine is not None
+    return MachineResults(machine, folder, documents)
+
+
+def load_results_root(root: Path) -> list[MachineResults]:
+    """Every machine folder under `root` (symlinks are not followed out of the root)."""
+    root = Path(root)
+    if not root.is_dir():
+        raise DocumentError(root, "", "not a results root (no such directory)")
+    machines = [load_machine(f) for f in _machine_folders(root)]
+    if not machines:
+        raise DocumentError(root, "", "holds no machine folders with results")
+    return machines
+
+
+def load_machine_and_root(folder: Path) -> tuple[MachineResults, list[MachineResults]]:
+    """A machine folder and every machine beside it in its results root (the folder's parent), each loaded
+    once: the planner cites measurements of the others (multi-GPU efficiency). A broken sibling stops the
+    command with its one-line error; nothing is planned from a root that is only partly read."""
+    folder = Path(folder)
+    machine = load_machine(folder)
+    root = folder.resolve().parent
+    siblings = [load_machine(f) for f in _machine_folders(root) if f.resolve() != folder.resolve()]
+    return machine, [machine, *siblings]
+
+
+def _machine_folders(root: Path) -> list[Path]:
+    folders = sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink() and not p.name.startswith("."))
+    return [f for f in folders if iter_document_paths(f)]
+
+
+def load_machines(path: Path) -> list[MachineResults]:
+    """A machine folder (holds *.json) or a results root (holds machine folders)."""
+    path = Path(path)
+    if path.is_dir() and iter_document_paths(path):
+        return [load_machine(path)]
+    return load_results_root(path)

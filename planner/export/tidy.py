@@ -1,0 +1,226 @@
+"""Tidy export: every measured figure of one or more machines as one row.
+
+Columns (in this order, a stable contract for pandas users and machine comparisons):
+`machine, gpu, collector, workload, precision, batch, variant, metric, value, unit, spread, n, status`.
+A cell that does not apply is empty (None here, "" in CSV, null in JSON). `value` is the median,
+`spread` the interquartile range (same unit), `n` the sample count.
+
+Each document kind contributes rows through one function registered with `@exporter(kind)`;
+a new collector plugs in by registering its own, nothing else changes.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from gpuplan_schema.payloads import (
+    BandwidthCeiling,
+    CeilingsPayload,
+    DataloaderPayload,
+    LoaderPoint,
+    MatmulCeiling,
+    RooflinePayload,
+    WorkloadPayload,
+    WorkloadPoint,
+)
+from gpuplan_schema.results import MachineResults, load_machines
+from gpuplan_schema.stats import Stat
+from planner.export import multigpu  # noqa: F401 - registers the collectives and ddp row builders
+from planner.export.rows import COLUMNS, EXPORTERS, RowContext, TidyRow, exporter
+
+
+@exporter("environment")
+def iter_environment_rows(ctx: RowContext, payload: Any) -> Iterator[TidyRow]:
+    # The fingerprint describes the machine; it measures nothing, so it gives no rows.
+    return iter(())
+
+
+@exporter("ceilings")
+def iter_ceilings_rows(ctx: RowContext, payload: CeilingsPayload) -> Iterator[TidyRow]:
+    for m in payload.matmul:
+        yield from _matmul_rows(ctx, m)
+    for b in payload.memory:
+        yield _bandwidth_row(ctx, f"memory_{b.name}_bytes_per_s", b)
+    for b in payload.host_device:
+        yield _bandwidth_row(ctx, f"{b.name}_bytes_per_s", b)
+    status = "ok" if payload.launch_latency_s is not None else "skipped"
+    yield ctx.row("launch_latency_s", "s", payload.launch_latency_s, status)
+
+
+def _matmul_rows(ctx: RowContext, m: MatmulCeiling) -> Iterator[TidyRow]:
+    yield ctx.row("matmul_flops_per_s", "FLOP/s", m.flops_per_s, m.status, precision=m.dtype)
+    if m.sustained_flops_per_s is not None:
+        yield ctx.row("matmul_sustained_flops_per_s", "FLOP/s", m.sustained_flops_per_s, m.status,
+                      precision=m.dtype)
+
+
+def _bandwidth_row(ctx: RowContext, metric: str, b: BandwidthCeiling) -> TidyRow:
+    return ctx.row(metric, "B/s", b.bytes_per_s, b.status)
+
+
+@exporter("workload")
+def iter_workload_rows(ctx: RowContext, payload: WorkloadPayload) -> Iterator[TidyRow]:
+    for p in payload.points:
+        keys = dict(workload=payload.workload, precision=p.precision, batch=p.batch, variant=_variant_cell(p))
+        if p.sweep == "probe":  # untimed: whether it fit, and its peak memory
+            yield ctx.row("peak_allocated_bytes", "B", _single(p.memory.peak_allocated_bytes if p.memory else None),
+                          p.status, **keys)
+            continue
+        yield ctx.row("step_s", "s", p.step_s, p.status, **keys)
+        if p.status != "ok":
+            continue
+        yield from _plain_rows(ctx, keys, p)
+    for b in payload.boundaries:
+        variant = "+".join(part for part, on in ((b.allocator, b.allocator != "default"), ("capped", b.capped)) if on)
+        variant = variant or "default"
+        yield ctx.row("max_batch", "samples", _single(b.max_batch), b.status, workload=payload.workload,
+                      precision=b.precision, variant=variant)
+
+
+def _single(value: float | None) -> Stat | None:
+    """One reading as a statistic of one sample (no spread)."""
+    return Stat(value, value, value, value, value, 1) if value is not None else None
+
+
+def _variant_cell(p: WorkloadPoint) -> str:
+    """The variant's name, plus the sequence length of sequence-scaling points and a repeat or probe marker."""
+    marker = [p.sweep] if p.sweep in ("repeat", "probe") else []
+    parts = [p.variant] + ([f"seq={p.seq_len}"] if p.seq_len else []) + marker
+    return ";".join(parts)
+
+
+def _plain_rows(ctx: RowContext, keys: dict, p: WorkloadPoint) -> Iterator[TidyRow]:
+    """Figures derived from one point (single values: no spread of their own)."""
+    values = [("throughput_per_s", "samples/s", p.throughput_per_s), ("tokens_per_s", "tokens/s", p.tokens_per_s),
+              ("peak_allocated_bytes", "B", p.memory.peak_allocated_bytes if p.memory else None),
+              ("peak_reserved_bytes", "B", p.memory.peak_reserved_bytes if p.memory else None),
+              ("flops_per_step", "FLOP", p.flops_per_step),
+              ("bytes_per_step_est", "B", p.traffic.total_bytes if p.traffic else None),
+              ("achieved_flops_fraction", "1", p.achieved_flops_fraction),
+              ("achieved_bytes_fraction", "1", p.achieved_bytes_fraction)]
+    for metric, unit, value in values:
+        if value is not None:
+            yield TidyRow(ctx.machine, ctx.gpu, ctx.collector, metric=metric, value=float(value), unit=unit,
+                          n=p.step_s.n if p.step_s else None, **keys)
+
+
+@exporter("roofline")
+def iter_roofline_rows(ctx: RowContext, payload: RooflinePayload) -> Iterator[TidyRow]:
+    """One group of rows per op (per step): the op's name in `variant`, its class in `status`."""
+    keys = dict(workload=payload.workload, precision=payload.precision, batch=payload.batch)
+    if payload.status != "ok":
+        yield ctx.row("op_time_s", "s", None, payload.status, **keys)
+        return
+    for op in payload.ops:
+        yield ctx.row("op_time_s", "s", op.time_s, op.op_class, variant=op.name, **keys)
+        values = [("op_flops", "FLOP", op.flops), ("op_bytes", "B", op.bytes),
+                  ("arithmetic_intensity", "FLOP/B", op.intensity), ("op_expected_s", "s", op.expected_s)]
+        for metric, unit, value in values:
+            if value is not None:  # an op without a FLOP formula has no FLOP or intensity row
+                yield TidyRow(ctx.machine, ctx.gpu, ctx.collector, metric=metric, value=float(value), unit=unit,
+                              n=op.time_s.n, status=op.op_class, variant=op.name, **keys)
+def loader_variant(workers: int, prefetch: int | None, pin_memory: bool, persistent: bool = False,
+                   epoch: int | None = None) -> str:
+    """`workers=4,prefetch=2,pin=1,persistent=0` (prefetch `none` with 0 workers), `,epoch=2` for the epoch
+    boundary rows: comma-separated key=value pairs, a stable format for `dict(kv.split("=") ...)`."""
+    text = (f"workers={workers},prefetch={'none' if prefetch is None else prefetch},pin={int(pin_memory)},"
+            f"persistent={int(persistent)}")
+    return text + (f",epoch={epoch}" if epoch is not None else "")
+
+
+@exporter("dataloader")
+def iter_dataloader_rows(ctx: RowContext, payload: DataloaderPayload) -> Iterator[TidyRow]:
+    if payload.status != "ok":
+        yield ctx.row("throughput_per_s", "samples/s", None, payload.status)
+    for p in payload.points:
+        keys = dict(batch=payload.batch, variant=loader_variant(p.workers, p.prefetch, p.pin_memory))
+        yield ctx.row("throughput_per_s", "samples/s", p.samples_per_s, p.status, **keys)
+        if p.status == "ok":
+            yield from _loader_rows(ctx, keys, p)
+    for e in payload.epochs:
+        keys = dict(batch=payload.batch, variant=loader_variant(e.workers, e.prefetch, e.pin_memory, e.persistent, 2))
+        for metric, value in (("time_to_first_batch_s", e.second_epoch_first_batch_s), ("epoch_gap_s", e.epoch_gap_s)):
+            if e.status != "ok" or value is None:
+                yield ctx.row(metric, "s", None, e.status, **keys)
+            else:
+                yield TidyRow(ctx.machine, ctx.gpu, ctx.collector, metric=metric, value=value, unit="s", n=1, **keys)
+
+
+def _loader_rows(ctx: RowContext, keys: dict, p: LoaderPoint) -> Iterator[TidyRow]:
+    """One point's single-valued figures (each from one reading, or derived from the timed blocks)."""
+    values = [("batches_per_s", "1/s", p.batches_per_s, p.samples_per_s.n if p.samples_per_s else None),
+              ("time_to_first_batch_s", "s", p.time_to_first_batch_s, 1),
+              ("cpu_utilization", "1", p.cpu_utilization, 1),
+              ("host_memory_bytes", "B", p.memory_peak_bytes, p.memory_samples),
+              ("host_memory_full_bytes", "B", p.memory_full_bytes, 1)]
+    for metric, unit, value, n in values:
+        if value is not None:
+            yield TidyRow(ctx.machine, ctx.gpu, ctx.collector, metric=metric, value=float(value), unit=unit, n=n,
+                          **keys)
+
+
+def iter_tidy_rows(machine: MachineResults) -> Iterator[TidyRow]:
+    """The rows of one machine, document kind by kind in alphabetical order (stable output)."""
+    gpu = machine.gpu_name
+    for _stem, doc in sorted(machine.documents.items()):
+        builder = EXPORTERS.get(doc.kind)
+        if builder is None:
+            # Every kind in gpuplan_schema.payloads.PAYLOADS has a builder (a test checks), so this
+            # only happens with a newer collector than this planner knows.
+            continue
+        yield from builder(RowContext(machine.machine, gpu, doc.collector.name), doc.payload)
+
+
+def build_tidy_table(folders: Iterable[Path]) -> list[TidyRow]:
+    """Every row of every machine under `folders`; all documents are read before any row is built,
+    so one bad file fails the export as a whole."""
+    machines = [m for folder in folders for m in load_machines(Path(folder))]
+    return [row for m in machines for row in iter_tidy_rows(m)]
+
+
+# A spreadsheet (Excel, LibreOffice, Google Sheets) runs a cell that starts with one of these as a
+# formula, e.g. `=HYPERLINK(...)` or `@SUM(...)` (OWASP "CSV injection"). Machine ids, GPU, workload
+# and op names come from documents and user workload files, so they may start with one.
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(cell: str | float | None) -> str | float:
+    """The CSV cell of one value: text that a spreadsheet would run as a formula gets OWASP's leading `'`,
+    which makes it text; numbers pass unchanged, so a negative figure (-0.034) stays a number."""
+    if cell is None:
+        return ""
+    if isinstance(cell, str) and cell.startswith(FORMULA_PREFIXES):
+        return "'" + cell
+    return cell
+
+
+def render_csv(rows: Iterable[TidyRow]) -> str:
+    """The tidy rows as CSV: `gpuplan export --csv` and the site's CSV both write through here, so both
+    carry the formula guard."""
+    lines = [_csv_line(COLUMNS)]
+    for row in rows:
+        # repr of a float round-trips exactly; None becomes the empty cell.
+        lines.append(_csv_line([spreadsheet_safe(getattr(row, c)) for c in COLUMNS]))
+    return "".join(lines)
+
+
+def _csv_line(cells: Iterable[str | float]) -> str:
+    """One CSV line ending in a line feed, a cell holding a carriage return quoted.
+
+    Python's writer before 3.11.9 quotes only the characters of its line terminator, so with a line feed
+    one a bare CR in a name ends the line unquoted: the rest of the name starts a new row, whose first cell escapes
+    the formula guard. A terminator holding CR makes every Python quote it, as newer ones always do."""
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\r\n").writerow(cells)
+    return out.getvalue()[:-2] + "\n"
+
+
+def render_json(rows: Iterable[TidyRow]) -> str:
+    records = [{k: (None if v == "" else v) for k, v in asdict(row).items()} for row in rows]
+    return json.dumps(records, indent=1, allow_nan=False) + "\n"

@@ -1,0 +1,229 @@
+"""How good the planner's predictions are: one measured machine predicted from another, compared with what
+was measured there. The table goes to the docs (`gpuplan accuracy SOURCE TARGET`) and to the site's accuracy page, whose
+rows (`AccuracyRow`) carry their error as predicted / measured − 1, computed here so that it can never
+disagree with its two figures: +10% means the prediction was 10% too high.
+
+Targets (issue 6): median absolute throughput error ≤ 8% over the configurations whose step takes
+≥ 20 ms on the source (the step a prediction starts from), none over 20%; max batch within 3%.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from gpuplan_schema.payloads import Allocator
+from gpuplan_schema.results import MachineResults
+from planner.model.memory import fit_memory
+from planner.model.performance import iter_predictions, measured_rates, naive_step, target_rates
+from planner.specs import match_gpu
+
+TARGET_ERROR = 0.08   # the planner's goal for the median absolute error (issue 6)
+WORST_ERROR = 0.20    # and for the largest
+
+
+@dataclass(frozen=True)
+class AccuracyRow:
+    workload: str
+    precision: str
+    batch: int | None
+    source: str                         # the machine whose results the prediction started from
+    target: str                         # the machine predicted, then measured
+    predicted: float
+    measured: float
+    metric: str = "throughput_per_s"    # what was predicted, by its tidy-export metric name
+    unit: str = "samples/s"
+
+    def __post_init__(self) -> None:
+        for name in ("predicted", "measured"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                    or value <= 0:
+                raise ValueError(f"accuracy row {self.workload} {self.precision} {self.source} → {self.target}: "
+                                 f"{name} is {value!r}; it must be a positive number")
+
+    @property
+    def error(self) -> float:
+        return self.predicted / self.measured - 1
+
+
+@dataclass(frozen=True)
+class AccuracySummary:
+    """One source → target pair and metric: how many comparisons, and how far they landed."""
+
+    source: str
+    target: str
+    metric: str
+    n: int
+    median_abs_error: float
+    max_abs_error: float
+    within_target: int       # rows with |error| ≤ TARGET_ERROR
+
+    @property
+    def meets_goal(self) -> bool:
+        return self.median_abs_error <= TARGET_ERROR and self.max_abs_error <= WORST_ERROR
+
+
+def row_key(row: AccuracyRow) -> tuple:
+    return (row.source, row.target, row.metric, row.workload, row.precision, row.batch or 0)
+
+
+def build_summaries(rows: list[AccuracyRow]) -> list[AccuracySummary]:
+    groups: dict[tuple[str, str, str], list[float]] = {}
+    for row in rows:
+        groups.setdefault((row.source, row.target, row.metric), []).append(abs(row.error))
+    return [AccuracySummary(source, target, metric, len(errors), statistics.median(errors), max(errors),
+                            sum(e <= TARGET_ERROR for e in errors))
+            for (source, target, metric), errors in sorted(groups.items())]
+
+
+LONG_STEP_S = 0.020
+ALLOCATORS: tuple[Allocator, ...] = ("default", "expandable_segments")
+ALLOCATOR_LABEL = {"default": "default allocator", "expandable_segments": "expandable segments"}
+
+
+@dataclass(frozen=True)
+class Compared:
+    workload: str
+    precision: str
+    batch: int
+    variant: str
+    seq_len: int | None
+    source_step_s: float
+    predicted: float        # samples/s
+    measured: float
+    naive_flops: float | None
+    naive_bandwidth: float | None
+
+    @property
+    def error(self) -> float:
+        return self.predicted / self.measured - 1
+
+    @property
+    def counted(self) -> bool:
+        return self.source_step_s >= LONG_STEP_S
+
+
+@dataclass(frozen=True)
+class CapacityCompared:
+    workload: str
+    precision: str
+    predicted: int
+    measured: int
+    allocator: Allocator = "default"
+
+    @property
+    def error(self) -> float:
+        return self.predicted / self.measured - 1
+
+
+@dataclass(frozen=True)
+class AccuracyTable:
+    source: str
+    target: str
+    rows: list[Compared]
+    capacity: list[CapacityCompared]
+
+    def summary(self) -> dict[str, float | int]:
+        counted = [r for r in self.rows if r.counted]
+        out: dict[str, float | int] = {"configurations": len(counted), "all_rows": len(self.rows)}
+        for name, errs in (("model", [abs(r.error) for r in counted]),
+                           ("naive_flops", [abs(r.naive_flops / r.measured - 1) for r in counted if r.naive_flops]),
+                           ("naive_bandwidth", [abs(r.naive_bandwidth / r.measured - 1) for r in counted
+                                                if r.naive_bandwidth])):
+            if errs:
+                out[f"{name}_median"], out[f"{name}_max"] = statistics.median(errs), max(errs)
+        for allocator in ALLOCATORS:
+            errors = [abs(c.error) for c in self.capacity if c.allocator == allocator]
+            if errors:
+                out[f"capacity_max_{allocator}"] = max(errors)
+        return out
+
+
+def comparable(machine: MachineResults) -> bool:
+    return bool(machine.ceilings and machine.workloads and machine.gpu_name and match_gpu(machine.gpu_name)
+                and all(w.scale == "reference" for w in machine.workloads))
+
+
+def build_accuracy(source: MachineResults, target: MachineResults) -> AccuracyTable:
+    s_spec, t_spec = match_gpu(source.gpu_name or ""), match_gpu(target.gpu_name or "")
+    assert s_spec and t_spec and source.ceilings
+    s_rates = measured_rates(source.ceilings)
+    t_rates = target_rates(s_rates, s_spec, t_spec)
+    rows, capacity = [], []
+    for payload in source.workloads:
+        other = next((w for w in target.workloads if w.workload == payload.workload), None)
+        if other is None:
+            continue
+        measured = {(p.precision, p.batch, p.variant, p.seq_len): p for p in other.points
+                    if p.status == "ok" and p.throughput_per_s and p.sweep not in ("probe", "repeat")}
+        points = {(p.precision, p.batch, p.variant, p.seq_len): p for p in payload.points if p.step_s}
+        for pr in iter_predictions(payload, s_rates, t_rates, same_architecture=True):
+            key = (pr.precision, pr.batch, pr.variant, pr.seq_len)
+            if key in measured:
+                src = points[key]
+                flops, bw = (naive_step(src, s_spec, t_spec, by) for by in ("flops", "bandwidth"))
+                rows.append(Compared(payload.workload, pr.precision, pr.batch, pr.variant, pr.seq_len,
+                                     pr.source_step_s, pr.throughput_per_s,
+                                     measured[key].throughput_per_s,  # type: ignore[arg-type]
+                                     pr.batch / flops if flops else None, pr.batch / bw if bw else None))
+        capacity += _capacity(payload, other, s_spec.memory_bytes, t_spec.memory_bytes)
+    return AccuracyTable(source.machine, target.machine, rows, capacity)
+
+
+def _capacity(payload, other, source_bytes: int, target_bytes: int) -> list[CapacityCompared]:  # noqa: ANN001
+    """Each boundary the target measured, predicted from the source's boundary with the same allocator."""
+    out = []
+    for b in other.boundaries:
+        fit = fit_memory(payload, b.precision, source_bytes, b.allocator)
+        if fit and fit.usable_measured and b.status == "ok" and b.max_batch and not b.capped:
+            out.append(CapacityCompared(payload.workload, b.precision, fit.max_batch(target_bytes), b.max_batch,
+                                        b.allocator))
+    return out
+
+
+def iter_accuracy_tables(machines: Iterable[MachineResults]) -> list[AccuracyTable]:
+    """Every ordered pair of comparable machines with different GPUs."""
+    usable = [m for m in machines if comparable(m)]
+    return [build_accuracy(a, b) for a in usable for b in usable
+            if a.machine != b.machine and match_gpu(a.gpu_name or "") != match_gpu(b.gpu_name or "")]
+
+
+def site_rows(tables: Iterable[AccuracyTable]) -> list[AccuracyRow]:
+    rows = []
+    for t in tables:
+        rows += [AccuracyRow(f"{r.workload} ({r.variant}{f', seq {r.seq_len}' if r.seq_len else ''})", r.precision,
+                             r.batch, t.source, t.target, r.predicted, r.measured) for r in t.rows]
+        rows += [AccuracyRow(f"{c.workload} ({ALLOCATOR_LABEL[c.allocator]})", c.precision, None, t.source,
+                             t.target, c.predicted, c.measured, metric="max_batch", unit="samples")
+                 for c in t.capacity]
+    return rows
+
+
+def render_markdown(table: AccuracyTable) -> str:
+    s = table.summary()
+    lines = [f"**{table.source} → {table.target}**: median |error| {s.get('model_median', 0):.1%}, "
+             f"max {s.get('model_max', 0):.1%} over {s['configurations']} configurations with a source step ≥ 20 ms "
+             f"(one spec ratio: TFLOPS {s.get('naive_flops_median', 0):.1%} median, {s.get('naive_flops_max', 0):.1%} "
+             f"max; bandwidth {s.get('naive_bandwidth_median', 0):.1%}, {s.get('naive_bandwidth_max', 0):.1%}); "
+             f"max batch within {_capacity_summary(s)}.", "",
+             "| workload | precision | batch | variant | source step | predicted /s | measured /s | error |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in table.rows:
+        mark = "" if r.counted else " (step < 20 ms)"
+        variant = r.variant + (f", seq {r.seq_len}" if r.seq_len else "")
+        lines.append(f"| {r.workload} | {r.precision} | {r.batch} | {variant} | {r.source_step_s * 1e3:.1f} ms{mark} "
+                     f"| {r.predicted:.4g} | {r.measured:.4g} | {r.error:+.1%} |")
+    lines += ["", "| workload | precision | allocator | predicted max batch | measured | error |",
+              "|---|---|---|---|---|---|"]
+    lines += [f"| {c.workload} | {c.precision} | {ALLOCATOR_LABEL[c.allocator]} | {c.predicted} | {c.measured} "
+              f"| {c.error:+.1%} |" for c in sorted(table.capacity, key=lambda c: (c.workload, c.precision))]
+    return "\n".join(lines) + "\n"
+
+
+def _capacity_summary(summary: dict[str, float | int]) -> str:
+    parts = [f"{summary[f'capacity_max_{a}']:.1%} ({ALLOCATOR_LABEL[a]})" for a in ALLOCATORS
+             if f"capacity_max_{a}" in summary]
+    return ", ".join(parts) or "– (no boundary measured on both)"

@@ -1,0 +1,136 @@
+"""A training job as the user states it: `--job "resnet50 bf16 samples=128116700"`.
+
+The spec is a workload name, a precision, then `key=value` words saying how much work there is:
+
+    resnet50 bf16 samples=128116700          samples seen in the whole run
+    resnet50 bf16 epochs=100 dataset=imagenet    epochs × dataset size (a number or a known name)
+    gpt-small bf16 tokens=10B                tokens; samples = tokens / sequence length
+    gpt-small bf16 tokens=10B seq=2048       … with another sequence length than the workload's
+    resnet50 bf16 samples=1.28e8 min_batch=32    refuse instances that cannot hold 32 per GPU
+
+Numbers take `_` separators, exponents (`1.28e8`) and the decimal suffixes k, M, B (or G), T.
+A bad spec raises JobError, whose one-line message names the spec and the offending word.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from gpuplan_schema.schema import DocumentError
+
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16")  # the collectors' training precisions
+# Samples per epoch of datasets people name. ILSVRC-2012 train split: 1,281,167 images.
+DATASETS = {"imagenet": 1_281_167, "imagenet-1k": 1_281_167}
+# Tokens per sample (sequence length) of the reference workloads that count tokens (DESIGN.md).
+TOKENS_PER_SAMPLE = {"gpt-small": 1024}
+KEYS = ("samples", "tokens", "epochs", "dataset", "seq", "min_batch")
+SUFFIXES = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
+NUMBER = re.compile(r"^(\d[\d_]*(\.\d*)?|\.\d+)(e[+-]?\d+)?([kmbgt]?)$", re.IGNORECASE)
+
+
+class JobError(DocumentError):
+    """A --job spec that cannot be read: `--job '<spec>': <word>: <problem>` (CLI exit 2)."""
+
+    def __init__(self, spec: str, word: str, problem: str):
+        super().__init__(f"--job {spec!r}", word, problem)
+
+
+@dataclass(frozen=True)
+class Job:
+    """What to train and how much: `samples` is the whole run (sequences for token jobs)."""
+
+    spec: str
+    workload: str
+    precision: str
+    samples: float
+    tokens: float | None = None           # as stated, for jobs given in tokens
+    tokens_per_sample: int | None = None  # sequence length used to turn tokens into samples
+    min_batch_per_gpu: int = 1            # an instance must hold at least this many samples per GPU
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"spec": self.spec, "workload": self.workload, "precision": self.precision,
+                "samples": self.samples, "tokens": self.tokens, "tokens_per_sample": self.tokens_per_sample,
+                "min_batch_per_gpu": self.min_batch_per_gpu}
+
+
+def parse_number(text: str) -> float | None:
+    """'128116700', '128_116_700', '1.28e8', '10B' → float; None if it is not a positive number."""
+    match = NUMBER.match(text.strip())
+    if not match:
+        return None
+    value = float(match.group(1).replace("_", "") + (match.group(3) or "")) * SUFFIXES.get(match.group(4).lower(), 1)
+    return value if math.isfinite(value) and value > 0 else None
+
+
+def parse_job(spec: str) -> Job:
+    """The Job a spec describes; JobError naming the word at fault otherwise."""
+    words = spec.split()
+    positional = [w for w in words if "=" not in w]
+    if len(positional) != 2:
+        raise JobError(spec, "workload precision", "must start with a workload and a precision, e.g. "
+                             "'resnet50 bf16 samples=128116700'")
+    workload, precision = positional
+    if precision not in PRECISIONS:
+        raise JobError(spec, precision, f"unknown precision; one of {', '.join(PRECISIONS)}")
+    values = _key_values(spec, [w for w in words if "=" in w])
+    tokens_per_sample = _whole(spec, values, "seq") or TOKENS_PER_SAMPLE.get(workload)
+    samples, tokens = _amount(spec, workload, values, tokens_per_sample)
+    return Job(spec=spec, workload=workload, precision=precision, samples=samples, tokens=tokens,
+               tokens_per_sample=tokens_per_sample if tokens is not None else None,
+               min_batch_per_gpu=_whole(spec, values, "min_batch") or 1)
+
+
+def _key_values(spec: str, words: list[str]) -> dict[str, str]:
+    values: dict[str, str] = {}
+    for word in words:
+        key, _, value = word.partition("=")
+        if key not in KEYS:
+            raise JobError(spec, word, f"unknown key {key!r}; keys are {', '.join(KEYS)}")
+        if key in values:
+            raise JobError(spec, word, f"{key} is given twice")
+        values[key] = value
+    return values
+
+
+def _number(spec: str, values: dict[str, str], key: str) -> float:
+    value = parse_number(values[key])
+    if value is None:
+        raise JobError(spec, f"{key}={values[key]}", "not a positive number (e.g. 1281167, 1.28e8, 10B)")
+    return value
+
+
+def _whole(spec: str, values: dict[str, str], key: str) -> int | None:
+    if key not in values:
+        return None
+    value = _number(spec, values, key)
+    if not value.is_integer():
+        raise JobError(spec, f"{key}={values[key]}", "must be a whole number")
+    return int(value)
+
+
+def _amount(spec: str, workload: str, values: dict[str, str],
+            tokens_per_sample: int | None) -> tuple[float, float | None]:
+    """(samples, tokens as stated or None) from exactly one of samples=, tokens=, epochs= + dataset=."""
+    given = [k for k in ("samples", "tokens", "epochs") if k in values]
+    if len(given) != 1:
+        raise JobError(spec, " ".join(f"{k}=" for k in given) or "amount",
+                       "give exactly one of samples=N, tokens=N, or epochs=N with dataset=M")
+    if ("dataset" in values) != (given == ["epochs"]):
+        raise JobError(spec, "dataset", "dataset=M goes with epochs=N, and only with it")
+    if given == ["samples"]:
+        return _number(spec, values, "samples"), None
+    if given == ["epochs"]:
+        name = values["dataset"].lower()
+        size = DATASETS.get(name) or parse_number(name)
+        if size is None:
+            raise JobError(spec, f"dataset={values['dataset']}",
+                           f"not a sample count nor a known dataset ({', '.join(DATASETS)})")
+        return _number(spec, values, "epochs") * size, None
+    tokens = _number(spec, values, "tokens")
+    if tokens_per_sample is None:
+        raise JobError(spec, f"tokens={values['tokens']}",
+                       f"the sequence length of {workload!r} is unknown; add seq=N (tokens per sample)")
+    return tokens / tokens_per_sample, tokens

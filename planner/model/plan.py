@@ -1,0 +1,248 @@
+"""The plan: one machine's results projected onto target GPUs and instances, with recommendations and,
+for a job, the instance ranking. `build_plan` returns typed values; `plan_to_json` is the contract that
+the README documents (`gpuplan plan RESULTS_DIR [--target NAME …] [--job SPEC] [--json]`).
+
+A user workload file is never executed here: the plan reads documents only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from gpuplan_schema.payloads import Allocator, WorkloadPayload
+from gpuplan_schema.results import MachineResults
+from gpuplan_schema.schema import DocumentError
+from planner.model.dataloader_verdict import build_feed_verdicts
+from planner.model.jobs import Job
+from planner.model.memory import MemoryFit, fit_memory
+from planner.model.performance import Prediction, Rates, iter_predictions, measured_rates, predict_point, target_rates
+from planner.model.ranking import Estimate, RankedInstance, rank_instances
+from planner.model.recommend import (
+    Recommendation,
+    build_presets,
+    find_knee,
+    recommend_allocator,
+    recommend_batch,
+    recommend_loader,
+    recommend_precision,
+    recommend_variants,
+)
+from planner.model.scaling import build_scaling, gather_efficiencies
+from planner.specs import GpuSpec, load_gpu_catalog, match_gpu, match_instance
+
+PLAN_SCHEMA_VERSION = 1
+MAIN_PRECISION = "bf16"
+REFERENCE_BATCH = {"gpt-small": 32, "resnet50": 256, "mlp-stgan": 4096, "conv-rollout": 40}
+DEFAULT_TARGETS = ("A100 80GB SXM", "H100 SXM", "H200 SXM", "L40S", "B200")
+DEFAULT_JOB = "resnet50 bf16 epochs=100 dataset=imagenet"
+
+
+class PlanError(DocumentError):
+    """A plan that cannot be made: an unknown target, a machine without the results a plan needs."""
+
+    def __init__(self, where: str, problem: str):
+        super().__init__(where, "", problem)
+
+
+@dataclass(frozen=True)
+class Capacity:
+    workload: str
+    precision: str
+    max_batch: int
+    safe_batch: int
+    measured: bool        # the usable memory comes from the source's measured boundary
+    allocator: Allocator = "default"
+
+    def to_dict(self) -> dict:
+        return {"workload": self.workload, "precision": self.precision, "max_batch": self.max_batch,
+                "safe_batch": self.safe_batch, "usable_memory_measured": self.measured, "allocator": self.allocator}
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    gpu: GpuSpec
+    gpu_count: int
+    is_source: bool
+    predictions: list[Prediction]
+    capacity: list[Capacity]
+    recommendations: list[Recommendation]
+    presets: dict[str, str] = field(default_factory=dict)  # workload → YAML
+
+
+@dataclass(frozen=True)
+class Plan:
+    machine: str
+    source_gpu: GpuSpec
+    targets: list[Target]
+    job: Job | None
+    ranking: list[RankedInstance]
+
+
+@dataclass(frozen=True)
+class Source:
+    machine: MachineResults
+    spec: GpuSpec
+    rates: Rates
+
+
+def load_source(machine: MachineResults) -> Source:
+    name = machine.gpu_name
+    spec = match_gpu(name) if name else None
+    if spec is None or machine.ceilings is None or not machine.workloads:
+        missing = "a GPU in the catalog" if spec is None else "ceilings.json" if machine.ceilings is None \
+            else "workload documents"
+        raise PlanError(str(machine.folder), f"a plan needs a GPU machine's ceilings and workloads: no {missing}")
+    return Source(machine, spec, measured_rates(machine.ceilings))
+
+
+def report_plan(machine: MachineResults, job: Job | None, measured: Sequence[MachineResults] = ()) -> Plan | None:
+    """The plan a report shows (default targets, `job` ranked), or None for a machine the planner cannot
+    use (no GPU in the catalog, no ceilings, no workloads): its report says so in each planner part."""
+    try:
+        load_source(machine)
+    except PlanError:
+        return None
+    return build_plan(machine, None, job, measured)
+
+
+def resolve_target(name: str) -> tuple[str, GpuSpec, int]:
+    gpu = match_gpu(name)
+    if gpu is not None:
+        return gpu.name, gpu, 1
+    instance = match_instance(name)
+    if instance is not None:
+        return instance.name, instance.gpu_spec, instance.gpu_count
+    known = ", ".join(g.name for g in load_gpu_catalog())
+    raise PlanError(f"--target {name}", f"no GPU or instance of that name in the catalog (GPUs: {known}; "
+                                        "instances: gpuplan specs --instances)")
+
+
+def build_capacity(source: Source, gpu: GpuSpec) -> tuple[list[Capacity], dict[tuple[str, str], MemoryFit]]:
+    """The largest batch on `gpu` per workload × precision: with the default allocator (the fits returned, what
+    the recommended batch keeps under) and, where the source measured it, with expandable segments."""
+    out, fits = [], {}
+    for payload in source.machine.workloads:
+        for precision in dict.fromkeys(p.precision for p in payload.points):
+            fit = fit_memory(payload, precision, source.spec.memory_bytes)
+            if fit is None:
+                continue
+            fits[(payload.workload, precision)] = fit
+            expandable = fit_memory(payload, precision, source.spec.memory_bytes, "expandable_segments")
+            for f in (fit, expandable) if expandable and expandable.usable_measured else (fit,):
+                out.append(Capacity(payload.workload, precision, f.max_batch(gpu.memory_bytes),
+                                    f.safe_batch(gpu.memory_bytes), f.usable_measured, f.allocator))
+    return out, fits
+
+
+def build_source_recommendations(source: Source, fits: dict) -> tuple[list[Recommendation], dict[str, str]]:
+    machine = source.machine
+    loader = next((d.payload for d in machine.documents.values() if d.kind == "dataloader"), None)
+    feeds = {f.workload: f for f in build_feed_verdicts(loader, machine.workloads)} if loader else {}
+    cores = machine.environment.cpu.logical_cores if machine.environment else None
+    recs, presets = [], {}
+    for payload in machine.workloads:
+        fit = fits.get((payload.workload, MAIN_PRECISION))
+        safe = fit.safe_batch(source.spec.memory_bytes) if fit else None
+        knee = find_knee(payload, MAIN_PRECISION, safe)
+        mine = [r for r in [recommend_precision(payload, source.spec.supports_bf16)] if r]
+        if knee:
+            mine += recommend_batch(payload, knee, fit, source.spec.memory_bytes,
+                                    REFERENCE_BATCH.get(payload.workload, knee.batch))
+        mine += recommend_variants(payload, MAIN_PRECISION)
+        mine += recommend_allocator(payload, MAIN_PRECISION)
+        mine += recommend_loader(payload, feeds.get(payload.workload), cores)
+        recs += mine
+        presets[payload.workload] = build_presets(payload.workload, MAIN_PRECISION, knee, safe, mine)
+    return recs, presets
+
+
+def build_target(source: Source, name: str, gpu: GpuSpec, count: int) -> Target:
+    is_source = gpu.name == source.spec.name
+    capacity, fits = build_capacity(source, gpu)
+    rates = source.rates if is_source else target_rates(source.rates, source.spec, gpu)
+    same_arch = (gpu.compute_capability or "").split(".")[0] == (source.spec.compute_capability or "").split(".")[0]
+    predictions = [p for w in source.machine.workloads for p in iter_predictions(w, source.rates, rates, same_arch)]
+    if is_source:
+        recs, presets = build_source_recommendations(source, fits)
+    else:
+        recs, presets = build_target_batches(source, gpu, fits, predictions), {}
+    return Target(name, gpu, count, is_source, predictions, capacity, recs, presets)
+
+
+def build_target_batches(source: Source, gpu: GpuSpec, fits: dict, predictions: list[Prediction]) -> list:
+    """On another GPU: the knee among the batches that fit it, by predicted throughput."""
+    recs = []
+    for payload in source.machine.workloads:
+        fit = fits.get((payload.workload, MAIN_PRECISION))
+        safe = fit.safe_batch(gpu.memory_bytes) if fit else None
+        mine = {p.batch: p for p in predictions if p.workload == payload.workload and p.precision == MAIN_PRECISION
+                and p.variant in ("default", "no_cudnn_benchmark") and p.seq_len is None
+                and (safe is None or p.batch <= safe)}
+        if not mine:
+            continue
+        best = max(mine.values(), key=lambda p: p.throughput_per_s)
+        knee = min((p for p in mine.values() if p.throughput_per_s >= 0.95 * best.throughput_per_s),
+                   key=lambda p: p.batch)
+        recs.append(Recommendation(payload.workload, "batch_size", str(knee.batch),
+                                   f"predicted knee: {knee.throughput_per_s:.4g} {payload.unit}/s ±{knee.error:.0%}, "
+                                   f"{knee.bound}-bound; fits under the memory model's {safe} (5% margin)"))
+    return recs
+
+
+def build_predictor(source: Source, job: Job):  # noqa: ANN201 - a Predictor
+    payload = next((w for w in source.machine.workloads if w.workload == job.workload), None)
+    if payload is None:
+        raise PlanError(f"--job {job.spec!r}", f"no {job.workload} results on {source.machine.machine}")
+
+    def predict(gpu: GpuSpec) -> Estimate | None:
+        fit = fit_memory(payload, job.precision, source.spec.memory_bytes)
+        safe = fit.safe_batch(gpu.memory_bytes) if fit else None
+        rates = target_rates(source.rates, source.spec, gpu)
+        candidates = [p for p in payload.points if p.precision == job.precision and p.status == "ok" and p.step_s
+                      and p.seq_len is None and p.variant in ("default", "no_cudnn_benchmark") and p.sweep != "probe"
+                      and (safe is None or p.batch <= safe)]
+        predicted = [x for x in (predict_point(p, payload, source.rates, rates, True) for p in candidates) if x]
+        if not predicted:
+            return _does_not_fit(payload, job, safe)
+        best = max(predicted, key=lambda p: p.throughput_per_s)
+        knee = min((p for p in predicted if p.throughput_per_s >= 0.95 * best.throughput_per_s), key=lambda p: p.batch)
+        note = (f"from {source.machine.machine}'s batch {knee.batch}, {knee.bound}-bound, ±{knee.error:.0%}; "
+                f"max batch {fit.max_batch(gpu.memory_bytes) if fit else 'unknown'}")
+        return Estimate(knee.throughput_per_s, knee.batch, safe if safe and safe >= knee.batch else None, note)
+    return predict
+
+
+def _does_not_fit(payload: WorkloadPayload, job: Job, safe: int | None) -> Estimate | None:
+    return Estimate(1.0, 1, 0, f"no measured batch fits (memory model: {safe})") if safe is not None and safe < 1 \
+        else None
+
+
+def build_plan(machine: MachineResults, targets: list[str] | None = None, job: Job | None = None,
+               measured: Sequence[MachineResults] = ()) -> Plan:
+    """The plan of one measured machine. `measured`: the machines (loaded once, the source among them or
+    not) whose multi-GPU measurements the ranking may cite."""
+    source = load_source(machine)
+    names = targets or [source.spec.name, *(t for t in DEFAULT_TARGETS if t != source.spec.name)]
+    built = []
+    for name in dict.fromkeys([source.spec.name, *names]):
+        label, gpu, count = resolve_target(name)
+        built.append(build_target(source, label, gpu, count))
+    scaling = build_scaling(gather_efficiencies(measured))
+    ranking = rank_instances(job, build_predictor(source, job), scaling=scaling) if job else []
+    return Plan(machine.machine, source.spec, built, job, ranking)
+
+
+def plan_to_json(plan: Plan) -> dict:
+    return {
+        "schema_version": PLAN_SCHEMA_VERSION,
+        "source": {"machine": plan.machine, "gpu": plan.source_gpu.name},
+        "targets": [{"name": t.name, "gpu": t.gpu.name, "gpu_count": t.gpu_count, "measured": t.is_source,
+                     "predictions": [p.to_dict() for p in t.predictions],
+                     "capacity": [c.to_dict() for c in t.capacity],
+                     "recommendations": [r.to_dict() for r in t.recommendations],
+                     "presets": t.presets} for t in plan.targets],
+        "job": plan.job.to_dict() if plan.job else None,
+        "ranking": [r.to_dict() for r in plan.ranking],
+    }

@@ -1,0 +1,159 @@
+"""Instance ranking for a job: predicted hours and dollars on every catalog instance, the
+time/cost Pareto front, and the instances that cannot run the job, each with its reason.
+
+Model-agnostic: the caller supplies `predict(gpu) -> Estimate | None`, one GPU's throughput for
+the job's workload and precision and the largest batch that fits, from whatever model it has.
+This module only multiplies: instance throughput = per-GPU throughput × GPUs × data-parallel
+efficiency; hours = samples / throughput / 3600; cost = hours × on-demand price per hour
+(no minimum billing increment, storage or egress; catalog prices, each with its date).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from planner.model.assumed_scaling import ScalingProvider, assumed_scaling
+from planner.model.jobs import Job
+from planner.specs import GpuSpec, InstanceSpec, load_instances
+
+OK, DOES_NOT_FIT, UNSUPPORTED_PRECISION, NO_PREDICTION = "ok", "does_not_fit", "unsupported_precision", "no_prediction"
+STATUS_ORDER = (OK, DOES_NOT_FIT, UNSUPPORTED_PRECISION, NO_PREDICTION)
+SORT_KEYS = ("cost", "hours")
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """One GPU on the job: `samples_per_s` at per-GPU batch `batch`; `max_batch` is the largest
+    per-GPU batch that fits in its memory (0: not even one sample; None: unknown); `note` says
+    where the numbers come from (e.g. 'scaled from h100-80gb, compute-bound, ±6 %')."""
+
+    samples_per_s: float
+    batch: int
+    max_batch: int | None
+    note: str
+
+    def __post_init__(self) -> None:
+        # A bad estimate is a bug in the predictor, not bad user input: fail loudly.
+        if not (math.isfinite(self.samples_per_s) and self.samples_per_s > 0):
+            raise ValueError(f"Estimate.samples_per_s must be a positive number, not {self.samples_per_s!r}")
+        bad_max = self.max_batch is not None and (self.max_batch < 0 or 0 < self.max_batch < self.batch)
+        if self.batch < 1 or bad_max:
+            raise ValueError(f"Estimate batch {self.batch} / max_batch {self.max_batch}: need 1 ≤ batch ≤ max_batch "
+                             f"(max_batch 0: does not fit; None: unknown)")
+
+
+Predictor = Callable[[GpuSpec], Estimate | None]
+
+
+@dataclass(frozen=True)
+class RankedInstance:
+    """One instance for the job. Figures are None unless `status` is 'ok'; `reason` always says why."""
+
+    instance: str
+    provider: str
+    region: str
+    gpu: str
+    gpu_count: int
+    status: str
+    reason: str
+    price_usd_per_hour: float
+    price_date: str
+    price_note: str | None
+    batch_per_gpu: int | None = None
+    max_batch_per_gpu: int | None = None
+    per_gpu_samples_per_s: float | None = None
+    scaling_efficiency: float | None = None
+    scaling_measured: bool | None = None
+    samples_per_s: float | None = None
+    hours: float | None = None
+    cost_usd: float | None = None
+    pareto: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def rank_instances(job: Job, predict: Predictor, *, instances: Iterable[InstanceSpec] | None = None,
+                   scaling: ScalingProvider = assumed_scaling, sort_by: str = "cost") -> list[RankedInstance]:
+    """Every instance (the catalog's by default) for the job: those that run it first, cheapest
+    (or fastest, `sort_by="hours"`) first, Pareto-optimal ones flagged; then those that cannot."""
+    if sort_by not in SORT_KEYS:
+        raise ValueError(f"sort_by must be one of {SORT_KEYS}, not {sort_by!r}")
+    estimates: dict[str, Estimate | None] = {}  # one prediction per GPU model, however many instances
+    ranked = []
+    for instance in load_instances() if instances is None else instances:
+        gpu = instance.gpu_spec
+        if gpu.name not in estimates and _supports(gpu, job.precision):
+            estimates[gpu.name] = predict(gpu)
+        ranked.append(rank_one(job, instance, estimates.get(gpu.name), scaling))
+    front = {id(r) for r in pareto_front(ranked)}
+    ranked = [_replace_pareto(r, id(r) in front) for r in ranked]
+    return sorted(ranked, key=lambda r: _order(r, sort_by))
+
+
+def rank_one(job: Job, instance: InstanceSpec, estimate: Estimate | None, scaling: ScalingProvider) -> RankedInstance:
+    gpu = instance.gpu_spec
+    base = dict(instance=instance.name, provider=instance.provider, region=instance.region, gpu=gpu.name,
+                gpu_count=instance.gpu_count, price_usd_per_hour=instance.price_usd_per_hour,
+                price_date=instance.price_date, price_note=instance.price_note)
+    if not _supports(gpu, job.precision):
+        return RankedInstance(**base, status=UNSUPPORTED_PRECISION,
+                              reason=f"{gpu.name} has no {job.precision} tensor cores (GPU catalog); fp16 runs there")
+    if estimate is None:
+        return RankedInstance(**base, status=NO_PREDICTION, reason=f"no prediction for {gpu.name}")
+    fits = estimate.max_batch is None or estimate.max_batch >= job.min_batch_per_gpu
+    if not fits:
+        return RankedInstance(**base, status=DOES_NOT_FIT, max_batch_per_gpu=estimate.max_batch,
+                              reason=_does_not_fit(job, gpu, estimate.max_batch))
+    scale = scaling(instance)
+    samples_per_s = estimate.samples_per_s * instance.gpu_count * scale.efficiency
+    hours = job.samples / samples_per_s / 3600
+    return RankedInstance(
+        **base, status=OK, reason=f"{estimate.note}; {scale.note}", batch_per_gpu=estimate.batch,
+        max_batch_per_gpu=estimate.max_batch, per_gpu_samples_per_s=estimate.samples_per_s,
+        scaling_efficiency=scale.efficiency, scaling_measured=scale.measured, samples_per_s=samples_per_s,
+        hours=hours, cost_usd=hours * instance.price_usd_per_hour)
+
+
+def pareto_front(ranked: Iterable[RankedInstance]) -> list[RankedInstance]:
+    """The instances no other beats on both time and cost (ties on both keep both), fastest first."""
+    ok = [r for r in ranked if r.status == OK]
+    front = [r for r in ok if not any(_dominates(o, r) for o in ok)]
+    return sorted(front, key=lambda r: (r.hours, r.cost_usd))
+
+
+def ranking_to_json(ranked: Iterable[RankedInstance]) -> list[dict[str, Any]]:
+    """The plan document's `ranking` list: one object per instance, fields as in RankedInstance."""
+    return [r.to_dict() for r in ranked]
+
+
+def _supports(gpu: GpuSpec, precision: str) -> bool:
+    # fp32 runs everywhere; tf32 and bf16 need the tensor-core rate in the catalog (T4 and V100
+    # have neither); fp16 is on every catalog GPU.
+    return precision == "fp32" or precision in gpu.flops_per_s
+
+
+def _does_not_fit(job: Job, gpu: GpuSpec, max_batch: int | None) -> str:
+    memory = f"{gpu.memory_bytes / 1e9:g} GB"
+    if not max_batch:
+        return f"{job.workload} at {job.precision} does not fit in {gpu.name}'s {memory} even at batch 1"
+    return (f"largest batch that fits in {gpu.name}'s {memory} is {max_batch} per GPU, "
+            f"below the job's minimum of {job.min_batch_per_gpu}")
+
+
+def _dominates(a: RankedInstance, b: RankedInstance) -> bool:
+    return a.hours <= b.hours and a.cost_usd <= b.cost_usd and (a.hours < b.hours or a.cost_usd < b.cost_usd)
+
+
+def _replace_pareto(r: RankedInstance, pareto: bool) -> RankedInstance:
+    return r if r.pareto == pareto else RankedInstance(**{**asdict(r), "pareto": pareto})
+
+
+def _order(r: RankedInstance, sort_by: str) -> tuple:
+    if r.status != OK:
+        return (STATUS_ORDER.index(r.status), r.price_usd_per_hour, r.instance)
+    primary, secondary = (r.cost_usd, r.hours) if sort_by == "cost" else (r.hours, r.cost_usd)
+    return (0, primary, secondary, r.instance)

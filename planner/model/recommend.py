@@ -1,0 +1,208 @@
+"""Recommendations for one workload on the measured machine, each with its reason and the numbers behind
+it, and three presets (conservative, balanced, aggressive) as copy-paste YAML.
+
+Every setting comes from a measurement of this machine: the batch from the throughput knee of the
+main precision's sweep (the smallest batch within KNEE of the best; never a batch that did not run),
+under the memory model's safety margin; the precision, torch.compile, channels_last and
+cudnn.benchmark from the main-batch trials; the data loader from the dataloader collector; the
+allocator from the boundaries searched with and without expandable segments.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from gpuplan_schema.payloads import WorkloadPayload, WorkloadPoint
+from planner.model.dataloader_verdict import FeedVerdict
+from planner.model.memory import SAFETY_MARGIN, MemoryFit
+from planner.model.performance import PLAIN_VARIANTS
+
+KNEE = 0.05            # the knee: the smallest batch within 5% of the best measured throughput
+COMPILE_GAIN = 0.10    # recommend torch.compile from a 10% gain
+WARMUP_FRACTION = 0.05  # linear warm-up over the first 5% of steps when the learning rate is scaled up
+ALLOCATOR_GAIN = 0.05   # recommend expandable segments from a 5% larger boundary
+EXPANDABLE_SETTING = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    workload: str
+    setting: str
+    value: str
+    reason: str
+
+    def to_dict(self) -> dict:
+        return {"workload": self.workload, "setting": self.setting, "value": self.value, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Knee:
+    batch: int
+    throughput_per_s: float
+    best_batch: int
+    best_throughput_per_s: float
+    capped_by_memory: bool
+
+
+def sweep_throughput(payload: WorkloadPayload, precision: str) -> dict[int, float]:
+    return {p.batch: p.throughput_per_s for p in payload.points if p.sweep == "batch" and p.precision == precision
+            and p.status == "ok" and p.throughput_per_s and p.variant in PLAIN_VARIANTS}
+
+
+def find_knee(payload: WorkloadPayload, precision: str, safe_batch: int | None) -> Knee | None:
+    """The smallest measured batch within KNEE of the best, among those under the memory margin."""
+    thr = sweep_throughput(payload, precision)
+    allowed = {b: t for b, t in thr.items() if safe_batch is None or b <= safe_batch}
+    if not allowed:
+        return None
+    best = max(allowed, key=allowed.__getitem__)
+    knee = min(b for b, t in allowed.items() if t >= (1 - KNEE) * allowed[best])
+    return Knee(knee, allowed[knee], best, allowed[best], len(allowed) < len(thr))
+
+
+def main_trials(payload: WorkloadPayload) -> list[WorkloadPoint]:
+    return [p for p in payload.points if p.sweep == "variant" and p.status == "ok" and p.throughput_per_s]
+
+
+def _trial(payload: WorkloadPayload, precision: str, variants: tuple[str, ...]) -> WorkloadPoint | None:
+    return next((p for p in main_trials(payload) if p.precision == precision and p.variant in variants), None)
+
+
+def recommend_precision(payload: WorkloadPayload, supports_bf16: bool) -> Recommendation | None:
+    fp32 = _trial(payload, "fp32", PLAIN_VARIANTS)
+    plain = [p for p in main_trials(payload) if p.variant in PLAIN_VARIANTS]
+    if not plain:
+        return None
+    best = max(plain, key=lambda p: p.throughput_per_s or 0)
+    if best.precision == "bf16" and not supports_bf16:
+        best = next((p for p in plain if p.precision == "fp16"), best)
+    how = {"bf16": "bf16 (torch.autocast)", "fp16": "fp16 (torch.autocast + GradScaler)",
+           "tf32": "tf32 (torch.backends.cuda.matmul.allow_tf32 = True)", "fp32": "fp32"}[best.precision]
+    if best.precision == "fp32":
+        vs = _fp32_fastest(best, plain, payload.unit)
+    else:
+        vs = (f"{best.throughput_per_s / fp32.throughput_per_s:.2f}× fp32's throughput "  # type: ignore[operator]
+              f"({best.throughput_per_s:.4g} against {fp32.throughput_per_s:.4g} {payload.unit}/s)") if fp32 else ""
+    tf32 = _trial(payload, "tf32", PLAIN_VARIANTS)
+    extra = ""
+    if tf32 and fp32 and best.precision != "fp32":
+        gain = tf32.throughput_per_s / fp32.throughput_per_s  # type: ignore[operator]
+        extra = f"; code that must stay in fp32 should allow TF32: {gain:.2f}× fp32"
+    fastest = vs or f"{best.throughput_per_s:.4g} {payload.unit}/s"
+    return Recommendation(payload.workload, "precision", how, f"fastest at batch {best.batch}: {fastest}{extra}")
+
+
+def _fp32_fastest(best: WorkloadPoint, plain: list[WorkloadPoint], unit: str) -> str:
+    """Why fp32 is recommended: no reduced precision ran faster, and by how much the best of them lost."""
+    others = [p for p in plain if p.precision != "fp32" and p.throughput_per_s]
+    text = f"{best.throughput_per_s:.4g} {unit}/s"
+    if others:
+        runner = max(others, key=lambda p: p.throughput_per_s)  # type: ignore[arg-type, return-value]
+        loss = runner.throughput_per_s / best.throughput_per_s - 1  # type: ignore[operator]
+        text += f"; no reduced precision was faster (the best, {runner.precision}: {loss:+.0%})"
+    return text
+
+
+def recommend_batch(payload: WorkloadPayload, knee: Knee, fit: MemoryFit | None, card_bytes: int | None,
+                    reference: int) -> list[Recommendation]:
+    memory = ""
+    if fit and card_bytes:
+        memory = (f"; the memory model puts the boundary at {fit.max_batch(card_bytes)} "
+                  f"({'measured' if fit.usable_measured else 'assumed usable memory'}), {SAFETY_MARGIN:.0%} margin "
+                  f"→ at most {fit.safe_batch(card_bytes)}")
+    out = [Recommendation(payload.workload, "batch_size", str(knee.batch),
+                          f"the throughput knee: {knee.throughput_per_s:.4g} {payload.unit}/s, within {KNEE:.0%} "
+                          f"of the best measured ({knee.best_throughput_per_s:.4g} at batch {knee.best_batch})"
+                          f"{memory}")]
+    if knee.batch > reference:
+        ratio = knee.batch / reference
+        out.append(Recommendation(payload.workload, "learning_rate",
+                                  f"× {ratio:g} (linear scaling), warm-up over the first {WARMUP_FRACTION:.0%} "
+                                  "of steps",
+                                  f"the batch grows {ratio:g}× from the reference {reference}: scale the learning rate "
+                                  "with it and warm up linearly (Goyal et al.'s rule)"))
+    elif knee.batch < reference:
+        steps = math.ceil(reference / knee.batch)
+        out.append(Recommendation(payload.workload, "gradient_accumulation", str(steps),
+                                  f"to keep the reference global batch of {reference} at batch {knee.batch}, "
+                                  f"accumulate {steps} micro-batches per optimizer step (the learning rate stays)"))
+    return out
+
+
+def recommend_variants(payload: WorkloadPayload, precision: str) -> list[Recommendation]:
+    base = _trial(payload, precision, ("default",))
+    if base is None:
+        return []
+    out = []
+    compiled = _trial(payload, precision, ("compile",))
+    if compiled and compiled.step_s and base.step_s:
+        gain = compiled.throughput_per_s / base.throughput_per_s - 1  # type: ignore[operator]
+        saved = base.step_s.median - compiled.step_s.median
+        even = ""
+        if saved > 0 and compiled.compile_s:
+            even = f"; it pays back its {compiled.compile_s:.0f} s of compiling after " \
+                   f"{math.ceil(compiled.compile_s / saved)} steps"
+        out.append(Recommendation(payload.workload, "torch_compile", "yes" if gain >= COMPILE_GAIN else "no",
+                                  f"measured {gain:+.0%} throughput at batch {base.batch}{even}"))
+    for variant, setting, on_means in (("contiguous", "channels_last", "channels_last"),
+                                       ("no_cudnn_benchmark", "cudnn_benchmark", "autotuning")):
+        other = next((p for p in main_trials(payload) if p.precision == precision and variant in p.variant
+                      and "compile" not in p.variant), None)
+        if other is None or (setting == "channels_last" and "contiguous" not in other.variant):
+            continue
+        gain = base.throughput_per_s / other.throughput_per_s - 1  # type: ignore[operator]
+        out.append(Recommendation(payload.workload, setting, "yes" if gain > 0.02 else "either",
+                                  f"{on_means} gives {gain:+.1%} throughput at batch {base.batch} "
+                                  f"({base.throughput_per_s:.4g} against {other.throughput_per_s:.4g} "
+                                  f"{payload.unit}/s)"))
+    return out
+
+
+def recommend_loader(payload: WorkloadPayload, feed: FeedVerdict | None, cores: int | None) -> list[Recommendation]:
+    if feed is None or not feed.applies:
+        return []
+    workers = feed.workers_needed
+    if workers is None:
+        value = str(max(1, (cores or 2) - 1))
+        reason = f"no measured worker count keeps up: {feed.sentence}"
+    else:
+        value = str(workers)
+        reason = feed.sentence
+    return [Recommendation(payload.workload, "num_workers", value, reason),
+            Recommendation(payload.workload, "pin_memory / persistent_workers / prefetch_factor", "true / true / 2",
+                           "pinned memory makes the host → device copy asynchronous (non_blocking); persistent "
+                           "workers skip the re-fork at each epoch; prefetch 2 is torch's default, which the "
+                           "measured sweep did not beat by more than its spread")]
+
+
+def recommend_allocator(payload: WorkloadPayload, precision: str) -> list[Recommendation]:
+    """Expandable segments where they let a measurably larger batch fit (the two boundary searches)."""
+    gain = payload.expandable_gain(precision)
+    if gain is None or gain < ALLOCATOR_GAIN:
+        return []
+    default, expandable = payload.boundary(precision), payload.boundary(precision, "expandable_segments")
+    return [Recommendation(payload.workload, "allocator", EXPANDABLE_SETTING,
+                           f"the largest {precision} batch that fits grows from {default.max_batch} to "
+                           f"{expandable.max_batch} (+{gain:.0%}): with the default allocator, freed blocks too "
+                           "small for the next large request take the rest (fragmentation); set it in the "
+                           "environment before the job starts, and only needed near the memory limit")]
+
+
+def build_presets(workload: str, precision: str, knee: Knee | None, safe_batch: int | None,
+                  recs: list[Recommendation]) -> str:
+    """Three presets as YAML (a text block to copy)."""
+    by = {r.setting: r.value for r in recs}
+    compile_on = by.get("torch_compile") == "yes"
+    workers = by.get("num_workers", "4")
+    batch = knee.batch if knee else None
+    aggressive = safe_batch if safe_batch and batch and safe_batch > batch else batch
+    rows = [("conservative", max(1, (batch or 2) // 2) if batch else None, False, "2"),
+            ("balanced", batch, compile_on, "2"),
+            ("aggressive", aggressive, True, "4")]
+    lines = [f"# {workload}: presets from this machine's measurements"]
+    for name, b, comp, prefetch in rows:
+        lines += [f"{name}:", f"  precision: {precision}", f"  batch_size: {b if b else 'unmeasured'}",
+                  f"  torch_compile: {str(comp).lower()}", f"  num_workers: {workers}",
+                  f"  prefetch_factor: {prefetch}", "  pin_memory: true", "  persistent_workers: true"]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,192 @@
+"""The import rules of docs/architecture.md, checked on the source: which package may import which,
+no import cycles, a model that needs no rendering stack, and a wheel that works on its own."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+from paths import REPO
+
+PACKAGES = ("gpuplan_schema", "collectors", "planner")
+# package (or sub-package) -> the first-party packages it may import
+ALLOWED = {
+    "gpuplan_schema": {"gpuplan_schema"},
+    "collectors": {"gpuplan_schema", "collectors"},
+    "planner": {"gpuplan_schema", "planner"},
+}
+# The model stage computes; it never imports presentation (charts, rendering, report, site, export).
+MODEL_MAY_NOT = ("planner.charts", "planner.render", "planner.report", "planner.site", "planner.export",
+                 "planner.cli")
+RENDERING_STACK = ("altair", "jinja2", "markupsafe", "weasyprint", "vl_convert")
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def iter_modules() -> list[tuple[str, Path]]:
+    return sorted((module_name(p), p) for pkg in PACKAGES for p in (REPO / pkg).rglob("*.py"))
+
+
+def imports_of(path: Path, module: str, *, top_level_only: bool = False) -> set[str]:
+    """Absolute names a module imports; `top_level_only` leaves out imports inside functions (lazy ones)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    nodes = tree.body if top_level_only else list(ast.walk(tree))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = set()
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: up `level - 1` packages from this one
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(parts + ([base] if base else []))
+            found |= {f"{base}.{alias.name}" for alias in node.names} | {base}
+    return found
+
+
+def first_party(name: str) -> str | None:
+    top = name.split(".")[0]
+    return top if top in PACKAGES else None
+
+
+MODULES = iter_modules()
+
+
+def test_every_package_imports_only_what_its_stage_may():
+    wrong = [f"{module} imports {name}" for module, path in MODULES for name in imports_of(path, module)
+             if first_party(name) and first_party(name) not in ALLOWED[module.split(".")[0]]]
+    assert wrong == []
+
+
+def test_the_model_imports_no_presentation():
+    wrong = [f"{module} imports {name}" for module, path in MODULES if module.startswith("planner.model")
+             for name in imports_of(path, module)
+             if name.startswith(MODEL_MAY_NOT) or name.split(".")[0] in RENDERING_STACK]
+    assert wrong == []
+
+
+def test_the_contract_needs_only_the_standard_library():
+    third_party = [f"{module} imports {name}" for module, path in MODULES if module.startswith("gpuplan_schema")
+                   for name in imports_of(path, module)
+                   if not first_party(name) and name.split(".")[0] not in sys.stdlib_module_names]
+    assert third_party == []
+
+
+def resolve(name: str, known: set[str]) -> str | None:
+    """The module a `from x import y` names: x.y when that is a module, else x."""
+    while name and name not in known:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}   # 1 on the stack, 2 done
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt not in state and (cycle := visit(nxt)):
+                return cycle
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (cycle := visit(node)):
+            return cycle
+    return None
+
+
+def test_no_module_level_import_cycles():
+    known = {m for m, _ in MODULES}
+    graph = {m: {r for name in imports_of(p, m, top_level_only=True) if (r := resolve(name, known)) and r != m
+                 and not (r in known and m.startswith(r + "."))}   # a package's own __init__ is not a cycle
+             for m, p in MODULES}
+    assert find_cycle(graph) is None
+
+
+def test_find_cycle_finds_one():  # the checker itself can fail
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+BLOCKER = """
+import importlib.abc, sys
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] in {blocked!r}:
+            raise ImportError('blocked for the test: ' + name)
+sys.meta_path.insert(0, Block())
+"""
+
+
+def test_planner_model_imports_with_the_rendering_stack_blocked():
+    code = BLOCKER.format(blocked=set(RENDERING_STACK)) + (
+        "import pkgutil, importlib, planner.model\n"
+        "for m in pkgutil.walk_packages(planner.model.__path__, 'planner.model.'):\n"
+        "    importlib.import_module(m.name)\n"
+        "from planner.render.plan_text import render_plan_text\n"
+        "print('ok')\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+def test_gpuplan_plan_runs_without_the_rendering_stack(tmp_path):
+    code = BLOCKER.format(blocked=set(RENDERING_STACK)) + (
+        "import sys; from planner.cli import main\n"
+        f"sys.exit(main(['plan', {str(REPO / 'results' / 'h100-80gb')!r}, '--target', 'H200']))\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    assert "H200" in done.stdout
+
+
+@pytest.mark.slow
+def test_a_wheel_installs_into_a_fresh_environment_and_runs(tmp_path):
+    """Built from the checkout, installed (not editable) into a new virtual environment whose only other
+    packages are this environment's dependencies (on PYTHONPATH, so nothing of the checkout leaks in)."""
+    wheels = tmp_path / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", str(REPO),
+                    "-w", str(wheels)], check=True, timeout=300, capture_output=True)
+    (wheel,) = wheels.glob("gpuplan-*.whl")
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True).create(env_dir)
+    python = env_dir / "bin" / "python"
+    deps = [p for p in sys.path if p.endswith("site-packages")]
+    env = {"PATH": f"{env_dir / 'bin'}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    # A clean environment for pip: with the checkout on PYTHONPATH it would find the build's egg-info there
+    # and call gpuplan installed already.
+    subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)], check=True,
+                   timeout=300, capture_output=True, env=env, cwd=tmp_path)
+    env["PYTHONPATH"] = ":".join(deps)
+    work = tmp_path / "work"   # not the checkout: only the installed packages can be imported here
+    work.mkdir()
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(args, cwd=work, env=env, capture_output=True, text=True, timeout=600)
+
+    where = run(str(python), "-c", "import planner, collectors, gpuplan_schema; print(planner.__file__)")
+    assert where.returncode == 0 and str(env_dir) in where.stdout, where.stderr
+    assert run(str(python), "-m", "collectors", "--help").returncode == 0
+    gpuplan = str(env_dir / "bin" / "gpuplan")
+    plan = run(gpuplan, "plan", str(REPO / "results" / "h100-80gb"), "--target", "H200")
+    assert plan.returncode == 0, plan.stderr
+    report = run(gpuplan, "report", str(REPO / "results" / "h100-80gb"), "--out", str(tmp_path / "reports"))
+    assert report.returncode == 0, report.stderr
+    assert (tmp_path / "reports" / "h100-80gb" / "report.pdf").stat().st_size > 10_000
+    site = run(gpuplan, "site", str(REPO / "tests" / "fixtures" / "results"), "--out", str(tmp_path / "site"),
+               "--no-pdf")
+    assert site.returncode == 0, site.stderr
+    assert (tmp_path / "site" / "index.html").is_file()
