@@ -12,26 +12,29 @@ into it, and AdamW reads parameter, gradient and both moments and writes paramet
 every row, touched or not. Numbers from `benchmarks/example_regimes.py`:
 
 - Bytes: AdamW moves 28 B per parameter (4 read, 3 written, fp32), 28.7 GB a step, plus 4.1 GB
-  to zero the gradient: about 33 GB a step, whatever the batch. At ~3.0 TB/s that is ~11 ms; the
-  fused AdamW kernel reaches perhaps 80 % of copy bandwidth, so 12–15 ms.
-- FLOPs: 1.9 MFLOP per sample for a training step (the MLPs; the interaction is tiny), 31 GFLOP
-  at the main batch 16,384: under 0.1 ms on an H100. Arithmetic intensity about 1 FLOP per byte,
-  far below the H100's ridge (~270 FLOP/B for bf16).
-- Host: about 220 aten ops a step, ~2–4 ms of host time, hidden behind the GPU's 12+ ms.
+  to zero the gradient: the byte model gives 33.4 GB a step, almost independent of the batch.
+  At ~3.0 TB/s that is 11 ms; the fused AdamW kernel reaches perhaps 80–90 % of copy bandwidth.
+- FLOPs: 2.0 MFLOP per sample for a training step (the MLPs; the interaction is tiny), 0.033
+  TFLOP at gpuplan's main batch 16,384: 0.04 ms at the H100's bf16 peak. Arithmetic intensity
+  1.0 FLOP/B, far below the H100's ridge (~270 FLOP/B for bf16).
+- Host: 218 aten ops a step (128 kernels), ~1–4 ms of host time, hidden behind the GPU.
 - Memory: parameters, gradients and two moments are 16.4 GB before any batch; a sample adds only
-  a few kB of activations and indices, so the OOM boundary is in the millions of samples.
+  ~20 kB of activations and indices, so the OOM boundary is in the millions of samples.
 
-So an H100 step should take roughly 12–20 ms and barely change with the batch until the lookups
+So an H100 step should take roughly 12–16 ms and barely change with the batch until the lookups
 and MLPs of ~a million samples catch up; an H200 (4.8 TB/s) should be ~1.4× faster, not the ~1×
 its equal bf16 peak predicts. Sparse gradients (`sparse=True` with SparseAdam) would remove most
 of the traffic; this example keeps them dense on purpose.
 
-`build()` is the measured size; it allocates 4.1 GB of tables on the host first (a few seconds).
+`build()` is the measured size: on a GPU host the tables are made on the GPU; on a CPU they take
+4.1 GB of RAM and 5–10 s to initialise (a CPU step would need 16 GB: use the tiny size).
 `build_tiny()` keeps the same 8 tables and MLP (the same ops per step) with 1,000 rows a table,
 for the CPU tests.
 """
 
 from __future__ import annotations
+
+import itertools
 
 import torch
 import torch.nn.functional as F
@@ -46,7 +49,7 @@ BATCH_START = 2048  # gpuplan's main batch on a GPU is 8 × this: 16,384
 
 def mlp(widths: tuple[int, ...], last_relu: bool) -> nn.Sequential:
     layers: list[nn.Module] = []
-    for i, (a, b) in enumerate(zip(widths, widths[1:])):
+    for i, (a, b) in enumerate(itertools.pairwise(widths)):
         layers.append(nn.Linear(a, b))
         if last_relu or i < len(widths) - 2:
             layers.append(nn.ReLU())

@@ -4,18 +4,19 @@ Model: 224×224×3 images cut into 16×16 patches (196 tokens + a class token), 
 layers of 3-head `scaled_dot_product_attention` and a GELU MLP ×4, a 1000-class linear head on the
 class token, cross-entropy. 5.7 M parameters (22.8 MB in fp32).
 
-Regime: the host, not the GPU. Numbers from `benchmarks/example_regimes.py` (FlopCounterMode, and
-the aten ops that reach the backend in one bf16-autocast training step, counted on a CPU):
+Regime: the host, not the GPU. Numbers from `benchmarks/example_regimes.py` (FlopCounterMode on
+the `meta` device; the aten ops of one bf16-autocast training step, counted on a CPU):
 
-- 7.5 GFLOP per image for a training step (forward + backward), so the main batch 64 is 0.48 TFLOP:
-  0.6 ms at the H100's ~800 TFLOP/s bf16 peak, about 1.5 ms at the ~40 % that matrices of 192
-  columns reach. At batch 8 (the sweep's start) it is 0.06 TFLOP, under 0.2 ms.
-- Memory: AdamW over 5.7 M parameters and the saved activations are about 0.35 GB a step at
-  batch 64 (collectors/accounting.py's model): 0.1 ms at ~3 TB/s.
-- About 1,700 aten ops per step (about 1,100 that launch a kernel: casts, layer norms, matmuls,
-  attention, GELU, adds, and their backward). An eager step costs the host ~9 µs of launch latency
-  per kernel plus ~5–15 µs of Python, autograd and dispatcher work per op: 15–35 ms per step,
-  ten times the GPU's work at batch 64, a hundred times at batch 8.
+- FLOPs: 7.46 GFLOP per image for a training step, 0.48 TFLOP at gpuplan's main batch 64: 0.6 ms
+  at the H100's ~800 TFLOP/s bf16 peak, 1.5–3 ms at the 20–40 % that matrices 192 wide reach.
+  At batch 8 (the sweep's start), 0.06 TFLOP.
+- Bytes: AdamW streams 0.16 GB (28 B per fp32 parameter); with the saved activations the byte
+  model gives at most 5.4 GB at batch 64 (an fp32, math-attention upper bound): under 2 ms at
+  ~3 TB/s. Arithmetic intensity ~90 FLOP/B: no roof is near.
+- Host: 1,443 aten ops a step, 675 of them kernels (not views or allocations). At ~9 µs launch
+  latency a kernel that is ≥ 6 ms; eager PyTorch spends some 10–20 µs of host time per aten op
+  on a server CPU (Python modules, autograd, autocast casts, the dispatcher; 50–60 µs on the
+  loaded 2-core test machine), so 15–30 ms a step: 5–10× the GPU's work at batch 64.
 
 So on an H100 the step takes about the same time at every batch from 8 to ~64–128, and images/s
 grow in proportion to the batch until the GPU's work catches up with the host. The planner

@@ -3,20 +3,22 @@
 Model: sequences of 512 vectors of width 2048 (already embedded: think of patches of a signal
 or a frozen encoder's features), 6 pre-norm layers of 16-head `scaled_dot_product_attention`
 (head width 128) and a GELU MLP ×4, a final LayerNorm and a linear regression head; the loss is
-the mean squared error against target vectors. 306 M parameters (1.2 GB in fp32).
+the mean squared error against target vectors. 307 M parameters (1.2 GB in fp32).
 
-Regime: tensor-core arithmetic. Numbers from `benchmarks/example_regimes.py`:
+Regime: tensor-core arithmetic. Numbers from `benchmarks/example_regimes.py` (FlopCounterMode on
+the `meta` device; the aten ops of one bf16-autocast training step, counted on a CPU):
 
-- FLOPs: ~0.95 TFLOP per sequence for a training step (6 × parameters × 512 tokens for the
-  matrices, a few % for attention), 30 TFLOP at the main batch 32: ~40 ms at the H100's ~800
-  TFLOP/s bf16 peak, ~50 ms at the ~75 % a matrix of 2048 × 8192 reaches.
-- Bytes: AdamW moves ~8.6 GB a step (28 B per fp32 parameter) and the saved activations a
-  few GB more at batch 32: ~5 ms at ~3 TB/s. Arithmetic intensity ~2,000 FLOP per byte,
-  far above the H100's ridge (~270 FLOP/B for bf16).
-- Host: about 500 aten ops a step (~5–10 ms of host time), all hidden behind the GPU.
+- FLOPs: 0.98 TFLOP per sequence for a training step (6 × 307 M parameters × 512 tokens for the
+  matrices, ~4 % attention), 31.3 TFLOP at gpuplan's main batch 32: 39 ms at the H100's ~800
+  TFLOP/s bf16 peak, ~50 ms at the ~75 % that 2048 × 8192 matrices reach.
+- Bytes: AdamW streams 8.6 GB a step (28 B per fp32 parameter); with the saved activations the
+  byte model gives at most 50 GB at batch 32 (an fp32, math-attention upper bound; bf16 with
+  flash attention saves about half): ≤ 17 ms at ~3 TB/s. Arithmetic intensity ≥ 630 FLOP/B,
+  above the H100's ridge (~270 FLOP/B for bf16).
+- Host: 730 aten ops a step (343 kernels), 3–15 ms of host time, hidden behind the GPU.
 
-So an H100 step should take roughly 45–60 ms at batch 32 and grow in proportion to the batch
-above ~8; at batch 4 (the sweep's start) the fixed optimizer pass (~3 ms) is a visible share of
+So an H100 step should take roughly 55–75 ms at batch 32, most of it in matmuls, and grow in
+proportion to the batch above ~8; at batch 4 (the sweep's start) the fixed optimizer pass (~3 ms) is a visible share of
 a ~10 ms step. An H200 has the same bf16 peak: the planner should predict nearly the same
 time there (slightly less at small batch, where the H200's bandwidth shortens the optimizer).
 
