@@ -15,8 +15,8 @@ the `meta` device; the aten ops of one bf16-autocast training step, counted on a
   ~3 TB/s. Arithmetic intensity ~90 FLOP/B: no roof is near.
 - Host: 1,443 aten ops a step, 675 of them kernels (not views or allocations). At ~9 µs launch
   latency a kernel that is ≥ 6 ms; eager PyTorch spends some 10–20 µs of host time per aten op
-  on a server CPU (Python modules, autograd, autocast casts, the dispatcher; 50–60 µs on the
-  loaded 2-core test machine), so 15–30 ms a step: 5–10× the GPU's work at batch 64.
+  on a server CPU (Python modules, autograd, autocast casts, the dispatcher; 10–100 µs on the
+  shared 2-core test machine, with its load), so 15–30 ms a step: 5–10× the GPU's work at batch 64.
 
 So on an H100 the step takes about the same time at every batch from 8 to ~64–128, and images/s
 grow in proportion to the batch until the GPU's work catches up with the host. The planner
