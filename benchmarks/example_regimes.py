@@ -37,7 +37,7 @@ sys.path.insert(0, str(REPO))
 
 from collectors.profiles import QUICK  # noqa: E402
 from collectors.training import Variant, build_step, prepare_model  # noqa: E402
-from collectors.workload_collector import build_plan  # noqa: E402
+from collectors.workload_collector import build_sweep_plan  # noqa: E402
 from collectors.workloads import Workload, load_workload  # noqa: E402
 
 EXAMPLES = ("examples/vit_tiny.py", "examples/dlrm_small.py", "examples/wide_transformer.py")
@@ -122,7 +122,7 @@ def embedding_share(model: nn.Module) -> float:
 def report(path: str) -> None:
     real = load(f"{path}:build", META)
     params = sum(p.numel() for p in real.model.parameters())
-    main = build_plan(real.name, real, QUICK, torch.device("cuda")).main_batch  # gpuplan's main GPU batch
+    main = build_sweep_plan(real.name, real, QUICK, torch.device("cuda")).main_batch  # gpuplan's main GPU batch
     fps = flops_per_sample(real)
     act = saved_bytes_per_sample(real)
     adamw = ADAMW_BYTES_PER_PARAM * params

@@ -17,16 +17,16 @@ from pathlib import Path
 
 import pytest
 import torch
+from paths import REPO
 from torch import nn
 
 from collectors.__main__ import main as collect_main
 from collectors.profiles import QUICK
-from collectors.schema import load_document
 from collectors.training import Variant, build_step, prepare_model
-from collectors.workload_collector import build_plan
+from collectors.workload_collector import build_sweep_plan
 from collectors.workloads import Workload, load_workload
+from gpuplan_schema.schema import load_document
 
-REPO = Path(__file__).resolve().parent.parent
 CPU, META, CUDA = torch.device("cpu"), torch.device("meta"), torch.device("cuda")
 EXAMPLES = {"vit-tiny": "examples/vit_tiny.py", "dlrm-small": "examples/dlrm_small.py",
             "wide-transformer": "examples/wide_transformer.py"}
@@ -70,8 +70,8 @@ def parameters(model: nn.Module) -> int:
 
 
 def main_batch(workload: Workload) -> int:
-    """The batch gpuplan judges the workload at on a GPU (build_plan touches no GPU to say it)."""
-    return build_plan(workload.name, workload, QUICK, CUDA).main_batch
+    """The batch gpuplan judges the workload at on a GPU (build_sweep_plan touches no GPU to say it)."""
+    return build_sweep_plan(workload.name, workload, QUICK, CUDA).main_batch
 
 
 # ── the interface and a real training step ─────────────────────────────────────────────────────
