@@ -36,9 +36,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from gpuplan_schema.results import load_machine  # noqa: E402
 from planner.render.report import render_report_pdf  # noqa: E402
-from planner.report.frame import build_report  # noqa: E402
+from planner.report.frame import build_report_for  # noqa: E402
 from planner.site.build import build_site  # noqa: E402
 
 SOURCES = ("h100-80gb", "h200", "vm-cpu")
@@ -119,7 +118,7 @@ def main() -> int:
         print(f"pages    {len(files)} files, {sum(p.stat().st_size for p in files) / 1e6:.0f} MB; largest machine "
               f"page {largest.stat().st_size / 1e6:.2f} MB ({largest.parent.name})")
         sampled = [f"{SOURCES[i % len(SOURCES)]}-{i:03d}" for i in range(args.pdf_samples * len(SOURCES))]
-        pdf = [timed(lambda m=m: render_report_pdf(build_report(load_machine(root / m)))) for m in sampled]
+        pdf = [timed(lambda m=m: render_report_pdf(build_report_for(root / m))) for m in sampled]
         if pdf:
             print(describe("one PDF", pdf))
     return 0

@@ -19,7 +19,7 @@ from planner.charts.base import with_width
 from planner.export.tidy import iter_tidy_rows
 from planner.model.scaling import ASSUMED_EFFICIENCY, DDP_BUCKET_BYTES, load_scaling
 from planner.render.report import render_report, render_report_html
-from planner.report.frame import NotCollectedSection, build_report
+from planner.report.frame import NotCollectedSection, build_report, build_report_for
 from planner.report.multigpu import PREFETCH, WORKER_CORE_SHARE, MultiGpuSection
 
 GLOO = ROOT / "tests" / "fixtures" / "multigpu" / "cpu-gloo-2"
@@ -168,7 +168,7 @@ def test_the_measured_4_gpu_machine_shows_its_4_gpu_rows():
 
 
 def test_without_the_documents_the_report_says_not_collected(tmp_path):
-    report = build_report(load_machine(CPU))
+    report = build_report_for(CPU)
     assert not any(isinstance(s, MultiGpuSection) for s in report.sections)
     line = next(s for s in report.sections if isinstance(s, NotCollectedSection))
     assert {"collectives", "ddp"} <= set(line.kinds)
@@ -177,4 +177,4 @@ def test_without_the_documents_the_report_says_not_collected(tmp_path):
     (folder / "ddp.json").unlink()
     section = section_of(load_machine(folder))
     assert section.not_collected == ["ddp"] and not section.tables
-    assert "Not collected: ddp." in render_report_html(build_report(load_machine(folder)))
+    assert "Not collected: ddp." in render_report_html(build_report_for(folder))

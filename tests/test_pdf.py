@@ -15,9 +15,8 @@ from paths import REPO
 from PIL import Image, ImageFont
 from pypdf import PdfReader
 
-from gpuplan_schema.results import load_machine
 from planner.render.report import PAPERS, layout_report_pdf, render_chart_svg, render_report
-from planner.report.frame import build_report
+from planner.report.frame import build_report_for
 from planner.report.workloads import WorkloadSection
 
 H100 = REPO / "results" / "h100-80gb"
@@ -28,7 +27,7 @@ MM = 72 / 25.4  # PDF points per millimetre
 
 @pytest.fixture(scope="module")
 def report():  # noqa: ANN201 - a Report
-    return build_report(load_machine(H100))
+    return build_report_for(H100)
 
 
 @pytest.fixture(scope="module")

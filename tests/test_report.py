@@ -18,7 +18,7 @@ from gpuplan_schema.stats import Stat
 from planner.charts.base import build_roofline_chart, with_width
 from planner.render.filters import script_json
 from planner.render.report import render_report, render_report_html, vega_javascript
-from planner.report.frame import CeilingsSection, NotCollectedSection, build_report
+from planner.report.frame import CeilingsSection, NotCollectedSection, build_report_for
 from planner.units import format_bytes, format_duration, format_number, format_spread, format_stat
 
 H100 = FIXTURES / "h100-80gb"
@@ -104,7 +104,7 @@ def test_pdf_has_the_roofline_as_vector_art_and_no_javascript(h100):
 
 
 def test_rendering_twice_gives_the_same_bytes(h100):
-    report = build_report(load_machine(H100))
+    report = build_report_for(H100)
     assert render_report_html(report) == h100[0].read_text(encoding="utf-8")
 
 
@@ -118,7 +118,7 @@ def test_cpu_report_builds_and_says_there_is_no_datasheet_entry(cpu):
 
 
 def test_ceilings_compare_with_the_datasheet():
-    report = build_report(load_machine(H100))
+    report = build_report_for(H100)
     section = next(s for s in report.sections if isinstance(s, CeilingsSection))
     bf16 = next(r for r in section.rows if r.label == "bf16")
     assert section.spec is not None and "H100" in section.spec.name
@@ -132,7 +132,7 @@ def test_missing_collectors_are_listed_as_not_collected(tmp_path):
     folder = tmp_path / "cpu-test"
     folder.mkdir()
     shutil.copy(CPU / "ceilings.json", folder / "ceilings.json")
-    report = build_report(load_machine(folder))
+    report = build_report_for(folder)
     line = next(s for s in report.sections if isinstance(s, NotCollectedSection))
     assert "environment" in line.kinds
     assert "Not collected: environment" in render_report_html(report)
@@ -218,8 +218,8 @@ def test_sustained_figures_get_their_columns_when_the_documents_have_them(tmp_pa
     bf16["sustained_flops_per_s"] = {k: v * 0.85 if k != "n" else v for k, v in bf16["flops_per_s"].items()}
     bf16["sustained_sm_clock_hz"] = 1.41e9
     (folder / "ceilings.json").write_text(json.dumps(doc), encoding="utf-8")
-    assert "SM clock, sustained" not in render_report_html(build_report(load_machine(H100)))
-    html = render_report_html(build_report(load_machine(folder)))
+    assert "SM clock, sustained" not in render_report_html(build_report_for(H100))
+    html = render_report_html(build_report_for(folder))
     sustained = load_document(folder / "ceilings.json").payload.matmul[3].sustained_flops_per_s
     assert "SM clock, sustained" in html and "1410 MHz" in html
     assert f'<td class="num">{format_stat(sustained, "flops")}</td>' in html

@@ -23,7 +23,6 @@ from collectors.__main__ import main as collect_main
 from collectors.dataloader_collector import skipped_payload
 from collectors.image_pipeline import sample_bytes
 from gpuplan_schema.payloads import DataloaderPayload, WorkloadPayload
-from gpuplan_schema.results import load_machine
 from gpuplan_schema.schema import build_document, load_document, save_document
 from planner.charts.base import with_width
 from planner.charts.dataloader import build_loader_heatmap, build_worker_scaling_chart
@@ -31,7 +30,7 @@ from planner.export.tidy import build_tidy_table
 from planner.model.dataloader_verdict import appetite_point, best_per_workers, build_feed_verdicts
 from planner.render.report import render_report, render_report_html
 from planner.report.dataloader import DataloaderSection
-from planner.report.frame import NotCollectedSection, build_report
+from planner.report.frame import NotCollectedSection, build_report_for
 from planner.units import format_bytes
 
 VM_CPU = ROOT / "results" / "vm-cpu"
@@ -111,7 +110,7 @@ def visible(html: str) -> str:
 
 
 def test_the_report_section_shows_charts_the_buffer_table_and_the_verdicts(cpu_folder, loader, tmp_path):
-    report = build_report(load_machine(cpu_folder))
+    report = build_report_for(cpu_folder)
     (section,) = [s for s in report.sections if isinstance(s, DataloaderSection)]
     assert [v.workload for v in section.applicable] == ["resnet50"]
     assert "reduced sizes" in section.applicable[0].sentence and not section.applicable[0].compared
@@ -131,7 +130,7 @@ def test_the_report_section_shows_charts_the_buffer_table_and_the_verdicts(cpu_f
 
 
 def test_a_machine_without_the_document_says_not_collected():
-    report = build_report(load_machine(H100.parent / "h200"))  # the H200 run has no dataloader document
+    report = build_report_for(H100.parent / "h200")  # the H200 run has no dataloader document
     (line,) = [s for s in report.sections if isinstance(s, NotCollectedSection)]
     assert "dataloader" in line.kinds and not any(isinstance(s, DataloaderSection) for s in report.sections)
     assert re.search(r"Not collected: [^.]*dataloader", visible(render_report_html(report)))
@@ -184,7 +183,7 @@ def test_a_skipped_collection_renders_its_reason_and_exports_a_skipped_row(tmp_p
     shutil.copy(VM_CPU / "environment.json", folder / "environment.json")
     payload = skipped_payload(torch.device("cpu"), "quick", "Pillow is not installed", time.perf_counter(), 16)
     save_document(build_document("dataloader", "dataloader", "1", "vm-cpu", payload), folder / "dataloader.json")
-    html = visible(render_report_html(build_report(load_machine(folder))))
+    html = visible(render_report_html(build_report_for(folder)))
     assert "The input pipeline was not measured: Pillow is not installed." in html
     (row,) = [r for r in build_tidy_table([folder]) if r.collector == "dataloader"]
     assert (row.metric, row.status, row.value) == ("throughput_per_s", "skipped", None)

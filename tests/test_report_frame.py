@@ -10,14 +10,13 @@ from altair.utils.schemapi import validate_jsonschema
 from altair.vegalite.v6.schema import load_schema
 from paths import REPO
 
-from gpuplan_schema.results import load_machine
 from gpuplan_schema.schema import load_document
 from planner.charts.accuracy import build_accuracy_chart
 from planner.model.accuracy import AccuracyRow
 from planner.model.workload_verdict import judged_point
 from planner.render.report import render_report_html
 from planner.report.changes import MIN_GAIN, Change, throughput_knee, top_changes
-from planner.report.frame import REPORT_ORDER, PlaceholderSection, build_report
+from planner.report.frame import REPORT_ORDER, PlaceholderSection, build_report_for
 from planner.report.glossary import TERMS, GlossarySection
 from planner.report.summary import SummarySection
 from planner.report.workloads import PointRow, WorkloadSection
@@ -30,7 +29,7 @@ NOT_YET = ("multi-gpu",)  # the one part the single-GPU H100 folder has no docum
 
 @pytest.fixture(scope="module")
 def h100():  # noqa: ANN201 - a Report
-    return build_report(load_machine(H100))
+    return build_report_for(H100)
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +61,7 @@ def test_sections_follow_the_one_fixed_order_with_a_placeholder_for_each_part_no
 
 
 def test_a_machine_without_workloads_keeps_the_workloads_heading_with_one_line(tmp_path):
-    report = build_report(load_machine(CPU_FIXTURE))
+    report = build_report_for(CPU_FIXTURE)
     workloads = next(s for s in report.sections if anchor(s) == "workloads")
     assert isinstance(workloads, PlaceholderSection) and "no workload was measured" in workloads.line
     html = render_report_html(report)
@@ -71,7 +70,7 @@ def test_a_machine_without_workloads_keeps_the_workloads_heading_with_one_line(t
     only_env = tmp_path / "env-only"
     only_env.mkdir()
     shutil.copy(CPU_FIXTURE / "environment.json", only_env)
-    anchors = [anchor(s) for s in build_report(load_machine(only_env)).sections]
+    anchors = [anchor(s) for s in build_report_for(only_env).sections]
     assert anchors[:5] == ["summary", "not_collected", "ceilings", "roofline", "workloads"]  # all still there
 
 
@@ -126,7 +125,7 @@ def test_summary_has_a_verdict_row_per_workload_with_its_judged_throughput(h100)
 
 
 def test_quick_profile_proposes_no_change_and_says_why():
-    summary = build_report(load_machine(QUICK)).sections[0]
+    summary = build_report_for(QUICK).sections[0]
     assert summary.changes == []
     assert "quick profile measures one point per workload" in summary.changes_note
     assert len(summary.verdicts) == 4

@@ -18,7 +18,7 @@ from gpuplan_schema.schema import load_document
 from planner.charts.base import build_memory_chart, build_sequence_chart, build_throughput_chart, with_width
 from planner.model.workload_verdict import BOUNDS, build_verdict, gpu_memory_bytes, judged_point
 from planner.render.report import render_report, render_report_html
-from planner.report.frame import NotCollectedSection, build_report
+from planner.report.frame import NotCollectedSection, build_report, build_report_for
 from planner.report.workloads import WorkloadSection, build_workload_section
 from planner.units import format_count, format_number, format_percent
 
@@ -163,7 +163,7 @@ def test_each_workload_gets_its_own_anchor_and_contents_entry(h100_report):
 
 
 def test_workload_kind_is_no_longer_listed_as_not_collected():
-    report = build_report(load_machine(H100))
+    report = build_report_for(H100)
     missing = [s.kinds for s in report.sections if isinstance(s, NotCollectedSection)]
     assert all("workload" not in kinds for kinds in missing)
 

@@ -39,7 +39,7 @@ from planner.charts.base import with_width
 from planner.export.tidy import iter_tidy_rows
 from planner.model.roofline import OUTSIDE, class_shares, rank_by_time_lost
 from planner.render.report import build_jinja_env, render_report_html
-from planner.report.frame import NotCollectedSection, build_report
+from planner.report.frame import NotCollectedSection, build_report_for
 from planner.report.roofline import OpRooflineSection, build_op_roofline_section
 
 CPU = torch.device("cpu")
@@ -210,7 +210,7 @@ def test_export_rows_carry_op_name_in_variant_and_class_in_status(collected, pay
 
 
 def test_report_has_a_roofline_section_per_workload_after_its_workload(collected, payloads):
-    report = build_report(load_machine(collected))
+    report = build_report_for(collected)
     sections = [s for s in report.sections if isinstance(s, OpRooflineSection)]
     assert [s.name for s in sections] == sorted(WORKLOADS, key=lambda w: f"roofline-{w}.json")
     html = render_report_html(report)
@@ -230,7 +230,7 @@ def test_report_has_a_roofline_section_per_workload_after_its_workload(collected
 
 
 def test_a_machine_without_roofline_documents_says_not_collected():
-    report = build_report(load_machine(FIXTURE))
+    report = build_report_for(FIXTURE)
     line = next(s for s in report.sections if isinstance(s, NotCollectedSection))
     assert "roofline" in line.kinds
     assert not any(isinstance(s, OpRooflineSection) for s in report.sections)

@@ -17,7 +17,7 @@ from gpuplan_schema.results import load_machine
 from planner.export.tidy import build_tidy_table, render_csv
 from planner.model.accuracy import AccuracyRow
 from planner.model.workload_verdict import judged_point, main_batch
-from planner.report.frame import build_report
+from planner.report.frame import build_report_for
 from planner.report.summary import SummarySection
 from planner.site.accuracy import build_accuracy_page
 from planner.site.build import ACCURACY_NAME, CSV_NAME, MANIFEST_NAME, build_site
@@ -65,7 +65,7 @@ def test_every_link_of_every_page_is_relative_and_resolves(site):
 
 def test_index_puts_each_machines_main_workload_throughput_beside_its_ceilings(site):
     html = (site / "index.html").read_text(encoding="utf-8")
-    report = build_report(load_machine(RESULTS / "h100-80gb"))
+    report = build_report_for(RESULTS / "h100-80gb")
     gpt = next(r for r in next(s for s in report.sections if isinstance(s, SummarySection)).verdicts
                if r.workload == "gpt-small")
     assert f'title="bf16, batch 32">{format_number(gpt.throughput)}</td>' in html
@@ -89,10 +89,17 @@ def test_csv_is_the_tidy_export_of_the_whole_root(site):
     assert (site / CSV_NAME).read_text(encoding="utf-8") == render_csv(build_tidy_table([RESULTS]))
 
 
-def test_accuracy_page_says_there_is_no_data_yet_without_rows(site):
-    html = (site / ACCURACY_NAME).read_text(encoding="utf-8")
+def test_accuracy_page_says_there_is_no_data_yet_without_rows(tmp_path):
+    build_site(FIXTURES, tmp_path, pdf=False)  # one GPU machine: no pair to predict one from the other
+    html = (tmp_path / ACCURACY_NAME).read_text(encoding="utf-8")
     assert 'id="no-accuracy-data"' in html and "No accuracy data yet." in html
     assert "<table" not in html and "vegaEmbed" not in html  # no empty table, no chart bundle
+
+
+def test_the_site_predicts_each_measured_gpu_from_the_other_by_default(site):
+    html = (site / ACCURACY_NAME).read_text(encoding="utf-8")
+    assert 'id="no-accuracy-data"' not in html
+    assert "h100-80gb → h200" in html and "h200 → h100-80gb" in html
 
 
 def accuracy_rows() -> list[AccuracyRow]:

@@ -14,7 +14,7 @@ from gpuplan_schema.payloads import Allocator, WorkloadPayload
 from gpuplan_schema.results import MachineResults
 from gpuplan_schema.schema import DocumentError
 from planner.model.dataloader_verdict import build_feed_verdicts
-from planner.model.jobs import Job
+from planner.model.jobs import Job, parse_job
 from planner.model.memory import MemoryFit, fit_memory
 from planner.model.performance import Prediction, Rates, iter_predictions, measured_rates, predict_point, target_rates
 from planner.model.ranking import Estimate, RankedInstance, rank_instances
@@ -97,13 +97,18 @@ def load_source(machine: MachineResults) -> Source:
     return Source(machine, spec, measured_rates(machine.ceilings))
 
 
-def report_plan(machine: MachineResults, job: Job | None, measured: Sequence[MachineResults] = ()) -> Plan | None:
+def report_plan(machine: MachineResults, job: Job | None = None,
+                measured: Sequence[MachineResults] = ()) -> Plan | None:
     """The plan a report shows (default targets, `job` ranked), or None for a machine the planner cannot
-    use (no GPU in the catalog, no ceilings, no workloads): its report says so in each planner part."""
+    use (no GPU in the catalog, no ceilings, no workloads): its report says so in each planner part.
+    Without a `job`, DEFAULT_JOB is ranked where the machine measured its workload, else nothing is."""
     try:
         load_source(machine)
     except PlanError:
         return None
+    if job is None:
+        default = parse_job(DEFAULT_JOB)
+        job = default if any(w.workload == default.workload for w in machine.workloads) else None
     return build_plan(machine, None, job, measured)
 
 

@@ -20,13 +20,11 @@ import vl_convert
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
-from gpuplan_schema.results import load_machine_and_root
 from gpuplan_schema.schema import DocumentError, write_bytes_atomic, write_text_atomic
 from planner.charts.base import with_width
-from planner.model.jobs import Job, parse_job
-from planner.model.plan import DEFAULT_JOB, report_plan
+from planner.model.jobs import Job
 from planner.render.filters import register_filters
-from planner.report.frame import Report, build_report
+from planner.report.frame import Report, build_report_for
 
 TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
 PDF_CHART_WIDTH = 560  # pixels; the SVG then scales to the page's text width
@@ -163,8 +161,7 @@ def render_report(results_dir: Path, out_root: Path = Path("reports"), paper: st
     The instance ranking is for `job` (default: DEFAULT_JOB); the machines beside RESULTS_DIR in its
     results root supply the multi-GPU measurements the ranking cites."""
     paper_of(paper)  # a bad paper name fails before anything is loaded
-    machine, measured = load_machine_and_root(Path(results_dir))
-    report = build_report(machine, report_plan(machine, job or parse_job(DEFAULT_JOB), measured))
+    report = build_report_for(Path(results_dir), job)
     html = render_report_html(report)
     pdf = render_report_pdf(report, paper)
     folder = safe_child(Path(out_root), report.machine_id)

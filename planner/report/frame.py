@@ -15,11 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from gpuplan_schema.machine import sanitize_machine_id
 from gpuplan_schema.payloads import PAYLOADS
-from gpuplan_schema.results import MachineResults
-from planner.model.plan import Plan
+from gpuplan_schema.results import MachineResults, load_machine_and_root
+from planner.model.jobs import Job
+from planner.model.plan import Plan, report_plan
 from planner.report.ceilings import CeilingsSection, RooflineSection, build_ceilings_section, build_roofline_section
 from planner.report.dataloader import DataloaderSection, build_dataloader_sections
 from planner.report.glossary import GlossarySection, build_glossary_section
@@ -145,6 +147,13 @@ class Report:
     @property
     def body(self) -> list[Section]:
         return [s for s in self.sections if s.kind not in HEAD_KINDS]
+
+
+def build_report_for(folder: Path, job: Job | None = None) -> Report:
+    """The report of the machine folder `folder`, with its plan: the machines beside it in its results root
+    supply the multi-GPU measurements the ranking cites; `job` is ranked (default: DEFAULT_JOB)."""
+    machine, measured = load_machine_and_root(folder)
+    return build_report(machine, report_plan(machine, job, measured))
 
 
 def build_report(machine: MachineResults, plan: Plan | None = None) -> Report:

@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from gpuplan_schema.results import MachineResults
-from planner.model.jobs import parse_job
-from planner.model.plan import DEFAULT_JOB, report_plan
+from planner.model.plan import report_plan
 from planner.render.report import NavLink, render_report_html, render_report_pdf
 from planner.report.frame import Report, build_report
 
@@ -72,11 +71,9 @@ def map_forked(make: Callable[[T], R], items: Sequence[T]) -> list[R]:
 
 def build_machine_pages(machines: list[MachineResults], nav: list[NavLink], has_pdf: bool) -> list[MachinePage]:
     """Each machine's report and its page, in the order given; each plan cites the multi-GPU measurements
-    of all of `machines`, and ranks the default job."""
-    job = parse_job(DEFAULT_JOB)
-
+    of all of `machines`, and ranks the default job where the machine measured its workload."""
     def make(machine: MachineResults) -> MachinePage:
-        report = build_report(machine, report_plan(machine, job, machines))
+        report = build_report(machine, report_plan(machine, None, machines))
         return MachinePage(report, render_report_html(report, nav=nav, has_pdf=has_pdf))
 
     return map_forked(make, machines)
