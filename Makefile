@@ -1,5 +1,6 @@
 # gpuplan: the README's commands. `make setup` once, then `make report` on a GPU host,
-# `make test`, `make site`, `make lint` anywhere.
+# `make test` (or `make test-fast`), `make site`, `make lint` anywhere. PYTHON=.venv/bin/python
+# runs all of them in that environment (CI does: .ci/run).
 
 PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
@@ -22,7 +23,7 @@ MACHINE ?=
 MACHINE_ID = $(PYTHON) -c "import sys; from collectors.machine import default_machine_id, sanitize_machine_id; \
 	print(sanitize_machine_id(sys.argv[1]) if sys.argv[1] else default_machine_id())" "$(MACHINE)"
 
-.PHONY: setup system-packages report site test lint
+.PHONY: setup system-packages report site test test-fast lint
 
 setup: system-packages
 	@$(PYTHON) -c "import torch" 2>/dev/null \
@@ -49,6 +50,10 @@ site:
 
 test:
 	$(PYTHON) -m pytest -q
+
+# Everything but the tests marked slow (browser, PDF, real collections): a quick check while editing.
+test-fast:
+	$(PYTHON) -m pytest -q -m "not slow"
 
 lint:
 	$(PYTHON) -m ruff check .
