@@ -1,5 +1,6 @@
 # gpuplan: the README's commands. `make setup` once, then `make report` on a GPU host,
-# `make test`, `make site`, `make lint` anywhere.
+# `make test` (or `make test-fast`), `make site`, `make lint` anywhere. PYTHON=.venv/bin/python
+# runs all of them in that environment (CI does: .ci/run).
 
 PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
@@ -19,10 +20,10 @@ APT_PACKAGES ?= libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz0b libharfbuzz-subse
 # The results folder name: MACHINE=... if given (made filesystem-safe), else this host's id
 # (hostname + GPU model + count), as `gpuplan collect` names it.
 MACHINE ?=
-MACHINE_ID = $(PYTHON) -c "import sys; from collectors.machine import default_machine_id, sanitize_machine_id; \
+MACHINE_ID = $(PYTHON) -c "import sys; from collectors.machine import default_machine_id; from gpuplan_schema.machine import sanitize_machine_id; \
 	print(sanitize_machine_id(sys.argv[1]) if sys.argv[1] else default_machine_id())" "$(MACHINE)"
 
-.PHONY: setup system-packages report site test lint
+.PHONY: setup system-packages report site test test-fast lint
 
 setup: system-packages
 	@$(PYTHON) -c "import torch" 2>/dev/null \
@@ -49,6 +50,10 @@ site:
 
 test:
 	$(PYTHON) -m pytest -q
+
+# Everything but the tests marked slow (browser, PDF, real collections): a quick check while editing.
+test-fast:
+	$(PYTHON) -m pytest -q -m "not slow"
 
 lint:
 	$(PYTHON) -m ruff check .

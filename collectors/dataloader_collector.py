@@ -187,8 +187,11 @@ def collect_dataloader(progress: Progress, profile_name: str, cache_root: Path, 
         folder = jpeg_dataset.ensure_images(cache_root, images or (GPU_IMAGES if gpu else CPU_IMAGES),
                                             on_progress=progress.note)
     except jpeg_dataset.DatasetUnavailable as e:
+        progress.warn(f"{NAME}: skipped: {e}")   # the one line; the rest of the collection goes on
         return skipped_payload(device, profile_name, str(e), started, batch)
     group, no_group = open_group()
+    if no_group:
+        progress.warn(f"{NAME}: {no_group}")      # throughput is still measured
     cores = usable_cores()
     bench = Bench(JpegDataset(folder.files), device, batch, batch * sample_bytes(), profile.blocks, cores, group)
     main, extra = build_configs(profile, cores, gpu)

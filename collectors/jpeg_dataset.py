@@ -57,11 +57,16 @@ def cache_folder(root: Path, count: int) -> Path:
     return Path(root) / f"jpeg-{count}-v{GENERATOR_VERSION}"
 
 
+NEEDS_PILLOW = "needs Pillow (pip install Pillow)"
+
+
 def require_pillow() -> None:
+    """Pillow's modules this dataset and its decoding use, or DatasetUnavailable saying how to get them:
+    a bare GPU host has torch and the standard library, and its collection goes on without this one."""
     try:
-        import PIL  # noqa: F401
+        from PIL import Image, ImageDraw, ImageFilter  # noqa: F401
     except ImportError:
-        raise DatasetUnavailable("Pillow is not installed (pip install pillow): no JPEGs to decode") from None
+        raise DatasetUnavailable(NEEDS_PILLOW) from None
 
 
 def image_size(index: int) -> tuple[int, int]:

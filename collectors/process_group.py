@@ -26,6 +26,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+NO_PSUTIL = "no memory or CPU figures: needs psutil (pip install psutil)"
 SHARED_PREFIXES = ("/dev/shm/", "/memfd:")   # where torch puts tensors shared between processes
 # A /proc/<pid>/maps line: address perms offset dev inode path; the inode of each shared-memory mapping.
 SHARED_MAPPING = re.compile(rb"^\S+ \S+ \S+ \S+ (\d+) +(?:/dev/shm/|/memfd:)", re.MULTILINE)
@@ -111,7 +112,7 @@ def open_group() -> tuple[ProcessGroup | None, str | None]:
     try:
         return ProcessGroup(), None
     except ImportError:
-        return None, "psutil is not installed (pip install psutil): no memory or CPU figures"
+        return None, NO_PSUTIL
 
 
 def cpu_used(before: dict[int, float], after: dict[int, float]) -> float:

@@ -36,6 +36,16 @@ class Progress:
         """Say what is running now without counting a step."""
         self._draw(label)
 
+    def warn(self, text: str) -> None:
+        """One line of its own (a collector that degrades says why), the bar redrawn below it on a terminal."""
+        if self.tty:
+            self.stream.write("\r" + " " * 120 + "\r" + text + "\n")
+            self.stream.flush()
+            self._draw("")
+        else:
+            self.stream.write(text + "\n")
+            self.stream.flush()
+
     def _draw(self, label: str) -> None:
         width = 24
         filled = round(width * self.done / self.total)

@@ -1,11 +1,43 @@
-"""Shared fixtures: the committed machines, loaded once per test session (loading is read-only)."""
+"""Shared test set-up: the committed machines as fixtures (loaded once per session; loading is read-only),
+and the slow marks, so that `make test-fast` (pytest -m "not slow") leaves those tests out; `make test`
+runs all. The shared paths are in tests/paths.py (importable by every test module).
+
+Slow: the browser and PDF tests and those that run real collections. Whole modules are listed here, and in
+a mixed module the fixtures that collect or lay out a PDF; a test may also carry @pytest.mark.slow itself.
+"""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 from paths import FIXTURES, RESULTS
 
 from gpuplan_schema.results import MachineResults, load_machine, load_results_root
+
+SLOW_MODULES = {
+    "test_browser.py",               # headless chromium
+    "test_pdf.py",                   # WeasyPrint layouts and pdftoppm
+    "test_collectors_standalone.py",  # a real CPU collection in a fresh interpreter
+    "test_dataloader_pipeline.py",   # real DataLoader points with worker processes
+    "test_fault_injection.py",       # real collections killed and resumed
+    "test_multigpu_launch.py",       # torchrun with gloo ranks
+    "test_resume.py",                # real tiny collections, interrupted
+    "test_workloads.py",             # real workload collections and the CLI in subprocesses
+}
+# Fixtures of mixed modules that run a real collection or lay out a PDF.
+SLOW_FIXTURES = {
+    "test_report_dataloader.py": {"cpu_folder", "loader"},
+    "test_report_workloads.py": {"cpu_folder", "h100_report"},
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own -m selection reads the marks
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        module = Path(str(item.fspath)).name
+        if module in SLOW_MODULES or SLOW_FIXTURES.get(module, set()) & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")
@@ -15,13 +47,13 @@ def results_machines() -> list[MachineResults]:
 
 
 @pytest.fixture(scope="session")
-def h100() -> MachineResults:
+def h100_results() -> MachineResults:
     """The committed H100 collection (standard + capacity, roofline, dataloader)."""
     return load_machine(RESULTS / "h100-80gb")
 
 
 @pytest.fixture(scope="session")
-def h200() -> MachineResults:
+def h200_results() -> MachineResults:
     return load_machine(RESULTS / "h200")
 
 

@@ -206,19 +206,23 @@ BLOCKED_RUN = textwrap.dedent("""
 PLANNER_STACK = "pandas,jinja2,altair,vl_convert,weasyprint,pydantic,pypdf,planner"
 
 
-def run_blocked(blocked: str, out: Path, cache: Path) -> DataloaderPayload:
+def run_blocked(blocked: str, out: Path, cache: Path) -> tuple[DataloaderPayload, list[str]]:
+    """The document and the stderr lines that name the blocked package."""
     proc = subprocess.run([sys.executable, "-c", BLOCKED_RUN, f"{PLANNER_STACK},{blocked}", str(out), str(cache)],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return load_document(out / "t" / "dataloader.json").payload
+    named = [line for line in proc.stderr.splitlines() if "needs " in line]
+    return load_document(out / "t" / "dataloader.json").payload, named
 
 
 def test_without_psutil_throughput_is_still_measured_and_memory_says_why(tmp_path, cache, cpu_folder):
-    payload = run_blocked("psutil", tmp_path, cache)
-    assert payload.status == "ok" and "psutil is not installed" in payload.memory_measure
+    payload, lines = run_blocked("psutil", tmp_path, cache)
+    assert lines == ["dataloader: no memory or CPU figures: needs psutil (pip install psutil)"]
+    assert payload.status == "ok" and "needs psutil (pip install psutil)" in payload.memory_measure
     assert all(p.samples_per_s and p.memory_peak_bytes is None and p.cpu_cores_busy is None for p in payload.points)
 
 
 def test_without_pillow_the_collector_writes_a_skipped_document(tmp_path, cache):
-    payload = run_blocked("PIL", tmp_path, cache)
-    assert payload.status == "skipped" and "Pillow is not installed" in payload.reason and payload.points == []
+    payload, lines = run_blocked("PIL", tmp_path, cache)
+    assert lines == ["dataloader: skipped: needs Pillow (pip install Pillow)"]
+    assert (payload.status, payload.reason, payload.points) == ("skipped", "needs Pillow (pip install Pillow)", [])
