@@ -9,6 +9,7 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from paths import RESULTS
 
 from collectors.boundary import (
     BOUNDARY_TOLERANCE,
@@ -292,7 +293,7 @@ def test_a_capacity_document_without_the_expandable_searches_is_continued(monkey
 
     monkeypatch.delenv("PYTORCH_CUDA_ALLOC_CONF", raising=False)
     monkeypatch.delenv("PYTORCH_ALLOC_CONF", raising=False)
-    now = load_document(Path(__file__).parents[1] / "results/h100-80gb/workload-conv-rollout.json").payload
+    now = load_document(RESULTS / "h100-80gb" / "workload-conv-rollout.json").payload
     before = with_fields(now, boundaries=now.default_boundaries)
     assert holds_allocator_boundaries(now, "capacity") and holds_allocator_boundaries(now, "full")
     assert not holds_allocator_boundaries(before, "capacity") and holds_allocator_boundaries(before, "standard")

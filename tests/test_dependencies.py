@@ -15,10 +15,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from paths import REPO as ROOT
 
 tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 
-ROOT = Path(__file__).resolve().parent.parent
 RUNTIME_DIRS = ("gpuplan_schema", "collectors", "planner", "examples", "benchmarks")
 NOT_DECLARED = {"torch"}  # GPU hosts bring their own build; `make setup` installs the pinned CPU one elsewhere
 NUMPY_WARNING = "Failed to initialize NumPy"

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 import vl_convert
+from paths import FIXTURES
 from torch.autograd import DeviceType
 from torch.autograd.profiler_util import FunctionEvent
 from torch.utils.flop_counter import flop_registry
@@ -43,7 +44,7 @@ from planner.report.frame import NotCollectedSection, build_report_for
 from planner.report.roofline import OpRooflineSection, build_op_roofline_section
 
 CPU = torch.device("cpu")
-FIXTURE = Path(__file__).parent / "fixtures" / "results" / "cpu-test"
+FIXTURE = FIXTURES / "cpu-test"
 PEAK, BANDWIDTH, LAUNCH = 100e9, 10e9, 100e-6
 CHOSEN = RooflineRoofs("chosen for the test", {"fp32": PEAK}, BANDWIDTH, LAUNCH)
 CLASSES = {"math-bound", "memory-bound", "latency-bound", "unclassified"}

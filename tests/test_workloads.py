@@ -453,7 +453,7 @@ def test_export_of_a_cpu_collection(standard_run):
 
 def test_readme_shows_the_example_workload_verbatim():
     """The README's copy of the example is the file the tests run, to the character."""
-    root = Path(__file__).resolve().parent.parent
+    root = REPO
     readme = (root / "README.md").read_text(encoding="utf-8")
     example = (root / "examples" / "user_workload.py").read_text(encoding="utf-8")
     assert f"```python\n{example}```" in readme
