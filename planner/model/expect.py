@@ -16,13 +16,14 @@ from gpuplan_schema.payloads import WorkloadPayload
 from planner.model.performance import PLAIN_VARIANTS, Prediction
 from planner.model.recommend import main_trials
 from planner.model.settings import Settings
+from planner.units import format_number
 
 BOUND_WORDS = {
-    "compute": "compute-bound: matrix math takes most of the step; a faster GPU or a lower precision helps",
-    "memory": "memory-bandwidth-bound: moving bytes takes most of the step; fusing (torch.compile) or a GPU "
-              "with more bandwidth helps",
-    "overhead": "overhead-bound: small kernels and launches take most of the step; a larger batch, "
-                "torch.compile or CUDA graphs help more than a faster GPU",
+    "compute": ("compute-bound", "matrix math takes most of the step; a faster GPU or a lower precision helps"),
+    "memory": ("memory-bandwidth-bound", "moving bytes takes most of the step; fusing (torch.compile) or more "
+                                         "bandwidth helps"),
+    "overhead": ("overhead-bound", "small kernels and launches take most of the step; a larger batch, "
+                                   "torch.compile or CUDA graphs help more than a faster GPU"),
 }
 
 
@@ -34,7 +35,8 @@ class Expected:
     unit: str
     basis: str          # where the figure comes from, one sentence
     bound: str | None   # compute / memory / overhead, None where no prediction exists
-    bound_words: str
+    bound_words: str    # the bound and the step's parts, e.g. 'overhead-bound (step: 7% math, …)'
+    bound_hint: str     # what would help, one clause
     shares: tuple[float, float, float] | None   # math, memory, rest: parts of the step
 
 
@@ -60,17 +62,17 @@ def build_expected(payload: WorkloadPayload, settings: Settings, sweep_precision
     error = prediction.error if prediction and base_what.startswith("predicted") else 0.0
     central = base * factors
     low, high = min(base, central) * (1 - error), max(base, central) * (1 + error)
-    basis = f"{base_what} {base:.4g} {payload.unit}/s at batch {settings.batch} ({sweep_precision}, eager)"
+    basis = f"{base_what} {format_number(base, 4)} at batch {settings.batch} ({sweep_precision}, eager)"
     if parts:
-        basis += f"; {' and '.join(parts)} measured at the main batch, not together"
+        basis += f"; {' and '.join(parts)}, each measured on its own at the main batch"
     if error:
         basis += f"; ±{error:.0%} prediction band"
     bound = prediction.bound if prediction else None
     shares = (prediction.shares.math, prediction.shares.memory, prediction.shares.other) if prediction else None
-    words = BOUND_WORDS.get(bound or "", "bound not known: no prediction of this point")
+    words, hint = BOUND_WORDS.get(bound or "", ("bound not known", "no prediction of this point"))
     if shares:
-        words += f" (step: {shares[0]:.0%} math, {shares[1]:.0%} memory traffic, {shares[2]:.0%} other)"
-    return Expected(central, low, high, payload.unit, basis, bound, words, shares)
+        words += f" (step: {shares[0]:.0%} math, {shares[1]:.0%} memory, {shares[2]:.0%} other)"
+    return Expected(central, low, high, payload.unit, basis, bound, words, hint, shares)
 
 
 def knee_prediction(predictions: list[Prediction], workload: str, precision: str, batch: int | None

@@ -14,12 +14,12 @@ from gpuplan_schema.payloads import Allocator, WorkloadPayload
 from gpuplan_schema.results import MachineResults
 from gpuplan_schema.schema import DocumentError
 from planner.model.dataloader_verdict import build_feed_verdicts
+from planner.model.expect import Expected, build_expected, knee_prediction
 from planner.model.jobs import Job
 from planner.model.memory import MemoryFit, fit_memory
 from planner.model.performance import Prediction, Rates, iter_predictions, measured_rates, predict_point, target_rates
-from planner.model.ranking import Estimate, RankedInstance, rank_instances
-from planner.model.expect import Expected, build_expected, knee_prediction
 from planner.model.presets import Bounds, Preset, build_presets, render_presets_yaml
+from planner.model.ranking import Estimate, RankedInstance, rank_instances
 from planner.model.recommend import (
     Knee,
     Recommendation,

@@ -19,6 +19,7 @@ from planner.model.recommend import Knee
 from planner.model.settings import Settings
 
 CONSERVATIVE_SHARE = 0.75  # leave a quarter of the default allocator's boundary free
+AGGRESSIVE_MIN_GAIN = 0.02  # a larger batch only for a gain above the ~1 % that repeated runs differ by
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,8 @@ def aggressive_preset(balanced: Settings, knee: Knee | None, bounds: Bounds) -> 
                        "time in a short run")
         s = replace(s, torch_compile=True)
     limit = bounds.expandable_safe or bounds.safe
-    if knee and s.batch and knee.best_batch > s.batch and (limit is None or knee.best_batch <= limit):
+    if knee and s.batch and knee.best_batch > s.batch and (limit is None or knee.best_batch <= limit) \
+            and knee.best_throughput_per_s >= (1 + AGGRESSIVE_MIN_GAIN) * knee.throughput_per_s:
         gain = knee.best_throughput_per_s / knee.throughput_per_s - 1
         changes.append(f"batch {knee.best_batch}: the best measured throughput ({_pct(gain)} over the knee); "
                        "scale the learning rate with it")

@@ -178,8 +178,7 @@ def recommend_loader(payload: WorkloadPayload, feed: FeedVerdict | None, cores: 
     """DataLoader workers from the loader measurement where it applies to the workload; otherwise a stated
     default (never a bare number: the reason says it was not measured and how to measure it)."""
     if feed is None or not feed.applies:
-        why = "no loader measurement on this machine" if feed is None else "the measured JPEG loader is not " \
-              "this workload's input"
+        why = "no loader measurement here" if feed is None else "the JPEG loader measured is not its input"
         value = str(min(DEFAULT_WORKERS, max(1, (cores or 2) - 1)))
         reason = f"not measured ({why}): {value} is a default, {MEASURE_LOADER}"
     elif feed.workers_needed is None:

@@ -70,7 +70,6 @@ def require_gpu(name: str, option: str = "--target") -> GpuSpec:
     spec = match_gpu(name) if name.strip() else None
     if spec is not None:
         return spec
-    names = [n for g in load_gpu_catalog() for n in (g.name, *g.aliases)]
     raise _unknown(option, name, "a GPU", GPUS_FILE, close_gpus(name), "gpuplan specs --gpus")
 
 
