@@ -15,6 +15,7 @@ from gpuplan_schema.results import MachineResults
 from gpuplan_schema.schema import DocumentError
 from planner.model.dataloader_verdict import build_feed_verdicts
 from planner.model.expect import Expected, build_expected, knee_prediction
+from planner.model.fp8 import as_fp8, measured_precision, require_fp8
 from planner.model.jobs import Job
 from planner.model.memory import MemoryFit, fit_memory
 from planner.model.performance import Prediction, Rates, iter_predictions, measured_rates, predict_point, target_rates
@@ -240,15 +241,18 @@ def build_predictor(source: Source, job: Job):  # noqa: ANN201 - a Predictor
     payload = next((w for w in source.machine.workloads if w.workload == job.workload), None)
     if payload is None:
         raise PlanError(f"--job {job.spec!r}", f"no {job.workload} results on {source.machine.machine}")
+    require_fp8(job, source.rates, source.machine.machine)
+    precision = measured_precision(job)  # fp8: bf16's points, matmuls at the fp8 rate (planner/model/fp8.py)
 
     def predict(gpu: GpuSpec) -> Estimate | None:
-        fit = fit_memory(payload, job.precision, source.spec.memory_bytes)
+        fit = fit_memory(payload, precision, source.spec.memory_bytes)
         safe = fit.safe_batch(gpu.memory_bytes) if fit else None
-        rates = target_rates(source.rates, source.spec, gpu)
-        candidates = [p for p in payload.points if p.precision == job.precision and p.status == "ok" and p.step_s
+        rates = as_fp8(target_rates(source.rates, source.spec, gpu), job)
+        candidates = [p for p in payload.points if p.precision == precision and p.status == "ok" and p.step_s
                       and p.seq_len is None and p.variant in ("default", "no_cudnn_benchmark") and p.sweep != "probe"
                       and (safe is None or p.batch <= safe)]
-        predicted = [x for x in (predict_point(p, payload, source.rates, rates, True) for p in candidates) if x]
+        predicted = [x for x in (predict_point(p, payload, as_fp8(source.rates, job), rates, True)
+                                 for p in candidates) if x]
         if not predicted:
             return _does_not_fit(payload, job, safe)
         best = max(predicted, key=lambda p: p.throughput_per_s)

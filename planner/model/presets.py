@@ -91,7 +91,7 @@ def settings_yaml_lines(s: Settings, indent: str = "") -> list[str]:
     lines = [f"precision: {s.precision}", f"batch_size: {batch}", f"torch_compile: {str(s.torch_compile).lower()}"]
     if s.channels_last is not None:
         lines.append(f"channels_last: {str(s.channels_last).lower()}")
-    lines += [f"allocator: {s.allocator or 'default'}", f"num_workers: {s.loader.workers}",
+    lines += [f"allocator: \"{s.allocator or 'default'}\"", f"num_workers: {s.loader.workers}",
               f"prefetch_factor: {s.loader.prefetch_factor}", f"pin_memory: {str(s.loader.pin_memory).lower()}",
               f"persistent_workers: {str(s.loader.persistent_workers).lower()}"]
     return [indent + line for line in lines]

@@ -109,6 +109,6 @@ def render_plan_detail(plan: Plan) -> list[str]:
                          f"(recommended ≤ {c.safe_batch}){allocator}")
         for r in t.recommendations:
             lines.append(f"   {r.workload:<13} {r.setting} = {r.value}: {r.reason}")
-        for workload, yaml in t.presets.items():
+        for yaml in t.presets.values():
             lines += ["", *("   " + line for line in yaml.splitlines())]
     return lines
