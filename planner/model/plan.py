@@ -251,8 +251,9 @@ def build_predictor(source: Source, job: Job):  # noqa: ANN201 - a Predictor
         candidates = [p for p in payload.points if p.precision == precision and p.status == "ok" and p.step_s
                       and p.seq_len is None and p.variant in ("default", "no_cudnn_benchmark") and p.sweep != "probe"
                       and (safe is None or p.batch <= safe)]
-        predicted = [x for x in (predict_point(p, payload, as_fp8(source.rates, job), rates, True)
-                                 for p in candidates) if x]
+        # the shares come from the source's own rates (the points ran in bf16 for an fp8 job); only the
+        # target's matmul rate is fp8's
+        predicted = [x for x in (predict_point(p, payload, source.rates, rates, True) for p in candidates) if x]
         if not predicted:
             return _does_not_fit(payload, job, safe)
         best = max(predicted, key=lambda p: p.throughput_per_s)
