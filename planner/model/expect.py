@@ -77,6 +77,8 @@ def build_expected(payload: WorkloadPayload, settings: Settings, sweep_precision
 
 def knee_prediction(predictions: list[Prediction], workload: str, precision: str, batch: int | None
                     ) -> Prediction | None:
-    """The prediction of the sweep point at `batch` (plain variant, no sequence sweep)."""
-    return next((p for p in predictions if p.workload == workload and p.precision == precision
-                 and p.batch == batch and p.variant in PLAIN_VARIANTS and p.seq_len is None), None)
+    """The prediction of the sweep point at `batch` (plain variant, no sequence sweep): the last of them, as
+    the plan's predicted knee takes it (a batch's trial and sweep point are both plain; the sweep comes last)."""
+    found = [p for p in predictions if p.workload == workload and p.precision == precision
+             and p.batch == batch and p.variant in PLAIN_VARIANTS and p.seq_len is None]
+    return found[-1] if found else None
