@@ -13,32 +13,22 @@ from dataclasses import dataclass, field
 from gpuplan_schema.payloads import Allocator, WorkloadPayload
 from gpuplan_schema.results import MachineResults
 from gpuplan_schema.schema import DocumentError
+from planner.model.advice import MAIN_PRECISION, REFERENCE_BATCH, advise_workload  # noqa: F401 - re-exported
 from planner.model.dataloader_verdict import build_feed_verdicts
 from planner.model.expect import Expected, build_expected, knee_prediction
 from planner.model.fp8 import as_fp8, measured_precision, require_fp8
 from planner.model.jobs import Job
 from planner.model.memory import MemoryFit, fit_memory
 from planner.model.performance import Prediction, Rates, iter_predictions, measured_rates, predict_point, target_rates
-from planner.model.presets import Bounds, Preset, build_presets, render_presets_yaml
+from planner.model.presets import Preset, render_presets_yaml
 from planner.model.ranking import Estimate, RankedInstance, rank_instances
-from planner.model.recommend import (
-    Knee,
-    Recommendation,
-    find_knee,
-    recommend_allocator,
-    recommend_batch,
-    recommend_loader,
-    recommend_precision,
-    recommend_variants,
-)
+from planner.model.recommend import Recommendation
 from planner.model.scaling import build_scaling, gather_efficiencies
-from planner.model.settings import Settings, settings_from
+from planner.model.settings import Settings
 from planner.specs import GpuSpec, match_gpu
 from planner.specs.require import require_target
 
 PLAN_SCHEMA_VERSION = 1
-MAIN_PRECISION = "bf16"
-REFERENCE_BATCH = {"gpt-small": 32, "resnet50": 256, "mlp-stgan": 4096, "conv-rollout": 40}
 DEFAULT_TARGETS = ("A100 80GB SXM", "H100 SXM", "H200 SXM", "L40S", "B200")
 DEFAULT_JOB = "resnet50 bf16 epochs=100 dataset=imagenet"
 
@@ -140,37 +130,6 @@ def build_capacity(source: Source, gpu: GpuSpec) -> tuple[list[Capacity], dict[t
     return out, fits
 
 
-@dataclass(frozen=True)
-class WorkloadAdvice:
-    recommendations: list[Recommendation]
-    settings: Settings
-    knee: Knee | None
-    presets: list[Preset]
-
-
-def advise_workload(source: Source, payload: WorkloadPayload, fits: dict, feed, cores: int | None) -> WorkloadAdvice:
-    """One workload's recommendations, then the settings and presets read from them. The batch comes from
-    the sweep (MAIN_PRECISION) under the memory margin of both the sweep's and the recommended precision."""
-    card = source.spec.memory_bytes
-    precision = recommend_precision(payload, source.spec.supports_bf16)
-    chosen = precision.choice if precision else MAIN_PRECISION
-    fit = fits.get((payload.workload, chosen)) or fits.get((payload.workload, MAIN_PRECISION))
-    safes = [f.safe_batch(card) for f in (fits.get((payload.workload, MAIN_PRECISION)), fit) if f]
-    knee = find_knee(payload, MAIN_PRECISION, min(safes) if safes else None)
-    mine = [precision] if precision else []
-    if knee:
-        mine += recommend_batch(payload, knee, fit, card, REFERENCE_BATCH.get(payload.workload, knee.batch),
-                                MAIN_PRECISION)
-    mine += recommend_variants(payload, MAIN_PRECISION)
-    mine += recommend_allocator(payload, chosen if payload.boundary(chosen) else MAIN_PRECISION)
-    mine += recommend_loader(payload, feed, cores)
-    settings = settings_from(payload.workload, mine, MAIN_PRECISION)
-    expandable = fit_memory(payload, chosen, card, "expandable_segments") if settings.allocator else None
-    bounds = Bounds(fit.max_batch(card) if fit else None, fit.safe_batch(card) if fit else None,
-                    expandable.safe_batch(card) if expandable and expandable.usable_measured else None)
-    return WorkloadAdvice(mine, settings, knee, build_presets(settings, knee, bounds))
-
-
 def build_source_target(source: Source, name: str, count: int) -> Target:
     machine = source.machine
     capacity, fits = build_capacity(source, source.spec)
@@ -180,7 +139,7 @@ def build_source_target(source: Source, name: str, count: int) -> Target:
     cores = machine.environment.cpu.logical_cores if machine.environment else None
     target = Target(name, source.spec, count, True, predictions, capacity, [])
     for payload in machine.workloads:
-        advice = advise_workload(source, payload, fits, feeds.get(payload.workload), cores)
+        advice = advise_workload(source.spec, payload, fits, feeds.get(payload.workload), cores)
         target.recommendations.extend(advice.recommendations)
         target.settings[payload.workload] = advice.settings
         target.presets[payload.workload] = render_presets_yaml(payload.workload, advice.presets)
