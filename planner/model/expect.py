@@ -53,7 +53,7 @@ def build_expected(payload: WorkloadPayload, settings: Settings, sweep_precision
     """`base`: the sweep's throughput at the recommended batch (measured, or `prediction`'s)."""
     factors, parts = 1.0, []
     ratio = trial_ratio(payload, settings.precision, sweep_precision)
-    if ratio and ratio != 1.0:
+    if ratio and abs(ratio - 1) >= 0.005:  # a ratio that prints as ×1.00 says nothing
         factors *= ratio
         parts.append(f"×{ratio:.2f} for {settings.precision}")
     if settings.torch_compile and settings.compile_gain:

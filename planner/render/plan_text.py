@@ -25,18 +25,18 @@ def render_plan_text(plan: Plan, *, verbose: bool = False, top: int = DEFAULT_TO
     order = list(measured.settings)
     if plan.job:
         order = [w for w in order if w == plan.job.workload] + [w for w in order if w != plan.job.workload]
-        lines += render_workload(plan.job.workload, answers)
+        lines += render_workload(plan, plan.job.workload, answers)
         lines += ["", *render_ranking_table(plan, top)]
         order = order[1:] if order and order[0] == plan.job.workload else order
     for workload in order:
-        lines += render_workload(workload, answers)
+        lines += render_workload(plan, workload, answers)
     lines += ["", *render_capacity_table(plan)]
     if verbose:
         lines += ["", *render_plan_detail(plan)]
     return "\n".join(lines)
 
 
-def render_workload(workload: str, answers: list[WorkloadAnswer]) -> list[str]:
+def render_workload(plan: Plan, workload: str, answers: list[WorkloadAnswer]) -> list[str]:
     """The measured GPU's answer (settings; throughput and its basis; the bound; the loader), then one line
     per other target."""
     mine = [a for a in answers if a.workload == workload]
@@ -52,9 +52,15 @@ def render_workload(workload: str, answers: list[WorkloadAnswer]) -> list[str]:
     out.append(f"   {'' if first.settings.loader.measured else '* '}loader: {first_sentence(first.loader_note)}")
     for a in others:
         where = a.target if a.target == a.gpu else f"{a.target}, {a.gpu_count} × {a.gpu}"
+        how = ("measured" if a.measured else "predicted") + (", per GPU" if a.gpu_count > 1 else "")
         expected = f" → {throughput_range(a)} {a.expected.unit}/s, {a.expected.bound or '?'}-bound" \
             if a.expected else " → no prediction"
-        out.append(f"   on {where} (predicted): batch {a.settings.batch}{expected}")
+        out.append(f"   on {where} ({how}): batch {a.settings.batch}{expected}")
+    answered = {a.target for a in mine}
+    for t in plan.targets:
+        if t.name not in answered:
+            out.append(f"   on {t.name}: no answer: the batch sweep ran in bf16 and {first.settings.precision} "
+                       f"is recommended; {t.gpu.name} lacks one of them or nothing measured fits it")
     return out
 
 
