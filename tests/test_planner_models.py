@@ -156,6 +156,7 @@ def test_plan_ranking_cites_the_measured_multi_gpu_efficiency():
     (("--target", "a100"), "'a100' is ambiguous; candidates: A100 40GB SXM, A100 80GB SXM, A100 80GB PCIe ("),
     (("--target", "p5.48"), "unknown GPU or instance 'p5.48'; closest: p5.48xlarge"),
     (("--job", "resnet50 bf17 samples=1"), "bf17"),
+    (("--job", "resnet-50 bf16 samples=1"), "no resnet-50 results on h100-80gb; closest: resnet50"),
     (("--job", "resnet50 bf16 dataset=cifar"), "dataset=cifar: not a sample count nor a known dataset; closest: "
                                                "cifar-10, cifar-100"),
 ])

@@ -7,6 +7,7 @@ A user workload file is never executed here: the plan reads documents only.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -199,7 +200,10 @@ def build_target_batches(source: Source, gpu: GpuSpec, fits: dict, predictions: 
 def build_predictor(source: Source, job: Job):  # noqa: ANN201 - a Predictor
     payload = next((w for w in source.machine.workloads if w.workload == job.workload), None)
     if payload is None:
-        raise PlanError(f"--job {job.spec!r}", f"no {job.workload} results on {source.machine.machine}")
+        names = [w.workload for w in source.machine.workloads]
+        close = difflib.get_close_matches(job.workload, names, n=3, cutoff=0.5)
+        raise PlanError(f"--job {job.spec!r}", f"no {job.workload} results on {source.machine.machine}; "
+                                               f"{'closest' if close else 'measured'}: {', '.join(close or names)}")
     require_fp8(job, source.rates, source.machine.machine)
     precision = measured_precision(job)  # fp8: bf16's points, matmuls at the fp8 rate (planner/model/fp8.py)
 
