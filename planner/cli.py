@@ -151,7 +151,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     job = parse_job(args.job) if args.job else None
     machine, measured = load_machine_and_root(args.results_dir)
     plan = build_plan(machine, args.targets, job, measured)
-    print(json.dumps(plan_to_json(plan), indent=1) if args.json else render_plan_text(plan))
+    print(json.dumps(plan_to_json(plan), indent=1) if args.json
+          else render_plan_text(plan, verbose=args.verbose, top=args.top))
     return EXIT_OK
 
 
@@ -164,8 +165,20 @@ def _add_plan(sub: Any) -> None:
                         "(default: the measured GPU, A100 80GB, H100, H200, L40S, B200)")
     p.add_argument("--job", metavar="SPEC",
                    help="rank every catalog instance for a job: 'resnet50 bf16 samples=128116700', "
-                        "'gpt-small bf16 tokens=10B' or 'resnet50 bf16 epochs=100 dataset=imagenet'")
-    p.add_argument("--json", action="store_true", help="print the plan document (README: The plan) instead of text")
+                        "'gpt-small bf16 tokens=10B', 'resnet50 fp16 epochs=90 dataset=imagenet', 'resnet50 bf16 "
+                        "dataset=coco-2017' (one epoch) or 'gpt-small fp8 dataset=openwebtext' (fp8 where the "
+                        "measured GPU ran fp8 matmuls)")
+    p.add_argument("--json", action="store_true", help="print the plan document (docs/plan.md) instead of text")
+    p.add_argument("--verbose", action="store_true",
+                   help="after the answer and the tables, every figure and reason (capacity, recommendations, presets)")
+    p.add_argument("--top", type=_positive_int, default=15, metavar="N",
+                   help="with --job: the N cheapest instances in the table (default 15); the rest are counted")
+
+
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, not {text!r}")
+    return int(text)
 
 
 # ── specs ───────────────────────────────────────────────────────────────────────────────────

@@ -55,14 +55,18 @@ def test_min_batch_and_to_dict():
 @pytest.mark.parametrize(("spec", "word", "problem"), [
     ("resnet50 samples=1", "workload precision", "must start with a workload and a precision"),
     ("resnet50 bf16 extra samples=1", "workload precision", "must start with a workload and a precision"),
-    ("resnet50 bf8 samples=1", "bf8", "unknown precision; one of fp32, tf32, fp16, bf16"),
-    ("resnet50 bf16", "amount", "exactly one of samples=N, tokens=N, or epochs=N"),
+    ("resnet50 bf8 samples=1", "bf8", "unknown precision; one of fp32, tf32, fp16, bf16, fp8"),
+    ("resnet50 bf16", "amount", "exactly one of samples=N, tokens=N, epochs=N with dataset=M, or dataset=M"),
     ("resnet50 bf16 samples=1 tokens=2", "samples= tokens=", "exactly one of"),
     ("resnet50 bf16 samples=many", "samples=many", "not a positive number"),
     ("resnet50 bf16 samples=-3", "samples=-3", "not a positive number"),
     ("resnet50 bf16 epochs=90", "dataset", "dataset=M goes with epochs=N"),
     ("resnet50 bf16 samples=5 dataset=imagenet", "dataset", "dataset=M goes with epochs=N"),
-    ("resnet50 bf16 epochs=90 dataset=cifar", "dataset=cifar", "nor a known dataset (imagenet"),
+    ("resnet50 bf16 epochs=90 dataset=cifar", "dataset=cifar", "nor a known dataset; closest: cifar-10, cifar-100"),
+    ("resnet50 bf16 dataset=imagnet", "dataset=imagnet", "closest: imagenet-1k"),
+    ("resnet50 bf16 dataset=xyz", "dataset=xyz", "known: imagenet-1k, cifar-10, cifar-100, mnist, coco-2017"),
+    ("gpt-small bf16 dataset=imagenet", "dataset=imagenet", "imagenet-1k counts images; gpt-small trains on token"),
+    ("my-lm bf16 dataset=openwebtext", "dataset=openwebtext", "sequence length of 'my-lm' is unknown"),
     ("resnet50 bf16 samples=1 sample=2", "sample=2", "unknown key 'sample'"),
     ("resnet50 bf16 samples=1 samples=2", "samples=2", "samples is given twice"),
     ("my-lm bf16 tokens=1e9", "tokens=1e9", "sequence length of 'my-lm' is unknown; add seq=N"),
@@ -76,3 +80,25 @@ def test_bad_specs_name_the_word(spec, word, problem):
     assert "\n" not in message
     # The CLI's one-line error handler catches DocumentError (exit 2); JobError is one.
     assert isinstance(caught.value, DocumentError)
+
+
+@pytest.mark.parametrize(("name", "size"), [("imagenet", 1_281_167), ("imagenet-1k", 1_281_167), ("cifar-10", 50_000),
+                                            ("coco-2017", 118_287), ("COCO", 118_287)])
+def test_a_named_dataset_alone_is_one_epoch_of_it(name, size):
+    job = parse_job(f"resnet50 bf16 dataset={name}")
+    assert job.samples == size == DATASETS[name.lower()]
+    assert parse_job(f"resnet50 bf16 epochs=3 dataset={name}").samples == 3 * size
+
+
+def test_a_token_dataset_becomes_sequences_of_the_workload():
+    from planner.model.jobs import BY_NAME
+
+    job = parse_job("gpt-small bf16 epochs=2 dataset=openwebtext")
+    assert BY_NAME["openwebtext"].unit == "tokens" and job.tokens == 2 * BY_NAME["openwebtext"].size
+    assert job.samples == pytest.approx(job.tokens / 1024) and job.tokens_per_sample == 1024
+    assert all(d.source for d in BY_NAME.values())
+
+
+def test_samples_take_suffixes_and_fp8_is_a_precision():
+    job = parse_job("resnet50 fp8 samples=1.28M")
+    assert (job.precision, job.samples) == ("fp8", 1.28e6)

@@ -15,7 +15,7 @@ from planner.charts.accuracy import build_accuracy_chart
 from planner.model.accuracy import AccuracyRow
 from planner.model.workload_verdict import judged_point
 from planner.render.report import render_report_html
-from planner.report.changes import MIN_GAIN, Change, throughput_knee, top_changes
+from planner.report.changes import MIN_GAIN, Change, change_worth, throughput_knee, top_changes
 from planner.report.frame import REPORT_ORDER, PlaceholderSection, build_report_for
 from planner.report.glossary import TERMS, GlossarySection
 from planner.report.summary import SummarySection
@@ -94,24 +94,29 @@ def test_every_internal_link_of_the_report_has_its_target(h100_html):
 def test_h100_summary_proposes_three_changes_with_the_gains_measured(h100):
     summary = h100.sections[0]
     assert isinstance(summary, SummarySection) and summary.changes_note is None
-    # one per setting, largest gain first: the README's user workload (sensor-cnn, launch-bound at its
-    # main batch 256) gains most from its batch, then gpt-small from bf16, conv-rollout from compiling
+    # ranked by what each is worth over the five measured workloads (changes.py): reduced precision helps four
+    # of them, torch.compile three, the batch only the README's user workload (sensor-cnn, launch-bound at its
+    # main batch 256), whose 8× no longer outranks the rest merely by its ratio
     assert [(c.setting, c.workload) for c in summary.changes] == [
-        ("batch size", "sensor-cnn"), ("precision", "gpt-small"), ("torch.compile", "conv-rollout")]
-    batch, precision, compile_ = summary.changes
+        ("precision", "resnet50"), ("torch.compile", "conv-rollout"), ("batch size", "sensor-cnn")]
+    precision, compile_, batch = summary.changes
     sensor = load_document(H100 / "workload-sensor-cnn.json").payload
     assert batch.value == "8192" and batch.gain == pytest.approx(
         point(sensor, "batch", "bf16", 8192, "no_cudnn_benchmark").throughput_per_s
         / point(sensor, "batch", "bf16", 256, "no_cudnn_benchmark").throughput_per_s)
-    gpt = load_document(H100 / "workload-gpt-small.json").payload
-    fp32 = point(gpt, "variant", "fp32", 32).throughput_per_s
-    assert precision.value == "bf16 autocast"
-    assert precision.gain == pytest.approx(point(gpt, "variant", "bf16", 32).throughput_per_s / fp32)
+    resnet = load_document(H100 / "workload-resnet50.json").payload
+    fp32 = point(resnet, "variant", "fp32", 256, "no_cudnn_benchmark").throughput_per_s
+    assert precision.value == "fp16 autocast + GradScaler"  # as the planner recommends for resnet50
+    assert precision.gain == pytest.approx(point(resnet, "variant", "fp16", 256, "no_cudnn_benchmark")
+                                           .throughput_per_s / fp32)
+    assert [w for w, _ in precision.also] == ["gpt-small", "conv-rollout", "mlp-stgan"]
+    assert "also gpt-small 3.95× (bf16 autocast)" in precision.evidence
     conv = load_document(H100 / "workload-conv-rollout.json").payload
     assert compile_.gain == pytest.approx(point(conv, "variant", "bf16", 40, "compile").throughput_per_s
                                           / point(conv, "variant", "bf16", 40).throughput_per_s)
     assert "paid back after" in compile_.evidence
     assert all(c.gain >= MIN_GAIN and c.anchor == f"workload-{c.workload}" for c in summary.changes)
+    assert summary.changes[0].worth >= summary.changes[1].worth >= summary.changes[2].worth
 
 
 def test_summary_has_a_verdict_row_per_workload_with_its_judged_throughput(h100):
@@ -131,14 +136,21 @@ def test_quick_profile_proposes_no_change_and_says_why():
     assert len(summary.verdicts) == 4
 
 
-def test_top_changes_prefers_one_change_per_setting_and_drops_small_gains():
-    changes = [Change("precision", "bf16", "a", 3.0, "x"), Change("precision", "bf16", "b", 2.5, "x"),
-               Change("torch.compile", "on", "a", 1.4, "x"), Change("batch size", "64", "b", 1.02, "x"),
+def test_top_changes_ranks_by_worth_over_all_measured_workloads_one_per_setting():
+    changes = [Change("precision", "bf16", "a", 3.0, "x"), Change("precision", "bf16", "b", 2.0, "x"),
+               Change("precision", "fp16", "c", 2.0, "x"), Change("torch.compile", "on", "a", 1.4, "x"),
+               Change("batch size", "8192", "d", 8.1, "x"), Change("batch size", "64", "b", 1.02, "x"),
                Change("cudnn.benchmark", "on", "c", 1.2, "x")]
-    assert [(c.setting, c.workload) for c in top_changes(changes)] == [
-        ("precision", "a"), ("torch.compile", "a"), ("cudnn.benchmark", "c")]
-    assert [c.workload for c in top_changes(changes[:2], 3)] == ["a", "b"]  # then the next largest
-    assert top_changes([changes[3]]) == []
+    ranked = top_changes(changes, 3, workload_count=5)
+    # precision: (3·2·2)^(1/5) = 1.64; one workload's 8.1× batch, counted at half its log: 8.1^(0.5/5) = 1.23;
+    # compile 1.4^(1/5) = 1.07; cudnn 1.2^(1/5) = 1.04
+    assert [(c.setting, c.workload) for c in ranked] == [
+        ("precision", "a"), ("batch size", "d"), ("torch.compile", "a")]
+    assert ranked[0].also == (("b", 2.0), ("c", 2.0)) and ranked[0].worth == pytest.approx(12 ** 0.2)
+    assert "also b 2.00×, c 2.00× (fp16)" in ranked[0].evidence
+    # a gain for one workload of two counts for more than the same gain for one of five
+    assert change_worth([changes[4]], 2) > change_worth([changes[4]], 5)
+    assert top_changes([changes[5]]) == []  # under MIN_GAIN
 
 
 def row(batch: int, throughput: float, peak: int | None = None) -> PointRow:

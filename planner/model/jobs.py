@@ -7,6 +7,8 @@ The spec is a workload name, a precision, then `key=value` words saying how much
     gpt-small bf16 tokens=10B                tokens; samples = tokens / sequence length
     gpt-small bf16 tokens=10B seq=2048       … with another sequence length than the workload's
     resnet50 bf16 samples=1.28e8 min_batch=32    refuse instances that cannot hold 32 per GPU
+    resnet50 bf16 dataset=coco-2017          one epoch of a named dataset (DATASETS: its size and source)
+    gpt-small fp8 epochs=2 dataset=openwebtext    fp8 (where the measured GPU ran fp8 matmuls: the plan checks)
 
 Numbers take `_` separators, exponents (`1.28e8`) and the decimal suffixes k, M, B (or G), T.
 A bad spec raises JobError, whose one-line message names the spec and the offending word.
@@ -14,6 +16,7 @@ A bad spec raises JobError, whose one-line message names the spec and the offend
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from dataclasses import dataclass
@@ -21,9 +24,35 @@ from typing import Any
 
 from gpuplan_schema.schema import DocumentError
 
-PRECISIONS = ("fp32", "tf32", "fp16", "bf16")  # the collectors' training precisions
-# Samples per epoch of datasets people name. ILSVRC-2012 train split: 1,281,167 images.
-DATASETS = {"imagenet": 1_281_167, "imagenet-1k": 1_281_167}
+# The collectors' training precisions, and fp8: its step is estimated from bf16's with the matmuls at the
+# measured fp8 rate (planner/model/plan.py checks the measured GPU ran fp8 matmuls).
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8")
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """One epoch of a dataset people name: `size` samples, or tokens where `unit` is 'tokens'."""
+
+    name: str
+    size: int
+    unit: str      # 'samples' (images) or 'tokens'
+    source: str
+
+
+DATASET_LIST = (
+    Dataset("imagenet-1k", 1_281_167, "samples", "ILSVRC-2012 train split (image-net.org; torchvision ImageNet)"),
+    Dataset("cifar-10", 50_000, "samples", "CIFAR-10 train split (cs.toronto.edu/~kriz/cifar.html)"),
+    Dataset("cifar-100", 50_000, "samples", "CIFAR-100 train split (cs.toronto.edu/~kriz/cifar.html)"),
+    Dataset("mnist", 60_000, "samples", "MNIST train split (yann.lecun.com/exdb/mnist)"),
+    Dataset("coco-2017", 118_287, "samples", "COCO 2017 train images (cocodataset.org)"),
+    Dataset("openwebtext", 9_035_582_198, "tokens",
+            "OpenWebText train split in GPT-2 BPE tokens (nanoGPT data/openwebtext/prepare.py)"),
+)
+ALIASES = {"imagenet": "imagenet-1k", "ilsvrc2012": "imagenet-1k", "cifar10": "cifar-10", "cifar100": "cifar-100",
+           "coco": "coco-2017", "owt": "openwebtext"}
+BY_NAME = {d.name: d for d in DATASET_LIST} | {a: next(d for d in DATASET_LIST if d.name == n)
+                                                for a, n in ALIASES.items()}
+DATASETS = {name: d.size for name, d in BY_NAME.items()}  # name or alias → size of one epoch
 # Tokens per sample (sequence length) of the reference workloads that count tokens (DESIGN.md).
 TOKENS_PER_SAMPLE = {"gpt-small": 1024}
 KEYS = ("samples", "tokens", "epochs", "dataset", "seq", "min_batch")
@@ -113,24 +142,53 @@ def _whole(spec: str, values: dict[str, str], key: str) -> int | None:
 
 def _amount(spec: str, workload: str, values: dict[str, str],
             tokens_per_sample: int | None) -> tuple[float, float | None]:
-    """(samples, tokens as stated or None) from exactly one of samples=, tokens=, epochs= + dataset=."""
+    """(samples, tokens as stated or None) from exactly one of samples=, tokens=, epochs= with dataset=,
+    or dataset= alone (one epoch)."""
     given = [k for k in ("samples", "tokens", "epochs") if k in values]
+    if not given and "dataset" in values:
+        given, values = ["epochs"], {**values, "epochs": "1"}
     if len(given) != 1:
         raise JobError(spec, " ".join(f"{k}=" for k in given) or "amount",
-                       "give exactly one of samples=N, tokens=N, or epochs=N with dataset=M")
+                       "give exactly one of samples=N, tokens=N, epochs=N with dataset=M, or dataset=M (one epoch)")
     if ("dataset" in values) != (given == ["epochs"]):
-        raise JobError(spec, "dataset", "dataset=M goes with epochs=N, and only with it")
+        raise JobError(spec, "dataset", "dataset=M goes with epochs=N (or alone, for one epoch), and only with it")
     if given == ["samples"]:
         return _number(spec, values, "samples"), None
     if given == ["epochs"]:
-        name = values["dataset"].lower()
-        size = DATASETS.get(name) or parse_number(name)
-        if size is None:
-            raise JobError(spec, f"dataset={values['dataset']}",
-                           f"not a sample count nor a known dataset ({', '.join(DATASETS)})")
-        return _number(spec, values, "epochs") * size, None
-    tokens = _number(spec, values, "tokens")
+        return _epochs(spec, workload, values, tokens_per_sample)
+    return _tokens(spec, workload, values, _number(spec, values, "tokens"), tokens_per_sample)
+
+
+def _tokens(spec: str, workload: str, values: dict[str, str], tokens: float,
+            tokens_per_sample: int | None) -> tuple[float, float]:
     if tokens_per_sample is None:
-        raise JobError(spec, f"tokens={values['tokens']}",
-                       f"the sequence length of {workload!r} is unknown; add seq=N (tokens per sample)")
+        word = f"tokens={values['tokens']}" if "tokens" in values else f"dataset={values['dataset']}"
+        raise JobError(spec, word, f"the sequence length of {workload!r} is unknown; add seq=N (tokens per sample)")
     return tokens / tokens_per_sample, tokens
+
+
+def _epochs(spec: str, workload: str, values: dict[str, str],
+            tokens_per_sample: int | None) -> tuple[float, float | None]:
+    epochs, word = _number(spec, values, "epochs"), f"dataset={values['dataset']}"
+    count = parse_number(values["dataset"])
+    if count is not None:
+        return epochs * count, None
+    dataset = lookup_dataset(spec, values["dataset"])
+    if dataset.unit == "tokens":
+        return _tokens(spec, workload, values, epochs * dataset.size, tokens_per_sample)
+    if workload in TOKENS_PER_SAMPLE:
+        raise JobError(spec, word, f"{dataset.name} counts images; {workload} trains on token sequences "
+                                   "(a token dataset, tokens=N or samples=N)")
+    return epochs * dataset.size, None
+
+
+def lookup_dataset(spec: str, name: str) -> Dataset:
+    """A named dataset; JobError listing the closest names (or all of them) otherwise."""
+    key = name.lower()
+    if key in BY_NAME:
+        return BY_NAME[key]
+    close = [n for n in BY_NAME if n.startswith(key) or key.startswith(n.split("-")[0])]
+    close += [n for n in difflib.get_close_matches(key, list(BY_NAME), n=3, cutoff=0.5) if n not in close]
+    names = list(dict.fromkeys(BY_NAME[n].name for n in close)) or [d.name for d in DATASET_LIST]
+    raise JobError(spec, f"dataset={name}", f"not a sample count nor a known dataset; "
+                                            f"{'closest' if close else 'known'}: {', '.join(names)}")

@@ -7,33 +7,29 @@ A user workload file is never executed here: the plan reads documents only.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from gpuplan_schema.payloads import Allocator, WorkloadPayload
 from gpuplan_schema.results import MachineResults
 from gpuplan_schema.schema import DocumentError
+from planner.model.advice import MAIN_PRECISION, REFERENCE_BATCH, advise_workload  # noqa: F401 - re-exported
 from planner.model.dataloader_verdict import build_feed_verdicts
+from planner.model.expect import Expected, build_expected, knee_prediction
+from planner.model.fp8 import as_fp8, measured_precision, require_fp8
 from planner.model.jobs import Job, parse_job
 from planner.model.memory import MemoryFit, fit_memory
 from planner.model.performance import Prediction, Rates, iter_predictions, measured_rates, predict_point, target_rates
+from planner.model.presets import Preset, render_presets_yaml
 from planner.model.ranking import Estimate, RankedInstance, rank_instances
-from planner.model.recommend import (
-    Recommendation,
-    build_presets,
-    find_knee,
-    recommend_allocator,
-    recommend_batch,
-    recommend_loader,
-    recommend_precision,
-    recommend_variants,
-)
+from planner.model.recommend import Recommendation
 from planner.model.scaling import build_scaling, gather_efficiencies
-from planner.specs import GpuSpec, load_gpu_catalog, match_gpu, match_instance
+from planner.model.settings import Settings
+from planner.specs import GpuSpec, match_gpu
+from planner.specs.require import require_target
 
 PLAN_SCHEMA_VERSION = 1
-MAIN_PRECISION = "bf16"
-REFERENCE_BATCH = {"gpt-small": 32, "resnet50": 256, "mlp-stgan": 4096, "conv-rollout": 40}
 DEFAULT_TARGETS = ("A100 80GB SXM", "H100 SXM", "H200 SXM", "L40S", "B200")
 DEFAULT_JOB = "resnet50 bf16 epochs=100 dataset=imagenet"
 
@@ -69,6 +65,9 @@ class Target:
     capacity: list[Capacity]
     recommendations: list[Recommendation]
     presets: dict[str, str] = field(default_factory=dict)  # workload → YAML
+    settings: dict[str, Settings] = field(default_factory=dict)          # workload → the recommendations, typed
+    expected: dict[str, Expected] = field(default_factory=dict)          # workload → throughput with them
+    preset_values: dict[str, list[Preset]] = field(default_factory=dict)  # workload → the presets, typed
 
 
 @dataclass(frozen=True)
@@ -113,15 +112,11 @@ def report_plan(machine: MachineResults, job: Job | None = None,
 
 
 def resolve_target(name: str) -> tuple[str, GpuSpec, int]:
-    gpu = match_gpu(name)
-    if gpu is not None:
-        return gpu.name, gpu, 1
-    instance = match_instance(name)
-    if instance is not None:
-        return instance.name, instance.gpu_spec, instance.gpu_count
-    known = ", ".join(g.name for g in load_gpu_catalog())
-    raise PlanError(f"--target {name}", f"no GPU or instance of that name in the catalog (GPUs: {known}; "
-                                        "instances: gpuplan specs --instances)")
+    """A GPU or an instance of the catalog; an unknown name stops with the closest catalog names."""
+    found = require_target(name)
+    if isinstance(found, GpuSpec):
+        return found.name, found, 1
+    return found.name, found.gpu_spec, found.gpu_count
 
 
 def build_capacity(source: Source, gpu: GpuSpec) -> tuple[list[Capacity], dict[tuple[str, str], MemoryFit]]:
@@ -141,39 +136,49 @@ def build_capacity(source: Source, gpu: GpuSpec) -> tuple[list[Capacity], dict[t
     return out, fits
 
 
-def build_source_recommendations(source: Source, fits: dict) -> tuple[list[Recommendation], dict[str, str]]:
+def build_source_target(source: Source, name: str, count: int) -> Target:
     machine = source.machine
+    capacity, fits = build_capacity(source, source.spec)
+    predictions = [p for w in machine.workloads for p in iter_predictions(w, source.rates, source.rates, True)]
     loader = next((d.payload for d in machine.documents.values() if d.kind == "dataloader"), None)
     feeds = {f.workload: f for f in build_feed_verdicts(loader, machine.workloads)} if loader else {}
     cores = machine.environment.cpu.logical_cores if machine.environment else None
-    recs, presets = [], {}
+    target = Target(name, source.spec, count, True, predictions, capacity, [])
     for payload in machine.workloads:
-        fit = fits.get((payload.workload, MAIN_PRECISION))
-        safe = fit.safe_batch(source.spec.memory_bytes) if fit else None
-        knee = find_knee(payload, MAIN_PRECISION, safe)
-        mine = [r for r in [recommend_precision(payload, source.spec.supports_bf16)] if r]
-        if knee:
-            mine += recommend_batch(payload, knee, fit, source.spec.memory_bytes,
-                                    REFERENCE_BATCH.get(payload.workload, knee.batch))
-        mine += recommend_variants(payload, MAIN_PRECISION)
-        mine += recommend_allocator(payload, MAIN_PRECISION)
-        mine += recommend_loader(payload, feeds.get(payload.workload), cores)
-        recs += mine
-        presets[payload.workload] = build_presets(payload.workload, MAIN_PRECISION, knee, safe, mine)
-    return recs, presets
+        advice = advise_workload(source.spec, payload, fits, feeds.get(payload.workload), cores)
+        target.recommendations.extend(advice.recommendations)
+        target.settings[payload.workload] = advice.settings
+        target.presets[payload.workload] = render_presets_yaml(payload.workload, advice.presets)
+        target.preset_values[payload.workload] = advice.presets
+        if advice.knee:
+            pred = knee_prediction(predictions, payload.workload, MAIN_PRECISION, advice.knee.batch)
+            target.expected[payload.workload] = build_expected(payload, advice.settings, MAIN_PRECISION,
+                                                               advice.knee.throughput_per_s, "measured", pred)
+    return target
 
 
-def build_target(source: Source, name: str, gpu: GpuSpec, count: int) -> Target:
-    is_source = gpu.name == source.spec.name
+def build_target(source: Source, name: str, gpu: GpuSpec, count: int, measured: Target) -> Target:
+    """Another GPU: the source's settings with the batch of the knee predicted on it."""
     capacity, fits = build_capacity(source, gpu)
-    rates = source.rates if is_source else target_rates(source.rates, source.spec, gpu)
+    rates = target_rates(source.rates, source.spec, gpu)
     same_arch = (gpu.compute_capability or "").split(".")[0] == (source.spec.compute_capability or "").split(".")[0]
     predictions = [p for w in source.machine.workloads for p in iter_predictions(w, source.rates, rates, same_arch)]
-    if is_source:
-        recs, presets = build_source_recommendations(source, fits)
-    else:
-        recs, presets = build_target_batches(source, gpu, fits, predictions), {}
-    return Target(name, gpu, count, is_source, predictions, capacity, recs, presets)
+    recs = build_target_batches(source, gpu, fits, predictions)
+    target = Target(name, gpu, count, False, predictions, capacity, recs)
+    for payload in source.machine.workloads:
+        rec = next((r for r in recs if r.workload == payload.workload), None)
+        base = measured.settings.get(payload.workload)
+        if rec is None or base is None:
+            continue
+        settings = base.with_batch(int(rec.choice))
+        if settings.precision not in rates.flops_per_s and settings.precision != "fp32":
+            continue  # the GPU lacks the recommended precision: no answer rather than a wrong one
+        target.settings[payload.workload] = settings
+        pred = knee_prediction(predictions, payload.workload, MAIN_PRECISION, settings.batch)
+        if pred:
+            target.expected[payload.workload] = build_expected(payload, settings, MAIN_PRECISION,
+                                                               pred.throughput_per_s, "predicted", pred)
+    return target
 
 
 def build_target_batches(source: Source, gpu: GpuSpec, fits: dict, predictions: list[Prediction]) -> list:
@@ -192,22 +197,30 @@ def build_target_batches(source: Source, gpu: GpuSpec, fits: dict, predictions: 
                    key=lambda p: p.batch)
         recs.append(Recommendation(payload.workload, "batch_size", str(knee.batch),
                                    f"predicted knee: {knee.throughput_per_s:.4g} {payload.unit}/s ±{knee.error:.0%}, "
-                                   f"{knee.bound}-bound; fits under the memory model's {safe} (5% margin)"))
+                                   f"{knee.bound}-bound; fits under the memory model's {safe} (5% margin)",
+                                   str(knee.batch)))
     return recs
 
 
 def build_predictor(source: Source, job: Job):  # noqa: ANN201 - a Predictor
     payload = next((w for w in source.machine.workloads if w.workload == job.workload), None)
     if payload is None:
-        raise PlanError(f"--job {job.spec!r}", f"no {job.workload} results on {source.machine.machine}")
+        names = [w.workload for w in source.machine.workloads]
+        close = difflib.get_close_matches(job.workload, names, n=3, cutoff=0.5)
+        raise PlanError(f"--job {job.spec!r}", f"no {job.workload} results on {source.machine.machine}; "
+                                               f"{'closest' if close else 'measured'}: {', '.join(close or names)}")
+    require_fp8(job, source.rates, source.machine.machine)
+    precision = measured_precision(job)  # fp8: bf16's points, matmuls at the fp8 rate (planner/model/fp8.py)
 
     def predict(gpu: GpuSpec) -> Estimate | None:
-        fit = fit_memory(payload, job.precision, source.spec.memory_bytes)
+        fit = fit_memory(payload, precision, source.spec.memory_bytes)
         safe = fit.safe_batch(gpu.memory_bytes) if fit else None
-        rates = target_rates(source.rates, source.spec, gpu)
-        candidates = [p for p in payload.points if p.precision == job.precision and p.status == "ok" and p.step_s
+        rates = as_fp8(target_rates(source.rates, source.spec, gpu), job)
+        candidates = [p for p in payload.points if p.precision == precision and p.status == "ok" and p.step_s
                       and p.seq_len is None and p.variant in ("default", "no_cudnn_benchmark") and p.sweep != "probe"
                       and (safe is None or p.batch <= safe)]
+        # the shares come from the source's own rates (the points ran in bf16 for an fp8 job); only the
+        # target's matmul rate is fp8's
         predicted = [x for x in (predict_point(p, payload, source.rates, rates, True) for p in candidates) if x]
         if not predicted:
             return _does_not_fit(payload, job, safe)
@@ -230,16 +243,21 @@ def build_plan(machine: MachineResults, targets: list[str] | None = None, job: J
     not) whose multi-GPU measurements the ranking may cite."""
     source = load_source(machine)
     names = targets or [source.spec.name, *(t for t in DEFAULT_TARGETS if t != source.spec.name)]
-    built = []
-    for name in dict.fromkeys([source.spec.name, *names]):
+    built = [build_source_target(source, source.spec.name, 1)]
+    for name in dict.fromkeys(names):
         label, gpu, count = resolve_target(name)
-        built.append(build_target(source, label, gpu, count))
+        if gpu.name == source.spec.name and count == 1:
+            continue  # the measured GPU itself: already first
+        built.append(build_source_target(source, label, count) if gpu.name == source.spec.name
+                     else build_target(source, label, gpu, count, built[0]))
     scaling = build_scaling(gather_efficiencies(measured))
     ranking = rank_instances(job, build_predictor(source, job), scaling=scaling) if job else []
     return Plan(machine.machine, source.spec, built, job, ranking)
 
 
 def plan_to_json(plan: Plan) -> dict:
+    from planner.model.answer import answers_of_target  # answer reads the plan: imported here, not at the top
+
     return {
         "schema_version": PLAN_SCHEMA_VERSION,
         "source": {"machine": plan.machine, "gpu": plan.source_gpu.name},
@@ -247,7 +265,9 @@ def plan_to_json(plan: Plan) -> dict:
                      "predictions": [p.to_dict() for p in t.predictions],
                      "capacity": [c.to_dict() for c in t.capacity],
                      "recommendations": [r.to_dict() for r in t.recommendations],
-                     "presets": t.presets} for t in plan.targets],
+                     "presets": t.presets,
+                     "preset_values": {w: [p.to_dict() for p in ps] for w, ps in t.preset_values.items()},
+                     "answers": [a.to_dict() for a in answers_of_target(plan, t)]} for t in plan.targets],
         "job": plan.job.to_dict() if plan.job else None,
         "ranking": [r.to_dict() for r in plan.ranking],
     }

@@ -25,15 +25,26 @@ ALLOCATOR_GAIN = 0.05   # recommend expandable segments from a 5% larger boundar
 EXPANDABLE_SETTING = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
 
 
+DEFAULT_WORKERS = 4    # a common starting point where nothing was measured (said so in the reason)
+MEASURE_LOADER = "measure with `gpuplan collect --only dataloader`"
+
+
 @dataclass(frozen=True)
 class Recommendation:
+    """One setting for one workload. `value` is for people; `choice` is the same setting for programs
+    (the precision's dtype name, the batch as digits, 'true'/'false', the allocator string), and `gain` the
+    measured throughput change behind it where there is one (0.38: +38 %)."""
+
     workload: str
     setting: str
     value: str
     reason: str
+    choice: str = ""
+    gain: float | None = None
 
     def to_dict(self) -> dict:
-        return {"workload": self.workload, "setting": self.setting, "value": self.value, "reason": self.reason}
+        return {"workload": self.workload, "setting": self.setting, "value": self.value, "reason": self.reason,
+                "choice": self.choice or self.value, "gain": self.gain}
 
 
 @dataclass(frozen=True)
@@ -90,7 +101,8 @@ def recommend_precision(payload: WorkloadPayload, supports_bf16: bool) -> Recomm
         gain = tf32.throughput_per_s / fp32.throughput_per_s  # type: ignore[operator]
         extra = f"; code that must stay in fp32 should allow TF32: {gain:.2f}× fp32"
     fastest = vs or f"{best.throughput_per_s:.4g} {payload.unit}/s"
-    return Recommendation(payload.workload, "precision", how, f"fastest at batch {best.batch}: {fastest}{extra}")
+    return Recommendation(payload.workload, "precision", how, f"fastest at batch {best.batch}: {fastest}{extra}",
+                          best.precision)
 
 
 def _fp32_fastest(best: WorkloadPoint, plain: list[WorkloadPoint], unit: str) -> str:
@@ -105,16 +117,16 @@ def _fp32_fastest(best: WorkloadPoint, plain: list[WorkloadPoint], unit: str) ->
 
 
 def recommend_batch(payload: WorkloadPayload, knee: Knee, fit: MemoryFit | None, card_bytes: int | None,
-                    reference: int) -> list[Recommendation]:
+                    reference: int, sweep_precision: str = "bf16") -> list[Recommendation]:
     memory = ""
     if fit and card_bytes:
         memory = (f"; the memory model puts the boundary at {fit.max_batch(card_bytes)} "
                   f"({'measured' if fit.usable_measured else 'assumed usable memory'}), {SAFETY_MARGIN:.0%} margin "
                   f"→ at most {fit.safe_batch(card_bytes)}")
     out = [Recommendation(payload.workload, "batch_size", str(knee.batch),
-                          f"the throughput knee: {knee.throughput_per_s:.4g} {payload.unit}/s, within {KNEE:.0%} "
-                          f"of the best measured ({knee.best_throughput_per_s:.4g} at batch {knee.best_batch})"
-                          f"{memory}")]
+                          f"the throughput knee of the {sweep_precision} sweep: {knee.throughput_per_s:.4g} "
+                          f"{payload.unit}/s, within {KNEE:.0%} of the best measured ({knee.best_throughput_per_s:.4g}"
+                          f" at batch {knee.best_batch}){memory}", str(knee.batch))]
     if knee.batch > reference:
         ratio = knee.batch / reference
         out.append(Recommendation(payload.workload, "learning_rate",
@@ -143,8 +155,10 @@ def recommend_variants(payload: WorkloadPayload, precision: str) -> list[Recomme
         if saved > 0 and compiled.compile_s:
             even = f"; it pays back its {compiled.compile_s:.0f} s of compiling after " \
                    f"{math.ceil(compiled.compile_s / saved)} steps"
-        out.append(Recommendation(payload.workload, "torch_compile", "yes" if gain >= COMPILE_GAIN else "no",
-                                  f"measured {gain:+.0%} throughput at batch {base.batch}{even}"))
+        on = gain >= COMPILE_GAIN
+        out.append(Recommendation(payload.workload, "torch_compile", "yes" if on else "no",
+                                  f"measured {gain:+.0%} throughput in {precision} at batch {base.batch}{even}",
+                                  "true" if on else "false", gain))
     for variant, setting, on_means in (("contiguous", "channels_last", "channels_last"),
                                        ("no_cudnn_benchmark", "cudnn_benchmark", "autotuning")):
         other = next((p for p in main_trials(payload) if p.precision == precision and variant in p.variant
@@ -152,28 +166,33 @@ def recommend_variants(payload: WorkloadPayload, precision: str) -> list[Recomme
         if other is None or (setting == "channels_last" and "contiguous" not in other.variant):
             continue
         gain = base.throughput_per_s / other.throughput_per_s - 1  # type: ignore[operator]
-        out.append(Recommendation(payload.workload, setting, "yes" if gain > 0.02 else "either",
+        on = gain > 0.02
+        out.append(Recommendation(payload.workload, setting, "yes" if on else "either",
                                   f"{on_means} gives {gain:+.1%} throughput at batch {base.batch} "
                                   f"({base.throughput_per_s:.4g} against {other.throughput_per_s:.4g} "
-                                  f"{payload.unit}/s)"))
+                                  f"{payload.unit}/s)", "true" if on else "either", gain))
     return out
 
 
 def recommend_loader(payload: WorkloadPayload, feed: FeedVerdict | None, cores: int | None) -> list[Recommendation]:
+    """DataLoader workers from the loader measurement where it applies to the workload; otherwise a stated
+    default (never a bare number: the reason says it was not measured and how to measure it)."""
     if feed is None or not feed.applies:
-        return []
-    workers = feed.workers_needed
-    if workers is None:
+        why = "no loader measurement here" if feed is None else "the JPEG loader measured is not its input"
+        value = str(min(DEFAULT_WORKERS, max(1, (cores or 2) - 1)))
+        reason = f"not measured ({why}): {value} is a default, {MEASURE_LOADER}"
+    elif feed.workers_needed is None:
         value = str(max(1, (cores or 2) - 1))
-        reason = f"no measured worker count keeps up: {feed.sentence}"
+        reason = f"no measured worker count keeps up, so all cores but one: {feed.sentence}"
     else:
-        value = str(workers)
-        reason = feed.sentence
-    return [Recommendation(payload.workload, "num_workers", value, reason),
+        value, reason = str(feed.workers_needed), feed.sentence
+    measured = feed is not None and feed.applies
+    return [Recommendation(payload.workload, "num_workers", value, reason, value),
             Recommendation(payload.workload, "pin_memory / persistent_workers / prefetch_factor", "true / true / 2",
                            "pinned memory makes the host → device copy asynchronous (non_blocking); persistent "
-                           "workers skip the re-fork at each epoch; prefetch 2 is torch's default, which the "
-                           "measured sweep did not beat by more than its spread")]
+                           "workers skip the re-fork at each epoch; prefetch 2 is torch's default"
+                           + (", which the measured sweep did not beat by more than its spread" if measured
+                              else f" (not measured for this workload: {MEASURE_LOADER})"), "true/true/2")]
 
 
 def recommend_allocator(payload: WorkloadPayload, precision: str) -> list[Recommendation]:
@@ -186,23 +205,5 @@ def recommend_allocator(payload: WorkloadPayload, precision: str) -> list[Recomm
                            f"the largest {precision} batch that fits grows from {default.max_batch} to "
                            f"{expandable.max_batch} (+{gain:.0%}): with the default allocator, freed blocks too "
                            "small for the next large request take the rest (fragmentation); set it in the "
-                           "environment before the job starts, and only needed near the memory limit")]
-
-
-def build_presets(workload: str, precision: str, knee: Knee | None, safe_batch: int | None,
-                  recs: list[Recommendation]) -> str:
-    """Three presets as YAML (a text block to copy)."""
-    by = {r.setting: r.value for r in recs}
-    compile_on = by.get("torch_compile") == "yes"
-    workers = by.get("num_workers", "4")
-    batch = knee.batch if knee else None
-    aggressive = safe_batch if safe_batch and batch and safe_batch > batch else batch
-    rows = [("conservative", max(1, (batch or 2) // 2) if batch else None, False, "2"),
-            ("balanced", batch, compile_on, "2"),
-            ("aggressive", aggressive, True, "4")]
-    lines = [f"# {workload}: presets from this machine's measurements"]
-    for name, b, comp, prefetch in rows:
-        lines += [f"{name}:", f"  precision: {precision}", f"  batch_size: {b if b else 'unmeasured'}",
-                  f"  torch_compile: {str(comp).lower()}", f"  num_workers: {workers}",
-                  f"  prefetch_factor: {prefetch}", "  pin_memory: true", "  persistent_workers: true"]
-    return "\n".join(lines) + "\n"
+                           "environment before the job starts, and only needed near the memory limit",
+                           "expandable_segments:True", gain)]

@@ -1,12 +1,111 @@
-"""The plan as text for a terminal: each target's capacity and recommendations, then the ranking."""
+"""The plan as text for a terminal, answer first.
+
+Order: per workload, the settings to run it with on the measured GPU and what to expect (one short block),
+one line per other target; with `--job`, the job's workload and then the instance ranking as a table;
+then the compact capacity table (workload × precision: the largest batch with each allocator, on each
+target). `--verbose` adds, after that, every figure and reason the plan holds (`render_plan_detail`).
+"""
 
 from __future__ import annotations
 
+from planner.model.answer import WorkloadAnswer, build_answers
 from planner.model.plan import Plan
+from planner.render.plan_tables import render_capacity_table, render_ranking_table
+from planner.units import format_number
+
+DEFAULT_TOP = 15
+PRECISION_WORDS = {"bf16": "bf16 autocast", "fp16": "fp16 autocast + GradScaler", "tf32": "tf32", "fp32": "fp32"}
 
 
-def render_plan_text(plan: Plan) -> str:
-    lines = [f"Plan from {plan.machine} ({plan.source_gpu.name}, measured)"]
+def render_plan_text(plan: Plan, *, verbose: bool = False, top: int = DEFAULT_TOP) -> str:
+    answers = build_answers(plan)
+    measured = next(t for t in plan.targets if t.is_source)
+    lines = [f"Plan from {plan.machine} ({plan.source_gpu.name}, measured): settings first; "
+             f"{'every figure follows' if verbose else '--verbose for every figure and reason'}"]
+    order = list(measured.settings)
+    if plan.job:
+        order = [w for w in order if w == plan.job.workload] + [w for w in order if w != plan.job.workload]
+        lines += render_workload(plan, plan.job.workload, answers)
+        lines += ["", *render_ranking_table(plan, top)]
+        order = order[1:] if order and order[0] == plan.job.workload else order
+    for workload in order:
+        lines += render_workload(plan, workload, answers)
+    lines += ["", *render_capacity_table(plan)]
+    if verbose:
+        lines += ["", *render_plan_detail(plan)]
+    return "\n".join(lines)
+
+
+def render_workload(plan: Plan, workload: str, answers: list[WorkloadAnswer]) -> list[str]:
+    """The measured GPU's answer (settings; throughput and its basis; the bound; the loader), then one line
+    per other target."""
+    mine = [a for a in answers if a.workload == workload]
+    if not mine:
+        return []
+    first, others = mine[0], mine[1:]
+    out = ["", f"{workload} on {first.target} ({'measured' if first.measured else 'predicted'}): "
+               + settings_line(first)]
+    if first.expected:
+        e = first.expected
+        out += [f"   → {throughput_range(first)} {e.unit}/s: {e.basis}",
+                f"   bound: {e.bound_words}; {e.bound_hint.split('; ')[-1]}"]
+    out.append(f"   {'' if first.settings.loader.measured else '* '}loader: {first_sentence(first.loader_note)}")
+    for a in others:
+        where = a.target if a.target == a.gpu else f"{a.target}, {a.gpu_count} × {a.gpu}"
+        how = ("measured" if a.measured else "predicted") + (", per GPU" if a.gpu_count > 1 else "")
+        expected = f" → {throughput_range(a)} {a.expected.unit}/s, {a.expected.bound or '?'}-bound" \
+            if a.expected else " → no prediction"
+        out.append(f"   on {where} ({how}): batch {a.settings.batch}{expected}")
+    answered = {a.target for a in mine}
+    for t in plan.targets:
+        if t.name not in answered:
+            out.append(f"   on {t.name}: no answer: the batch sweep ran in bf16 and {first.settings.precision} "
+                       f"is recommended; {t.gpu.name} lacks one of them or nothing measured fits it")
+    return out
+
+
+def first_sentence(text: str, limit: int = 160) -> str:
+    """A long measured reason in one line: its first sentence (--verbose prints it whole)."""
+    head = text.split(". ")[0]
+    return head if len(head) <= limit else head[:limit - 1] + "…"
+
+
+def settings_line(a: WorkloadAnswer) -> str:
+    s = a.settings
+    parts = [f"batch {s.batch}" if s.batch else "batch unmeasured", PRECISION_WORDS.get(s.precision, s.precision)]
+    if s.torch_compile:
+        parts.append(f"torch.compile ({s.compile_gain:+.0%})" if s.compile_gain is not None else "torch.compile")
+    elif s.compile_gain is not None:
+        parts.append(f"eager (compile measured {s.compile_gain:+.0%})")
+    if s.channels_last:
+        parts.append("channels_last")
+    if s.allocator:
+        parts.append("expandable segments" if "expandable" in s.allocator else s.allocator)
+    loader = s.loader
+    parts.append(f"{loader.workers} workers{'' if loader.measured else '*'}, prefetch "
+                 f"{loader.prefetch_factor}{', pinned' if loader.pin_memory else ''}")
+    return " · ".join(parts)
+
+
+def throughput_range(a: WorkloadAnswer) -> str:
+    e = a.expected
+    if e is None:
+        return "?"
+    low, high = short_rate(e.low_per_s), short_rate(e.high_per_s)
+    return low if low == high else f"{low}–{high}"
+
+
+def short_rate(value: float) -> str:
+    """Three figures, with k/M/G from ten thousand up: 4126, 15.2k, 5.38M."""
+    for scale, suffix, lower in ((1e9, "G", 1e9), (1e6, "M", 1e6), (1e3, "k", 1e4)):
+        if value >= lower:
+            return format_number(value / scale, 3) + suffix
+    return format_number(value, 3)
+
+
+def render_plan_detail(plan: Plan) -> list[str]:
+    """Every figure and reason, one per line: each target's capacity and recommendations, the presets."""
+    lines = ["== Detail: every figure and reason"]
     for t in plan.targets:
         head = "measured here" if t.is_source else "predicted"
         lines += ["", f"== {t.name} ({t.gpu_count} × {t.gpu.name}, {head})"]
@@ -16,13 +115,6 @@ def render_plan_text(plan: Plan) -> str:
                          f"(recommended ≤ {c.safe_batch}){allocator}")
         for r in t.recommendations:
             lines.append(f"   {r.workload:<13} {r.setting} = {r.value}: {r.reason}")
-    if plan.job:
-        ok = [r for r in plan.ranking if r.status == "ok"]
-        lines += ["", f"== Instances for '{plan.job.spec}' ({len(ok)} can run it; * on the time/cost Pareto front)"]
-        for r in plan.ranking:
-            if r.status == "ok":
-                lines.append(f" {'*' if r.pareto else ' '} {r.instance:<26} {r.gpu_count} × {r.gpu:<16} "
-                             f"{r.hours:8.1f} h  ${r.cost_usd:10,.0f}   {r.reason}")
-            else:
-                lines.append(f"   {r.instance:<26} {r.status}: {r.reason}")
-    return "\n".join(lines)
+        for yaml in t.presets.values():
+            lines += ["", *("   " + line for line in yaml.splitlines())]
+    return lines

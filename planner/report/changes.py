@@ -12,16 +12,29 @@ From a workload's measurements, at its main batch and best precision:
 - batch size: the throughput knee of the batch sweep (the smallest batch within 5% of the best measured,
   leaving 10% of GPU memory free) against the main batch, when it is larger.
 A change is proposed only when its gain is at least MIN_GAIN (5%: repeated runs agree within about 1%).
+
+Ranking (`top_changes`): what a change is worth to the person is what it gains over all the workloads they
+measured, reference and their own alike, each counting once: the geometric mean of its throughput ratio
+over every measured workload, 1× for those it does not help. So a setting that speeds up four workloads
+2–5× outranks one workload's 8× batch change, which still outranks a change worth 1.2× to a single
+workload. The geometric mean because gains multiply (a 2× and a 0.5× cancel) and no one workload's
+units or scale should dominate. Each change names the workload it was measured on and those it also helps.
+A batch-size gain counts at half its log (SETTING_WEIGHT): a larger batch changes the optimisation, so its
+samples/s gain reaches time-to-result only below the critical batch size (McCandlish et al., "An Empirical
+Model of Large-Batch Training", 2018) and only with the learning rate retuned; the other changes leave
+the maths as it was.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 
 from planner.report.workloads import PointRow, TrialRow, WorkloadSection
 from planner.units import format_bytes, format_duration, format_number
 
 MIN_GAIN = 1.05
+SETTING_WEIGHT = {"batch size": 0.5}   # exponent on the gain when ranking (module docstring: why)
 KNEE = 0.95            # within 5% of the best measured throughput
 MEMORY_MARGIN = 0.10   # the knee must leave this much GPU memory free
 PRECISION_SETTINGS = {"bf16": "bf16 autocast", "fp16": "fp16 autocast + GradScaler", "tf32": "TF32 matmuls",
@@ -39,18 +52,49 @@ class Change:
     gain: float              # expected throughput ratio against not changing it (2.0: twice the samples/s)
     evidence: str            # the measurement behind the gain, one sentence
     anchor: str | None = None  # the report section that holds the evidence
+    also: tuple[tuple[str, float], ...] = ()  # the other workloads the same setting helps, with their gains
+    worth: float | None = None  # geometric-mean gain over all measured workloads (see top_changes)
+
+    @property
+    def workloads(self) -> list[str]:
+        return [w for w in (self.workload, *(a for a, _ in self.also)) if w]
 
 
-def top_changes(changes: list[Change], n: int = 3) -> list[Change]:
-    """The n largest gains, one per setting first (three kinds of advice read better than the same
-    advice three times), then the next largest; gains under MIN_GAIN never."""
-    ranked = sorted((c for c in changes if c.gain >= MIN_GAIN),
-                    key=lambda c: (-c.gain, c.setting, c.workload or "", c.value))
-    first, rest, seen = [], [], set()
-    for change in ranked:
-        (rest if change.setting in seen else first).append(change)
-        seen.add(change.setting)
-    return (first + rest)[:n]
+def change_worth(changes: list[Change], workload_count: int) -> float:
+    """The geometric-mean gain over `workload_count` workloads of one setting's changes (the best per
+    workload; 1× for workloads not listed; a machine-wide change, workload None, helps every one)."""
+    if any(c.workload is None for c in changes):
+        return max(c.gain for c in changes) ** SETTING_WEIGHT.get(changes[0].setting, 1.0)
+    best: dict[str, float] = {}
+    for c in changes:
+        best[c.workload] = max(best.get(c.workload, 0.0), c.gain)  # type: ignore[index]
+    weight = SETTING_WEIGHT.get(changes[0].setting, 1.0)
+    return math.exp(weight * sum(math.log(g) for g in best.values()) / max(workload_count, len(best)))
+
+
+def top_changes(changes: list[Change], n: int = 3, workload_count: int | None = None) -> list[Change]:
+    """The n settings worth most over the measured workloads (`workload_count`; by default those the changes
+    name), one per setting: its largest single gain, with the other workloads it helps in `also`; gains under
+    MIN_GAIN never."""
+    kept = [c for c in changes if c.gain >= MIN_GAIN]
+    count = workload_count or len({c.workload for c in kept}) or 1
+    by_setting: dict[str, list[Change]] = {}
+    for c in sorted(kept, key=lambda c: (-c.gain, c.workload or "", c.value)):
+        by_setting.setdefault(c.setting, []).append(c)
+    merged = [_merged(group, change_worth(group, count)) for group in by_setting.values()]
+    return sorted(merged, key=lambda c: (-(c.worth or 0), -c.gain, c.setting))[:n]
+
+
+def _merged(group: list[Change], worth: float) -> Change:
+    best = group[0]
+    others = list({c.workload: c for c in reversed(group[1:]) if c.workload and c.workload != best.workload}
+                  .values())[::-1]  # one per workload: its largest gain (the group is sorted largest first)
+    evidence = best.evidence
+    if others:
+        evidence += "; also " + ", ".join(f"{c.workload} {c.gain:.2f}×" + (f" ({c.value})" if c.value != best.value
+                                                                             else "") for c in others)
+    return replace(best, also=tuple((c.workload, c.gain) for c in others), worth=worth,  # type: ignore[misc]
+                   evidence=evidence)
 
 
 def build_workload_changes(section: WorkloadSection) -> list[Change]:
@@ -71,14 +115,24 @@ def _rate(section: WorkloadSection, value: float | None) -> str:
     return f"{format_number(value)} {section.unit}/s" if value else "—"
 
 
+PLAIN_TRIALS = ("default", "no cudnn benchmark")  # runs with no other change than their precision
+
+
 def precision_change(section: WorkloadSection) -> Change | None:
-    best, fp32 = section.verdict.precision, _default_trial(section, "fp32")
-    row = _default_trial(section, best)
-    if fp32 is None or row is None or best == "fp32" or not row.vs_fp32 or row.vs_fp32 < MIN_GAIN:
+    """The fastest precision's plain run against fp32's (like the recommendation: resnet50's fp16 against
+    bf16 alike), whichever variant the trials ran as."""
+    plain = [r for r in section.trials if r.variant in PLAIN_TRIALS and r.status == "ok" and r.throughput]
+    fp32 = next((r for r in plain if r.precision == "fp32"), None)
+    rated = [r for r in plain if r.precision != "fp32" and r.vs_fp32]
+    if fp32 is None or not rated:
         return None
-    evidence = (f"{section.name} at batch {section.main_batch}: {_rate(section, row.throughput)} in {best} against "
-                f"{_rate(section, fp32.throughput)} in fp32 (TF32 off)")
-    return Change("precision", PRECISION_SETTINGS.get(best, best), section.name, row.vs_fp32, evidence, section.anchor)
+    row = max(rated, key=lambda r: r.vs_fp32)  # type: ignore[arg-type, return-value]
+    if row.vs_fp32 < MIN_GAIN:  # type: ignore[operator]
+        return None
+    evidence = (f"{section.name} at batch {section.main_batch}: {_rate(section, row.throughput)} in {row.precision} "
+                f"against {_rate(section, fp32.throughput)} in fp32 (TF32 off)")
+    return Change("precision", PRECISION_SETTINGS.get(row.precision, row.precision), section.name,
+                  row.vs_fp32, evidence, section.anchor)  # type: ignore[arg-type]
 
 
 def compile_change(section: WorkloadSection) -> Change | None:

@@ -94,7 +94,9 @@ def build_summary(machine: MachineResults, collected: str, sections: list) -> Su
     env = machine.environment
     cpu = env.cpu if env else None
     workloads = [s for s in sections if isinstance(s, WorkloadSection)]
-    changes = top_changes(proposed_changes(sections), CHANGES_SHOWN)
+    # every measured workload counts once, reference and the user's own alike (changes.py: top_changes)
+    measured = sum(1 for w in workloads if not w.tiny)
+    changes = top_changes(proposed_changes(sections), CHANGES_SHOWN, measured or None)
     return SummarySection(
         device=machine.device_label, has_gpu=bool(machine.gpu_name), cpu=cpu.model if cpu else None,
         cores=cpu.logical_cores if cpu else None, ram_bytes=cpu.ram_bytes if cpu else None,

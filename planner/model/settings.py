@@ -1,0 +1,74 @@
+"""One workload's recommended settings as typed values, read from its recommendations.
+
+The recommendations (planner/model/recommend.py) are the one source of truth: the balanced preset, the
+answer that `gpuplan plan` prints first and the copy-paste snippets are all `Settings` read from them
+here, so that none of them can say something the recommendations do not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from planner.model.recommend import DEFAULT_WORKERS, Recommendation
+
+LOADER_EXTRAS = "pin_memory / persistent_workers / prefetch_factor"
+
+
+@dataclass(frozen=True)
+class LoaderSettings:
+    workers: int
+    prefetch_factor: int
+    pin_memory: bool
+    persistent_workers: bool
+    measured: bool          # False: `workers` is a stated default, not a measurement of this machine
+    reason: str
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What to run a workload with. `compile_gain` is the measured throughput change of torch.compile
+    (None: not measured); `channels_last` None where it was not measured (only convolutional workloads)."""
+
+    workload: str
+    precision: str
+    batch: int | None
+    torch_compile: bool
+    compile_gain: float | None
+    channels_last: bool | None
+    cudnn_benchmark: bool | None
+    allocator: str | None   # the PYTORCH_CUDA_ALLOC_CONF value, None: leave the default
+    loader: LoaderSettings
+
+    def with_batch(self, batch: int | None) -> Settings:
+        return replace(self, batch=batch)
+
+
+def settings_from(workload: str, recs: list[Recommendation], fallback_precision: str = "bf16") -> Settings:
+    """The Settings the workload's recommendations state (a setting with no recommendation keeps PyTorch's
+    default: eager mode, the default allocator)."""
+    by = {r.setting: r for r in recs if r.workload == workload}
+    precision = by["precision"].choice if "precision" in by else fallback_precision
+    batch = int(by["batch_size"].choice or by["batch_size"].value) if "batch_size" in by else None
+    compile_rec = by.get("torch_compile")
+    return Settings(
+        workload=workload, precision=precision, batch=batch,
+        torch_compile=compile_rec is not None and compile_rec.choice == "true",
+        compile_gain=compile_rec.gain if compile_rec else None,
+        channels_last=_flag(by.get("channels_last")), cudnn_benchmark=_flag(by.get("cudnn_benchmark")),
+        allocator=by["allocator"].choice if "allocator" in by else None, loader=loader_from(by))
+
+
+def _flag(rec: Recommendation | None) -> bool | None:
+    # 'either' (no measurable difference) keeps PyTorch's default, like no recommendation at all
+    return None if rec is None or rec.choice not in ("true", "false") else rec.choice == "true"
+
+
+def loader_from(by: dict[str, Recommendation]) -> LoaderSettings:
+    workers = by.get("num_workers")
+    extras = by.get(LOADER_EXTRAS)
+    pin, persistent, prefetch = (extras.choice.split("/") if extras else ("true", "true", "2"))
+    if workers is None:
+        return LoaderSettings(DEFAULT_WORKERS, int(prefetch), pin == "true", persistent == "true", False,
+                              f"not measured: {DEFAULT_WORKERS} is a default")
+    return LoaderSettings(int(workers.choice or workers.value), int(prefetch), pin == "true", persistent == "true",
+                          not workers.reason.startswith("not measured"), workers.reason)
