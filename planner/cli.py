@@ -271,7 +271,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         except SystemExit as e:  # --help (0) or a usage error (2, already printed by argparse)
             return e.code if isinstance(e.code, int) else EXIT_BAD_INPUT
         return args.func(args)
-    except (DocumentError, UsageError, OSError) as e:
+    except (DocumentError, UsageError) as e:
+        print(format_error(e), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except BrokenPipeError:  # `gpuplan plan … | head`: the reader has what it wanted; say nothing
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
+        return EXIT_OK
+    except OSError as e:
         print(format_error(e), file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:

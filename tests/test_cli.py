@@ -11,7 +11,7 @@ import types
 from pathlib import Path
 
 import pytest
-from paths import FIXTURES
+from paths import FIXTURES, REPO
 from paths import REPO as ROOT
 
 from gpuplan_schema.schema import DocumentError, load_document
@@ -203,3 +203,13 @@ def test_real_subprocess_help_and_validate(tmp_path):
     assert fail.returncode == 2
     assert fail.stderr.splitlines() == [fail.stderr.strip()] and str(bad) in fail.stderr
     assert "Traceback" not in fail.stderr
+
+
+def test_a_closed_pipe_ends_quietly():  # regression: `gpuplan plan … | head` printed "Broken pipe"
+    # the export of results/ is far larger than a pipe's buffer, so the write meets the closed pipe
+    proc = subprocess.Popen([sys.executable, "-m", "planner.cli", "export", str(REPO / "results")],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.readline()
+    proc.stdout.close()
+    assert proc.wait(timeout=120) == 0
+    assert proc.stderr.read() == b""
