@@ -162,6 +162,44 @@ def allocator_boundaries(machines: list[MachineResults]) -> str:
     return _table(["workload"] + [_heading(m) + ", default → expandable segments" for m in gpus], rows)
 
 
+def user_workload(machines: list[MachineResults], name: str = "sensor-cnn") -> str:
+    """The README's example workload: its bf16 batch sweep (step, throughput) and boundary per GPU machine."""
+    gpus = _gpu_machines(machines)
+    df = machines_frame(gpus).query("workload == @name and precision == 'bf16' and status == 'ok'")
+    sweep = df[df["variant"] == "no_cudnn_benchmark"].pivot_table(index="batch", columns=["machine", "metric"],
+                                                                   values="value", aggfunc="first")
+    unit = next(w.unit for m in gpus for w in m.workloads if w.workload == name)
+    rows = [[str(batch)] + [f"{sweep.loc[batch, (m.machine, 'step_s')] * 1e3:.1f} ms, "
+                            f"{sweep.loc[batch, (m.machine, 'throughput_per_s')] / 1e3:.0f} k {unit}/s" for m in gpus]
+            for batch in sweep.index]
+    bounds = [next((w for w in m.workloads if w.workload == name)).boundary("bf16") for m in gpus]
+    rows.append(["max batch"] + [f"{b.max_batch}" + (" (the search's cap)" if b.capped else "") for b in bounds])
+    return _table(["batch (bf16)"] + [_heading(m) for m in gpus], rows)
+
+
+PLAN_EXAMPLE = r"gpuplan plan results/h100-80gb --target H200 | grep -E '^==|gpt-small +(precision|batch_size|torch_compile)'"
+
+
+def plan_example(machines: list[MachineResults]) -> str:
+    """The README's `gpuplan plan` example: the command and what it prints (the same filter, in Python)."""
+    from planner.model.plan import build_plan
+    from planner.render.plan_text import render_plan_text
+
+    plan = build_plan(_by(machines, SOURCE), ["H200"], None, machines)
+    pattern = re.compile(r"^==|gpt-small +(precision|batch_size|torch_compile)")
+    lines = [line for line in render_plan_text(plan).splitlines() if pattern.search(line)]
+    return "```text\n$ " + PLAN_EXAMPLE + "\n" + "\n".join(lines) + "\n```\n"
+
+
+LOAD_EXAMPLE = "from planner import load_results; print(load_results('results').groupby(['gpu','workload']).size())"
+
+
+def load_results_example(machines: list[MachineResults]) -> str:
+    """The README's pandas one-liner and what it prints (the frame of the same machines)."""
+    frame = machines_frame(machines)
+    return f"```text\n$ python -c \"{LOAD_EXAMPLE}\"\n{frame.groupby(['gpu', 'workload']).size()}\n```\n"
+
+
 # ── accuracy ─────────────────────────────────────────────────────────────────────────────────
 
 def accuracy_tables(machines: list[MachineResults]) -> str:
@@ -213,9 +251,12 @@ def dataloader(machines: list[MachineResults]) -> str:
 
 GENERATORS: dict[str, Callable[[list[MachineResults]], str]] = {
     "headline": headline,
+    "plan-example": plan_example,
+    "load-results-example": load_results_example,
     "ceilings": ceilings,
     "workloads-main": workloads_main,
     "allocator-boundaries": allocator_boundaries,
+    "user-workload": user_workload,
     "accuracy-summary": accuracy_summary,
     "accuracy-h100-h200": accuracy_tables,
     "collectives": collectives,
