@@ -173,7 +173,7 @@ def _add_plan(sub: Any) -> None:
     p.add_argument("--job", metavar="SPEC",
                    help="rank every catalog instance for a job: 'resnet50 bf16 samples=128116700', "
                         "'gpt-small bf16 tokens=10B' or 'resnet50 bf16 epochs=100 dataset=imagenet'")
-    p.add_argument("--json", action="store_true", help="print the plan document (README: The plan) instead of text")
+    p.add_argument("--json", action="store_true", help="print the plan document (docs/plan-json.md) instead of text")
 
 
 # ── specs ───────────────────────────────────────────────────────────────────────────────────

@@ -22,7 +22,7 @@ from planner.export.tidy import iter_tidy_rows
 if TYPE_CHECKING:  # pandas loads in ~0.3 s: only the functions that build a frame import it
     import pandas as pd
 
-# The per-op rows of `roofline` carry the op's class in `status` (README: the tidy export).
+# The per-op rows of `roofline` carry the op's class in `status` (docs/metrics.md).
 STATUSES: tuple[str, ...] = (*get_args(Status), *get_args(OpClass))
 DTYPES: dict[str, str] = {"batch": "Int64", "value": "float64", "spread": "float64", "n": "Int64"}
 TEXT: list[str] = [c for c in COLUMNS if c not in DTYPES and c != "status"]  # status: a fixed set of words
