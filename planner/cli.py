@@ -230,7 +230,7 @@ def _add_validate(sub: Any) -> None:
 
 def _add_export(sub: Any) -> None:
     p = _add(sub, "export", cmd_export,
-             "write every measured figure as one tidy row (CSV, JSON or Parquet), for pandas and for comparing machines")
+             "every measured figure as one tidy row (CSV, JSON or Parquet), for pandas and for comparing machines")
     p.add_argument("results_dir", type=Path, metavar="RESULTS_DIR",
                    help="a machine folder (results/<machine>/) or a results root holding several")
     fmt = p.add_mutually_exclusive_group()

@@ -14,7 +14,8 @@ from gpuplan_schema.payloads import PAYLOADS
 from gpuplan_schema.results import load_machine
 from gpuplan_schema.schema import DocumentError
 from planner.export.frame import load_frame, rows_frame, to_csv, to_json
-from planner.export.tidy import COLUMNS, EXPORTERS, TidyRow, iter_tidy_rows
+from planner.export.rows import COLUMNS, EXPORTERS, TidyRow
+from planner.export.tidy import iter_tidy_rows
 
 H100 = FIXTURES / "h100-80gb"
 CPU = FIXTURES / "cpu-test"

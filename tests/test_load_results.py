@@ -13,7 +13,8 @@ from gpuplan_schema.results import load_machine
 from gpuplan_schema.schema import DocumentError
 from planner import load_results
 from planner.cli import main
-from planner.export.tidy import COLUMNS, iter_tidy_rows
+from planner.export.rows import COLUMNS
+from planner.export.tidy import iter_tidy_rows
 
 H100 = FIXTURES / "h100-80gb"
 

@@ -127,7 +127,7 @@ def test_plan_json_follows_the_documented_contract():
     keys = {"workload", "precision", "batch", "variant", "step_s", "throughput_per_s", "bound", "error"}
     assert all(keys <= set(p) for p in target["predictions"]) and target["predictions"]
     assert {c["workload"] for c in target["capacity"]} == {"gpt-small", "resnet50", "mlp-stgan", "conv-rollout",
-                                                        "sensor-cnn"}  # the documented user workload (docs/user-workloads.md), measured too
+                                                        "sensor-cnn"}  # docs/user-workloads.md's example, measured too
     conv_bf16 = {c["allocator"]: c["max_batch"] for c in target["capacity"]
                  if (c["workload"], c["precision"]) == ("conv-rollout", "bf16")}
     assert set(conv_bf16) == {"default", "expandable_segments"}
@@ -168,7 +168,7 @@ def test_docs_publish_the_accuracy_table_as_the_model_computes_it(h100, h200):
 
 
 def test_fp32_recommended_only_with_how_much_reduced_precision_lost(h100):
-    """sensor-cnn (the documented user workload (docs/user-workloads.md), measured on the H100) is launch-bound: fp32 ran fastest."""
+    """sensor-cnn (docs/user-workloads.md, measured on the H100) is launch-bound: fp32 ran fastest."""
     from planner.model.recommend import recommend_precision
 
     payload = workload(h100, "sensor-cnn")

@@ -95,7 +95,7 @@ def test_every_internal_link_of_the_report_has_its_target(h100_html):
 def test_h100_summary_proposes_three_changes_with_the_gains_measured(h100):
     summary = h100.sections[0]
     assert isinstance(summary, SummarySection) and summary.changes_note is None
-    # one per setting, largest gain first: the documented user workload (docs/user-workloads.md) (sensor-cnn, launch-bound at its
+    # one per setting, largest gain first: the documented user workload (sensor-cnn, launch-bound at its
     # main batch 256) gains most from its batch, then gpt-small from bf16, conv-rollout from compiling
     assert [(c.setting, c.workload) for c in summary.changes] == [
         ("batch size", "sensor-cnn"), ("precision", "gpt-small"), ("torch.compile", "conv-rollout")]

@@ -28,7 +28,7 @@ from gpuplan_schema.payloads import (
 from gpuplan_schema.results import MachineResults
 from gpuplan_schema.stats import Stat
 from planner.export import multigpu  # noqa: F401 - registers the collectives and ddp row builders
-from planner.export.rows import COLUMNS, EXPORTERS, RowContext, TidyRow, exporter
+from planner.export.rows import EXPORTERS, RowContext, TidyRow, exporter
 
 
 @exporter("environment")
