@@ -268,6 +268,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         except SystemExit as e:  # --help (0) or a usage error (2, already printed by argparse)
             return e.code if isinstance(e.code, int) else EXIT_BAD_INPUT
         return args.func(args)
+    except BrokenPipeError:
+        # `gpuplan plan … | head` closed the pipe: the reader has what it wanted, nothing failed. Point stdout at
+        # /dev/null so that the interpreter's final flush does not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     except (DocumentError, UsageError, OSError) as e:
         print(format_error(e), file=sys.stderr)
         return EXIT_BAD_INPUT

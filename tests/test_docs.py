@@ -120,3 +120,13 @@ def test_no_doc_links_outside_the_repository():
         for link in re.findall(r"\]\(([^)#:]+\.md)", text):
             assert (path.parent / link).exists(), f"{path.name}: {link}"
 
+
+
+def test_the_readme_plan_command_piped_into_head_ends_quietly():
+    """`gpuplan plan … | head`: the reader closes the pipe early; that is no error (it printed one before)."""
+    proc = subprocess.Popen([sys.executable, "-m", "planner.cli", "plan", "results/h100-80gb", "--target", "H200"],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
+    first = proc.stdout.read(40)
+    proc.stdout.close()  # as head does once it has its lines
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0 and err == "" and first.startswith(b"Plan from h100-80gb")
