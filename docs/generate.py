@@ -36,6 +36,7 @@ GENERATORS: dict[str, Callable[[list[MachineResults]], str]] = {
     "load-results-example": tables.load_results_example,
     "ceilings": tables.ceilings,
     "workloads-main": tables.workloads_main,
+    "variants": tables.variants,
     "allocator-boundaries": tables.allocator_boundaries,
     "user-workload": tables.user_workload,
     "accuracy-summary": tables.accuracy_summary,

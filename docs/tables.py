@@ -107,6 +107,33 @@ def workloads_main(machines: list[MachineResults]) -> str:
     return _table(["workload (bf16, main batch)"] + [_heading(m) for m in gpus], rows)
 
 
+def variants(machines: list[MachineResults]) -> str:
+    """At bf16 and the main batch: the step, its repeat in the same collection, and torch.compile's step."""
+    gpus = _gpu_machines(machines)
+    names = sorted({w.workload for m in gpus for w in m.workloads})
+    rows = []
+    for name in names:
+        cells = []
+        for m in gpus:
+            w = next((w for w in m.workloads if w.workload == name), None)
+            main = _main_bf16(w) if w else None
+            if main is None:
+                cells.append("–")
+                continue
+            same = [p for p in w.points if p.batch == main.batch and p.precision == "bf16" and p.status == "ok"]
+            repeat = next((p for p in same if p.sweep == "repeat"), None)
+            compiled = next((p for p in same if p.variant == "compile"), None)
+            step = main.step_s.median
+            text = f"{step * 1e3:.4g} ms"
+            if repeat:
+                text += f", repeat {repeat.step_s.median * 1e3:.4g} ms ({repeat.step_s.median / step - 1:+.1%})"
+            if compiled:
+                text += f", compiled {compiled.step_s.median * 1e3:.4g} ms ({step / compiled.step_s.median:.2f}×)"
+            cells.append(text)
+        rows.append([f"`{name}`", *cells])
+    return _table(["workload (bf16, main batch): step"] + [_heading(m) for m in gpus], rows)
+
+
 def headline(machines: list[MachineResults]) -> str:
     """The README's few figures: bf16 peak, copy bandwidth, two workloads' throughput."""
     gpus = _gpu_machines(machines)

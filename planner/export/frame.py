@@ -69,7 +69,8 @@ def spreadsheet_safe(cell: object) -> object:
 def to_csv(frame: pd.DataFrame) -> str:
     """The frame as CSV with the formula guard on every text column; empty cells empty."""
     guarded = frame.copy()
-    guarded[TEXT] = guarded[TEXT].map(spreadsheet_safe)
+    for column in TEXT:  # Series.map: DataFrame.map is pandas 2.1's
+        guarded[column] = guarded[column].map(spreadsheet_safe)
     # Python's csv writer before 3.11.9 quotes a field holding a bare CR only when the line terminator holds
     # one: with "\n" a CR in a name would end the line unquoted and the rest of the name would start a new
     # row (whose first cell escapes the guard). So write with "\r\n", then end each record with "\n".
