@@ -88,15 +88,23 @@ def cmd_validate(args: argparse.Namespace) -> int:
 # ── export ──────────────────────────────────────────────────────────────────────────────────
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from planner.export.tidy import build_tidy_table, render_csv, render_json
+    from planner.export.frame import ParquetUnavailable, load_frame, to_csv, to_json, write_parquet
 
-    rows = build_tidy_table([args.results_dir])
-    text = render_json(rows) if args.format == "json" else render_csv(rows)
-    if args.output is None:
-        sys.stdout.write(text)
+    frame = load_frame([args.results_dir])
+    if args.format == "parquet":
+        if args.output is None:
+            raise UsageError("--parquet writes a binary file: name it with -o FILE")
+        try:
+            write_parquet(frame, args.output)
+        except ParquetUnavailable as e:
+            raise UsageError(str(e)) from None
     else:
+        text = to_json(frame) if args.format == "json" else to_csv(frame)
+        if args.output is None:
+            sys.stdout.write(text)
+            return EXIT_OK
         write_text_atomic(args.output, text)
-        print(f"wrote {len(rows)} rows to {args.output}")
+    print(f"wrote {len(frame)} rows to {args.output}")
     return EXIT_OK
 
 
@@ -235,13 +243,15 @@ def _add_validate(sub: Any) -> None:
 
 def _add_export(sub: Any) -> None:
     p = _add(sub, "export", cmd_export,
-             "write every measured figure as one tidy row (CSV or JSON), for pandas and for comparing machines")
+             "every measured figure as one tidy row (CSV, JSON or Parquet), for pandas and for comparing machines")
     p.add_argument("results_dir", type=Path, metavar="RESULTS_DIR",
                    help="a machine folder (results/<machine>/) or a results root holding several")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--csv", dest="format", action="store_const", const="csv", help="CSV (the default)")
     fmt.add_argument("--json", dest="format", action="store_const", const="json",
                      help="JSON: a list of objects, empty cells as null")
+    fmt.add_argument("--parquet", dest="format", action="store_const", const="parquet",
+                     help="Parquet, typed as planner.load_results' frame (needs pyarrow: the parquet extra; -o FILE)")
     p.add_argument("-o", "--output", type=Path, metavar="FILE", help="write to FILE (default: standard output)")
     p.set_defaults(format="csv")
 

@@ -3,7 +3,7 @@ exit status 2, and nothing already written is overwritten. Corrupt and implausib
 the loader, `gpuplan validate` and `gpuplan report`), bad user workload files and unknown workloads
 (through `collect`), unknown GPUs and instances (planner.specs.require_gpu / require_instance).
 
-BAD_DOCUMENTS and BAD_WORKLOADS are what the README's Reliability section counts."""
+BAD_DOCUMENTS and BAD_WORKLOADS are what docs/reliability.md counts."""
 
 from __future__ import annotations
 

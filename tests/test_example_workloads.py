@@ -47,7 +47,7 @@ regimes = _load_regimes()
 
 @pytest.fixture(scope="module", autouse=True)
 def in_repo() -> Iterator[Path]:
-    """The examples' paths are relative to the repository root, as the README shows them."""
+    """The examples' paths are relative to the repository root, as the docs show them."""
     saved = Path.cwd()
     os.chdir(REPO)
     try:

@@ -13,15 +13,9 @@ from paths import FIXTURES
 from gpuplan_schema.payloads import PAYLOADS
 from gpuplan_schema.results import load_machine
 from gpuplan_schema.schema import DocumentError
-from planner.export.tidy import (
-    COLUMNS,
-    EXPORTERS,
-    TidyRow,
-    build_tidy_table,
-    iter_tidy_rows,
-    render_csv,
-    render_json,
-)
+from planner.export.frame import load_frame, rows_frame, to_csv, to_json
+from planner.export.rows import COLUMNS, EXPORTERS, TidyRow
+from planner.export.tidy import iter_tidy_rows
 
 H100 = FIXTURES / "h100-80gb"
 CPU = FIXTURES / "cpu-test"
@@ -79,18 +73,17 @@ def test_cpu_fixture_marks_missing_dtypes_and_links_skipped():
 
 
 def test_environment_contributes_no_rows():
-    rows = build_tidy_table([FIXTURES])
-    assert {r.collector for r in rows} == {"ceilings"}
+    assert set(load_frame([FIXTURES])["collector"]) == {"ceilings"}
 
 
 def test_results_root_and_machine_folder():
-    assert {r.machine for r in build_tidy_table([FIXTURES])} == {"h100-80gb", "cpu-test"}
-    assert {r.machine for r in build_tidy_table([H100])} == {"h100-80gb"}
+    assert set(load_frame([FIXTURES])["machine"]) == {"h100-80gb", "cpu-test"}
+    assert set(load_frame([H100])["machine"]) == {"h100-80gb"}
 
 
 def test_csv_parses_back_exactly():
-    rows = build_tidy_table([FIXTURES])
-    parsed = list(csv.reader(io.StringIO(render_csv(rows))))
+    rows = [row for m in ("cpu-test", "h100-80gb") for row in iter_tidy_rows(load_machine(FIXTURES / m))]
+    parsed = list(csv.reader(io.StringIO(to_csv(load_frame([FIXTURES])))))
     assert tuple(parsed[0]) == COLUMNS
     assert len(parsed) == len(rows) + 1
     for row, cells in zip(rows, parsed[1:], strict=True):
@@ -109,23 +102,29 @@ def test_csv_guards_text_a_spreadsheet_would_run_and_leaves_numbers_alone():
     rows = [TidyRow(machine=text, gpu=text, collector="ceilings", workload=text, variant=text, metric="step_s",
                     value=-0.034, unit=text, spread=-1e-9, batch=-1, n=3) for text in formulas]
     rows.append(TidyRow(machine="a-b", gpu="H100 = fast", collector="ceilings", metric="step_s", value=0.5))
-    rows.append(TidyRow(machine="box\r=cmd", gpu=None, collector="ceilings", metric="step_s"))  # a CR inside
-    parsed = list(csv.DictReader(io.StringIO(render_csv(rows), newline="")))
+    rows.append(TidyRow(machine="box\r=cmd", gpu="x\r\ny", collector="ceilings", metric="step_s"))  # CR inside
+    parsed = list(csv.DictReader(io.StringIO(to_csv(rows_frame(rows)), newline="")))
     assert len(parsed) == len(rows)  # the CR is quoted: it starts no row of its own (and so no bare =cmd cell)
-    assert parsed.pop()["machine"] == "box\r=cmd"
+    assert (parsed[-1]["machine"], parsed.pop()["gpu"]) == ("box\r=cmd", "x\r\ny")  # a CRLF in a cell is data
     for text, record in zip(formulas, parsed, strict=False):
         for column in ("machine", "gpu", "workload", "variant", "unit"):
             assert record[column] == "'" + text  # read back as the guarded text, quotes and CR intact
         assert (record["value"], record["spread"], record["batch"], record["n"]) == ("-0.034", "-1e-09", "-1", "3")
         assert float(record["value"]) == -0.034
     assert (parsed[-1]["machine"], parsed[-1]["gpu"]) == ("a-b", "H100 = fast")  # not at the start: unchanged
-    assert render_csv(build_tidy_table([FIXTURES])).count("'") == 0  # plain names stay as they are
+    assert to_csv(load_frame([FIXTURES])).count("'") == 0  # plain names stay as they are
+
+
+def test_csv_records_end_in_a_line_feed():
+    text = to_csv(load_frame([FIXTURES]))
+    assert "\r" not in text and text.endswith("\n")
+    assert text.count("\n") == len(load_frame([FIXTURES])) + 1
 
 
 def test_json_uses_numbers_and_nulls():
-    rows = build_tidy_table([CPU])
-    records = json.loads(render_json(rows))
-    assert [list(r) for r in records] == [list(COLUMNS)] * len(rows)
+    frame = load_frame([CPU])
+    records = json.loads(to_json(frame))
+    assert [list(r) for r in records] == [list(COLUMNS)] * len(frame)
     tf32 = next(r for r in records if r["metric"] == "matmul_flops_per_s" and r["precision"] == "tf32")
     assert tf32["value"] is None and tf32["gpu"] is None and tf32["status"] == "skipped"
     fp32 = next(r for r in records if r["metric"] == "matmul_flops_per_s" and r["precision"] == "fp32")
@@ -136,4 +135,4 @@ def test_a_bad_document_fails_the_whole_export(tmp_path):
     shutil.copytree(FIXTURES, tmp_path / "results")
     (tmp_path / "results" / "cpu-test" / "ceilings.json").write_text("{", encoding="utf-8")
     with pytest.raises(DocumentError, match="cpu-test"):
-        build_tidy_table([tmp_path / "results"])
+        load_frame([tmp_path / "results"])

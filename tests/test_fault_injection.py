@@ -2,7 +2,7 @@
 collector that fails, two collections on one folder. Real tiny CPU collections run as separate
 processes (`python -m collectors`), killed from here while they measure and save.
 
-Counts the README's Reliability section states: 5 SIGKILLs in one collection (after 1, 3 and 5 saved
+Counts docs/reliability.md states: 5 SIGKILLs in one collection (after 1, 3 and 5 saved
 items, and at 1.5 s and 4 s after a start, wherever the run then is), 3 Ctrl-C runs (one Ctrl-C, through
 each entry point; two), 3 hung steps (in Python, a native wait, a native loop holding the GIL), 3 lock
 cases, 1 failing collector, 1 stale temp file.

@@ -3,7 +3,7 @@ markup, script, quotes, template syntax, `../` and path separators. They must be
 HTML, the PDF and the site (escaped, never run), never lead a file out of the output folder, and a
 workload named like a user file (`path.py:fn`) is never executed outside `collect`.
 
-HOSTILE below is what the README's Reliability section counts as the hostile names tried."""
+HOSTILE below is what docs/reliability.md counts as the hostile names tried."""
 
 from __future__ import annotations
 

@@ -127,7 +127,7 @@ def test_plan_json_follows_the_documented_contract():
     keys = {"workload", "precision", "batch", "variant", "step_s", "throughput_per_s", "bound", "error"}
     assert all(keys <= set(p) for p in target["predictions"]) and target["predictions"]
     assert {c["workload"] for c in target["capacity"]} == {"gpt-small", "resnet50", "mlp-stgan", "conv-rollout",
-                                                        "sensor-cnn"}  # the README's user workload, measured too
+                                                        "sensor-cnn"}  # docs/user-workloads.md's example, measured too
     conv_bf16 = {c["allocator"]: c["max_batch"] for c in target["capacity"]
                  if (c["workload"], c["precision"]) == ("conv-rollout", "bf16")}
     assert set(conv_bf16) == {"default", "expandable_segments"}
@@ -166,16 +166,16 @@ def test_bad_target_or_job_is_one_line_and_exit_2(args, expected):
 
 
 
-def test_readme_publishes_the_accuracy_table_as_the_model_computes_it(h100, h200):
+def test_docs_publish_the_accuracy_table_as_the_model_computes_it(h100, h200):
     from planner.model.accuracy import render_markdown
 
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    readme = (REPO / "docs" / "accuracy.md").read_text(encoding="utf-8")
     for table in (build_accuracy(h100, h200), build_accuracy(h200, h100)):
         assert render_markdown(table) in readme
 
 
 def test_fp32_recommended_only_with_how_much_reduced_precision_lost(h100):
-    """sensor-cnn (the README's user workload, measured on the H100) is launch-bound: fp32 ran fastest."""
+    """sensor-cnn (docs/user-workloads.md, measured on the H100) is launch-bound: fp32 ran fastest."""
     from planner.model.recommend import recommend_precision
 
     payload = workload(h100, "sensor-cnn")

@@ -23,10 +23,11 @@ from collectors.__main__ import main as collect_main
 from collectors.dataloader_collector import skipped_payload
 from collectors.image_pipeline import sample_bytes
 from gpuplan_schema.payloads import DataloaderPayload, WorkloadPayload
+from gpuplan_schema.results import load_machine
 from gpuplan_schema.schema import build_document, load_document, save_document
 from planner.charts.base import with_width
 from planner.charts.dataloader import build_loader_heatmap, build_worker_scaling_chart
-from planner.export.tidy import build_tidy_table
+from planner.export.tidy import iter_tidy_rows
 from planner.model.dataloader_verdict import appetite_point, best_per_workers, build_feed_verdicts
 from planner.render.report import render_report, render_report_html
 from planner.report.dataloader import DataloaderSection
@@ -87,7 +88,7 @@ def test_a_cache_inside_the_results_folder_is_refused_before_anything_runs(tmp_p
 
 
 def test_export_rows_carry_each_point_with_a_parseable_variant(cpu_folder, loader):
-    rows = [r for r in build_tidy_table([cpu_folder]) if r.collector == "dataloader"]
+    rows = [r for r in iter_tidy_rows(load_machine(cpu_folder)) if r.collector == "dataloader"]
     throughput = [r for r in rows if r.metric == "throughput_per_s"]
     assert [(r.value, r.spread, r.n) for r in throughput] == [
         (p.samples_per_s.median, p.samples_per_s.iqr, p.samples_per_s.n) for p in loader.points]
@@ -185,7 +186,7 @@ def test_a_skipped_collection_renders_its_reason_and_exports_a_skipped_row(tmp_p
     save_document(build_document("dataloader", "dataloader", "1", "vm-cpu", payload), folder / "dataloader.json")
     html = visible(render_report_html(build_report_for(folder)))
     assert "The input pipeline was not measured: Pillow is not installed." in html
-    (row,) = [r for r in build_tidy_table([folder]) if r.collector == "dataloader"]
+    (row,) = [r for r in iter_tidy_rows(load_machine(folder)) if r.collector == "dataloader"]
     assert (row.metric, row.status, row.value) == ("throughput_per_s", "skipped", None)
 
 

@@ -14,7 +14,7 @@ from paths import FIXTURES, RESULTS
 
 import planner.site.machines as site_machines
 from gpuplan_schema.results import load_machine
-from planner.export.tidy import build_tidy_table, render_csv
+from planner.export.frame import load_frame, to_csv
 from planner.model.accuracy import AccuracyRow
 from planner.model.workload_verdict import judged_point, main_batch
 from planner.report.frame import build_report_for
@@ -86,7 +86,7 @@ def test_workload_page_compares_the_machines_that_ran_it(site):
 
 
 def test_csv_is_the_tidy_export_of_the_whole_root(site):
-    assert (site / CSV_NAME).read_text(encoding="utf-8") == render_csv(build_tidy_table([RESULTS]))
+    assert (site / CSV_NAME).read_text(encoding="utf-8") == to_csv(load_frame([RESULTS]))
 
 
 def test_accuracy_page_says_there_is_no_data_yet_without_rows(tmp_path):

@@ -41,7 +41,7 @@ STATUSES = {"ok", "oom", "skipped", "error"}
 
 @pytest.fixture(scope="module")
 def in_repo() -> Iterator[Path]:
-    """The CLI takes the example's path relative to the repository root, as the README shows it."""
+    """The CLI takes the example's path relative to the repository root, as docs/user-workloads.md shows it."""
     saved = Path.cwd()
     os.chdir(REPO)
     try:
@@ -451,9 +451,9 @@ def test_export_of_a_cpu_collection(standard_run):
     assert all(r.value > 0 for r in rows if r.metric in ("step_s", "throughput_per_s", "bytes_per_step_est"))
 
 
-def test_readme_shows_the_example_workload_verbatim():
-    """The README's copy of the example is the file the tests run, to the character."""
+def test_user_workloads_doc_shows_the_example_verbatim():
+    """docs/user-workloads.md's copy of the example is the file the tests run, to the character."""
     root = REPO
-    readme = (root / "README.md").read_text(encoding="utf-8")
+    readme = (root / "docs" / "user-workloads.md").read_text(encoding="utf-8")
     example = (root / "examples" / "user_workload.py").read_text(encoding="utf-8")
     assert f"```python\n{example}```" in readme

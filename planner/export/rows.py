@@ -1,6 +1,6 @@
 """The tidy table's row, and the registry of row builders: one function per document kind, registered
 with `@exporter(kind)` (planner/export/tidy.py for the single-GPU kinds, planner/export/multigpu.py for
-`collectives` and `ddp`). Columns, in order, are TidyRow's fields (README: the tidy export)."""
+`collectives` and `ddp`). Columns, in order, are TidyRow's fields (docs/metrics.md)."""
 
 from __future__ import annotations
 

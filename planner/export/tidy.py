@@ -2,7 +2,8 @@
 
 Columns (in this order, a stable contract for pandas users and machine comparisons):
 `machine, gpu, collector, workload, precision, batch, variant, metric, value, unit, spread, n, status`.
-A cell that does not apply is empty (None here, "" in CSV, null in JSON). `value` is the median,
+A cell that does not apply is empty (None here, "" in CSV, null in JSON); planner/export/frame.py types
+the rows as a pandas DataFrame and writes CSV, JSON and Parquet from it. `value` is the median,
 `spread` the interquartile range (same unit), `n` the sample count.
 
 Each document kind contributes rows through one function registered with `@exporter(kind)`;
@@ -11,12 +12,7 @@ a new collector plugs in by registering its own, nothing else changes.
 
 from __future__ import annotations
 
-import csv
-import io
-import json
-from collections.abc import Iterable, Iterator
-from dataclasses import asdict
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 from gpuplan_schema.payloads import (
@@ -29,10 +25,10 @@ from gpuplan_schema.payloads import (
     WorkloadPayload,
     WorkloadPoint,
 )
-from gpuplan_schema.results import MachineResults, load_machines
+from gpuplan_schema.results import MachineResults
 from gpuplan_schema.stats import Stat
 from planner.export import multigpu  # noqa: F401 - registers the collectives and ddp row builders
-from planner.export.rows import COLUMNS, EXPORTERS, RowContext, TidyRow, exporter
+from planner.export.rows import EXPORTERS, RowContext, TidyRow, exporter
 
 
 @exporter("environment")
@@ -175,52 +171,3 @@ def iter_tidy_rows(machine: MachineResults) -> Iterator[TidyRow]:
             # only happens with a newer collector than this planner knows.
             continue
         yield from builder(RowContext(machine.machine, gpu, doc.collector.name), doc.payload)
-
-
-def build_tidy_table(folders: Iterable[Path]) -> list[TidyRow]:
-    """Every row of every machine under `folders`; all documents are read before any row is built,
-    so one bad file fails the export as a whole."""
-    machines = [m for folder in folders for m in load_machines(Path(folder))]
-    return [row for m in machines for row in iter_tidy_rows(m)]
-
-
-# A spreadsheet (Excel, LibreOffice, Google Sheets) runs a cell that starts with one of these as a
-# formula, e.g. `=HYPERLINK(...)` or `@SUM(...)` (OWASP "CSV injection"). Machine ids, GPU, workload
-# and op names come from documents and user workload files, so they may start with one.
-FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
-
-
-def spreadsheet_safe(cell: str | float | None) -> str | float:
-    """The CSV cell of one value: text that a spreadsheet would run as a formula gets OWASP's leading `'`,
-    which makes it text; numbers pass unchanged, so a negative figure (-0.034) stays a number."""
-    if cell is None:
-        return ""
-    if isinstance(cell, str) and cell.startswith(FORMULA_PREFIXES):
-        return "'" + cell
-    return cell
-
-
-def render_csv(rows: Iterable[TidyRow]) -> str:
-    """The tidy rows as CSV: `gpuplan export --csv` and the site's CSV both write through here, so both
-    carry the formula guard."""
-    lines = [_csv_line(COLUMNS)]
-    for row in rows:
-        # repr of a float round-trips exactly; None becomes the empty cell.
-        lines.append(_csv_line([spreadsheet_safe(getattr(row, c)) for c in COLUMNS]))
-    return "".join(lines)
-
-
-def _csv_line(cells: Iterable[str | float]) -> str:
-    """One CSV line ending in a line feed, a cell holding a carriage return quoted.
-
-    Python's writer before 3.11.9 quotes only the characters of its line terminator, so with a line feed
-    one a bare CR in a name ends the line unquoted: the rest of the name starts a new row, whose first cell escapes
-    the formula guard. A terminator holding CR makes every Python quote it, as newer ones always do."""
-    out = io.StringIO()
-    csv.writer(out, lineterminator="\r\n").writerow(cells)
-    return out.getvalue()[:-2] + "\n"
-
-
-def render_json(rows: Iterable[TidyRow]) -> str:
-    records = [{k: (None if v == "" else v) for k, v in asdict(row).items()} for row in rows]
-    return json.dumps(records, indent=1, allow_nan=False) + "\n"

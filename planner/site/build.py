@@ -28,7 +28,7 @@ from pathlib import Path
 from gpuplan_schema.progress import Progress
 from gpuplan_schema.results import MachineResults, load_results_root
 from gpuplan_schema.schema import DocumentError, utc_now, write_bytes_atomic, write_text_atomic
-from planner.export.tidy import iter_tidy_rows, render_csv
+from planner.export.frame import machines_frame, to_csv
 from planner.model.accuracy import AccuracyRow, iter_accuracy_tables, site_rows
 from planner.render.report import (
     DEFAULT_PAPER,
@@ -151,7 +151,7 @@ def build_site(results_root: Path, out: Path = Path("site/_build"), *, accuracy:
     accuracy_page = build_accuracy_page(accuracy)
     files[out / ACCURACY_NAME] = render_site_page("site_accuracy.html.j2", site_nav("", ACCURACY_NAME, files_of),
                                                   charts=accuracy_page.chart is not None, accuracy=accuracy_page)
-    files[out / CSV_NAME] = render_csv(row for m in machines for row in iter_tidy_rows(m))
+    files[out / CSV_NAME] = to_csv(machines_frame(machines))
     pages = {name: f"{WORKLOADS_DIR}/{file}" for name, file in files_of.items()}
     index_html = render_site_page("site_index.html.j2", site_nav("", INDEX_NAME, files_of), has_pdf=pdf,
                                   index=build_site_index(machines, reports, pages), stamp="")

@@ -1,0 +1,101 @@
+"""Regenerate every table in README.md and docs/*.md that quotes results/, so that none can drift from the data.
+
+    python docs/generate.py           # rewrite the generated blocks in place
+    python docs/generate.py --check   # exit 1 naming each stale block; change nothing
+
+A block is the text between `<!-- generated: NAME -->` and `<!-- end generated: NAME -->`; NAME is a key of
+GENERATORS, a function from the loaded machines of results/ to the block's Markdown (docs/tables.py). Prose
+around the blocks is hand-written and quotes no measured figure (tests/test_docs.py checks both).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+for path in (ROOT, ROOT / "docs"):  # run as a script from a clone that is not installed; tables.py beside it
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
+
+import tables  # noqa: E402
+
+from gpuplan_schema.results import MachineResults, load_results_root  # noqa: E402
+
+RESULTS = ROOT / "results"
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- end generated: (?P=name) -->)", re.S)
+
+GENERATORS: dict[str, Callable[[list[MachineResults]], str]] = {
+    "headline": tables.headline,
+    "plan-example": tables.plan_example,
+    "plan-answer": tables.plan_answer,
+    "load-results-example": tables.load_results_example,
+    "ceilings": tables.ceilings,
+    "workloads-main": tables.workloads_main,
+    "variants": tables.variants,
+    "allocator-boundaries": tables.allocator_boundaries,
+    "user-workload": tables.user_workload,
+    "accuracy-summary": tables.accuracy_summary,
+    "accuracy-h100-h200": tables.accuracy_tables,
+    "collectives": tables.collectives,
+    "ddp": tables.ddp,
+    "dataloader": tables.dataloader,
+}
+
+
+
+def iter_blocks(text: str) -> Iterator[re.Match[str]]:
+    return BLOCK.finditer(text)
+
+
+def regenerate(text: str, machines: list[MachineResults], cache: dict[str, str]) -> str:
+    """`text` with every generated block's body replaced by its generator's output."""
+
+    def body(match: re.Match[str]) -> str:
+        name = match["name"]
+        if name not in GENERATORS:
+            raise SystemExit(f"docs/generate.py: no generator named {name!r} (known: {', '.join(GENERATORS)})")
+        if name not in cache:
+            cache[name] = GENERATORS[name](machines)
+        return match.group(1) + cache[name] + match.group(4)
+
+    return BLOCK.sub(body, text)
+
+
+def stale_blocks(machines: list[MachineResults], docs: list[Path] = DOCS) -> dict[Path, str]:
+    """Each document whose generated blocks differ from what the results give, with its new text."""
+    cache: dict[str, str] = {}
+    changed = {}
+    for path in docs:
+        text = path.read_text(encoding="utf-8")
+        new = regenerate(text, machines, cache)
+        if new != text:
+            changed[path] = new
+    return changed
+
+
+def main(argv: list[str] | None = None, docs: list[Path] = DOCS) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 naming the stale blocks; write nothing")
+    args = parser.parse_args(argv)
+    machines = load_results_root(RESULTS)
+    changed = stale_blocks(machines, docs)
+    for path, new in changed.items():
+        old = path.read_text(encoding="utf-8")
+        names = [m["name"] for m, n in zip(iter_blocks(old), iter_blocks(new), strict=True) if m[0] != n[0]]
+        where = os.path.relpath(path, ROOT)
+        if args.check:
+            print(f"{where}: stale generated block(s): {', '.join(names)} (run: python docs/generate.py)")
+        else:
+            path.write_text(new, encoding="utf-8")
+            print(f"{where}: regenerated {', '.join(names)}")
+    return 1 if args.check and changed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

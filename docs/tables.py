@@ -1,0 +1,267 @@
+"""The generated tables of README.md and docs/*.md: each a function from the loaded machines of results/ to
+Markdown, registered by name in docs/generate.py's GENERATORS. pandas (through planner.export.frame's typed
+tidy frame) where a pivot says it shortest; the typed payloads where a figure needs the document's structure."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from gpuplan_schema.payloads import WorkloadPayload
+from gpuplan_schema.results import MachineResults
+from planner.export.frame import machines_frame
+from planner.model.accuracy import build_accuracy, render_markdown
+from planner.model.workload_verdict import main_batch
+
+SOURCE, TARGET = "h100-80gb", "h200"  # the accuracy pair: two single GPUs measured alike
+DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows]) + "\n"
+
+
+def _gpu_machines(machines: list[MachineResults]) -> list[MachineResults]:
+    """Single-GPU machines with ceilings: the ones whose figures the tables compare."""
+    return [m for m in machines if m.gpu_name and m.ceilings and m.ceilings.device == "cuda"]
+
+
+def _by(machines: list[MachineResults], name: str) -> MachineResults:
+    return next(m for m in machines if m.machine == name)
+
+
+def _heading(m: MachineResults) -> str:
+    return f"{m.gpu_name} (`{m.machine}`)"
+
+
+# ── ceilings ─────────────────────────────────────────────────────────────────────────────────
+
+def ceilings(machines: list[MachineResults]) -> str:
+    """Peak and sustained matmul per dtype, bandwidths and launch latency of each GPU machine."""
+    gpus = _gpu_machines(machines)
+    df = machines_frame(gpus).query("collector == 'ceilings' and status == 'ok'")
+    value = df.pivot_table(index=["metric", "precision"], columns="machine", values="value", dropna=False,
+                           aggfunc="first")
+    plain = df[df["precision"].isna()].set_index(["metric", "machine"])
+
+    def cell(metric: str, m: str, scale: float, fmt: str = ".4g", precision: str | None = None) -> str:
+        try:
+            v = value.loc[(metric, precision), m] if precision else plain.loc[(metric, m), "value"]
+        except KeyError:
+            return "–"
+        return "–" if pd.isna(v) else f"{v / scale:{fmt}}"
+
+    rows = []
+    for dtype in DTYPES:
+        rows.append([f"{dtype} matmul, peak / sustained (TFLOP/s)"] + [
+            f"{cell('matmul_flops_per_s', m.machine, 1e12, precision=dtype)} / "
+            f"{cell('matmul_sustained_flops_per_s', m.machine, 1e12, precision=dtype)}" for m in gpus])
+    copy = [plain.loc[("memory_copy_bytes_per_s", m.machine)] for m in gpus]
+    rows.append(["device memory copy, read + write (GB/s)"] + [
+        f"**{c['value'] / 1e9:.0f}** (IQR {c['spread'] / c['value']:.1%})" for c in copy])
+    for label, a, b in (("read-only / write-only (GB/s)", "memory_read", "memory_write"),
+                        ("host→device pinned / pageable (GB/s)", "h2d_pinned", "h2d_pageable")):
+        rows.append([label] + [f"{cell(f'{a}_bytes_per_s', m.machine, 1e9, '.1f' if 'h2d' in a else '.0f')} / "
+                               f"{cell(f'{b}_bytes_per_s', m.machine, 1e9, '.1f' if 'h2d' in b else '.0f')}"
+                               for m in gpus])
+    rows.append(["launch latency (µs)"] + [cell("launch_latency_s", m.machine, 1e-6, ".1f") for m in gpus])
+    rows.append(["whole `ceilings` collector (s)"] + [f"{m.ceilings.elapsed_s:.1f}" for m in gpus])
+    return _table([""] + [_heading(m) for m in gpus], rows)
+
+
+# ── workloads ────────────────────────────────────────────────────────────────────────────────
+
+def _main_bf16(payload: WorkloadPayload):  # noqa: ANN202 - a WorkloadPoint or None
+    """The bf16 default-variant point at the main batch (the trial over the sweep point)."""
+    main = main_batch(payload)
+    ok = [p for p in payload.points if p.batch == main and p.precision == "bf16" and p.variant == "default"
+          and p.status == "ok" and p.seq_len is None and p.sweep in ("variant", "batch")]
+    return min(ok, key=lambda p: p.sweep != "variant", default=None)
+
+
+def _boundary(payload: WorkloadPayload, precision: str) -> str:
+    default, expandable = payload.boundary(precision), payload.boundary(precision, "expandable_segments")
+    text = str(default.max_batch) if default and default.max_batch else "–"
+    return text + (f" ({expandable.max_batch} expandable)" if expandable and expandable.max_batch else "")
+
+
+def workloads_main(machines: list[MachineResults]) -> str:
+    """Each workload's bf16 main point and its boundaries on each GPU machine."""
+    gpus = _gpu_machines(machines)
+    names = sorted({w.workload for m in gpus for w in m.workloads})
+    rows = []
+    for name in names:
+        cells = []
+        for m in gpus:
+            w = next((w for w in m.workloads if w.workload == name), None)
+            p = _main_bf16(w) if w else None
+            if p is None:
+                cells.append("–")
+                continue
+            tokens = f", {p.tokens_per_s / 1e3:.0f} k tokens/s" if p.tokens_per_s else ""
+            cells.append(f"batch {p.batch}: {p.step_s.median * 1e3:.3g} ms, {p.throughput_per_s:.4g} {w.unit}/s"
+                         f"{tokens}; max batch bf16 {_boundary(w, 'bf16')}, fp32 {_boundary(w, 'fp32')}")
+        rows.append([f"`{name}`", *cells])
+    return _table(["workload (bf16, main batch)"] + [_heading(m) for m in gpus], rows)
+
+
+def variants(machines: list[MachineResults]) -> str:
+    """At bf16 and the main batch: the step, its repeat in the same collection, and torch.compile's step."""
+    gpus = _gpu_machines(machines)
+    names = sorted({w.workload for m in gpus for w in m.workloads})
+    rows = []
+    for name in names:
+        cells = []
+        for m in gpus:
+            w = next((w for w in m.workloads if w.workload == name), None)
+            main = _main_bf16(w) if w else None
+            if main is None:
+                cells.append("–")
+                continue
+            same = [p for p in w.points if p.batch == main.batch and p.precision == "bf16" and p.status == "ok"]
+            repeat = next((p for p in same if p.sweep == "repeat"), None)
+            compiled = next((p for p in same if p.variant == "compile"), None)
+            step = main.step_s.median
+            text = f"{step * 1e3:.4g} ms"
+            if repeat:
+                text += f", repeat {repeat.step_s.median * 1e3:.4g} ms ({repeat.step_s.median / step - 1:+.1%})"
+            if compiled:
+                text += f", compiled {compiled.step_s.median * 1e3:.4g} ms ({step / compiled.step_s.median:.2f}×)"
+            cells.append(text)
+        rows.append([f"`{name}`", *cells])
+    return _table(["workload (bf16, main batch): step"] + [_heading(m) for m in gpus], rows)
+
+
+def headline(machines: list[MachineResults]) -> str:
+    """The README's few figures: bf16 peak, copy bandwidth, two workloads' throughput."""
+    gpus = _gpu_machines(machines)
+    df = machines_frame(gpus)
+    peak = df.query("metric == 'matmul_flops_per_s' and precision == 'bf16'").set_index("machine")["value"]
+    copy = df.query("metric == 'memory_copy_bytes_per_s'").set_index("machine")["value"]
+    rows = [["bf16 matmul peak"] + [f"{peak[m.machine] / 1e12:.0f} TFLOP/s" for m in gpus],
+            ["device memory copy"] + [f"{copy[m.machine] / 1e9:.0f} GB/s" for m in gpus]]
+    for name in ("gpt-small", "resnet50"):
+        cells = []
+        for m in gpus:
+            w = next(w for w in m.workloads if w.workload == name)
+            p = _main_bf16(w)
+            cells.append(f"{p.throughput_per_s:.0f} {w.unit}/s (batch {p.batch}, bf16)")
+        rows.append([f"`{name}` training"] + cells)
+    return _table([""] + [_heading(m) for m in gpus], rows)
+
+
+def allocator_boundaries(machines: list[MachineResults]) -> str:
+    """The OOM boundary per precision: default allocator → expandable segments."""
+    gpus = _gpu_machines(machines)
+    names = sorted({w.workload for m in gpus for w in m.workloads})
+    rows = []
+    for name in names:
+        cells = []
+        for m in gpus:
+            w = next((w for w in m.workloads if w.workload == name), None)
+            parts = []
+            for precision in DTYPES:
+                a, b = (w.boundary(precision), w.boundary(precision, "expandable_segments")) if w else (None, None)
+                if a and b and a.max_batch and b.max_batch:
+                    parts.append(f"{precision} {a.max_batch} → {b.max_batch} ({b.max_batch / a.max_batch - 1:+.0%})")
+            cells.append("; ".join(parts) or "–")
+        rows.append([f"`{name}`", *cells])
+    return _table(["workload"] + [_heading(m) + ", default → expandable segments" for m in gpus], rows)
+
+
+def user_workload(machines: list[MachineResults], name: str = "sensor-cnn") -> str:
+    """The README's example workload: its bf16 batch sweep (step, throughput) and boundary per GPU machine."""
+    gpus = _gpu_machines(machines)
+    df = machines_frame(gpus).query("workload == @name and precision == 'bf16' and status == 'ok'")
+    sweep = df[df["variant"] == "no_cudnn_benchmark"].pivot_table(index="batch", columns=["machine", "metric"],
+                                                                   values="value", aggfunc="first")
+    unit = next(w.unit for m in gpus for w in m.workloads if w.workload == name)
+    rows = [[str(batch)] + [f"{sweep.loc[batch, (m.machine, 'step_s')] * 1e3:.1f} ms, "
+                            f"{sweep.loc[batch, (m.machine, 'throughput_per_s')] / 1e3:.0f} k {unit}/s" for m in gpus]
+            for batch in sweep.index]
+    bounds = [next(w for w in m.workloads if w.workload == name).boundary("bf16") for m in gpus]
+    rows.append(["max batch"] + [f"{b.max_batch}" + (" (the search's cap)" if b.capped else "") for b in bounds])
+    return _table(["batch (bf16)"] + [_heading(m) for m in gpus], rows)
+
+
+PLAN_EXAMPLE = "gpuplan plan results/h100-80gb --target H200 | grep -A4 '^resnet50 on'"
+
+
+def _resnet50_answer(machines: list[MachineResults]) -> list[str]:
+    """The resnet50 block of `gpuplan plan results/h100-80gb --target H200`: its first line and the four after it."""
+    from planner.model.plan import build_plan
+    from planner.render.plan_text import render_plan_text
+
+    lines = render_plan_text(build_plan(_by(machines, SOURCE), ["H200"], None, machines)).splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("resnet50 on"))
+    return lines[start:start + 5]
+
+
+def plan_example(machines: list[MachineResults]) -> str:
+    """The README's `gpuplan plan` example: the command and what it prints (the same filter, in Python)."""
+    return "```text\n$ " + PLAN_EXAMPLE + "\n" + "\n".join(_resnet50_answer(machines)) + "\n```\n"
+
+
+def plan_answer(machines: list[MachineResults]) -> str:
+    """docs/plan.md's example of one workload's answer block."""
+    return "```text\n" + "\n".join(_resnet50_answer(machines)) + "\n```\n"
+
+
+LOAD_EXAMPLE = "from planner import load_results; print(load_results('results').groupby(['gpu','workload']).size())"
+
+
+def load_results_example(machines: list[MachineResults]) -> str:
+    """The README's pandas one-liner and what it prints (the frame of the same machines)."""
+    frame = machines_frame(machines)
+    return f"```text\n$ python -c \"{LOAD_EXAMPLE}\"\n{frame.groupby(['gpu', 'workload']).size()}\n```\n"
+
+
+# ── accuracy ─────────────────────────────────────────────────────────────────────────────────
+
+def accuracy_tables(machines: list[MachineResults]) -> str:
+    a, b = _by(machines, SOURCE), _by(machines, TARGET)
+    return "\n".join(render_markdown(build_accuracy(s, t)) for s, t in ((a, b), (b, a)))
+
+
+def accuracy_summary(machines: list[MachineResults]) -> str:
+    """The first line of each direction's table: median and largest error, max batch."""
+    a, b = _by(machines, SOURCE), _by(machines, TARGET)
+    return "\n".join("- " + render_markdown(build_accuracy(s, t)).splitlines()[0] for s, t in ((a, b), (b, a))) + "\n"
+
+
+# ── several GPUs, input pipeline ────────────────────────────────────────────────────────────────
+
+def collectives(machines: list[MachineResults]) -> str:
+    """Bus bandwidth at 1 GiB and latency at 8 KiB, per operation and machine."""
+    df = machines_frame(machines).query("collector == 'collectives' and status == 'ok'")
+    busbw = df.query("metric == 'busbw_bytes_per_s' and batch == 2**30").pivot_table(
+        index="workload", columns="machine", values="value")
+    latency = df.query("metric == 'latency_s' and batch == 8192").pivot_table(
+        index="workload", columns="machine", values="value")
+    rows = [[f"`{op}`"] + [f"{busbw.loc[op, m] / 1e9:.0f} GB/s, {latency.loc[op, m] * 1e6:.1f} µs"
+                           for m in busbw.columns] for op in busbw.index]
+    return _table(["operation (fp32)"] + [f"`{m}`: busbw at 1 GiB, latency at 8 KiB" for m in busbw.columns], rows)
+
+
+def ddp(machines: list[MachineResults]) -> str:
+    """DDP step and scaling efficiency per machine, workload and GPU count."""
+    df = machines_frame(machines).query("collector == 'ddp' and status == 'ok' and variant.str.startswith('gpus=')")
+    table = df.pivot_table(index=["machine", "workload", "variant"], columns="metric", values="value",
+                           aggfunc="first").reset_index()
+    table["gpus"] = table["variant"].str.removeprefix("gpus=").astype(int)
+    rows = [[f"`{r.machine}`", f"`{r.workload}`", str(r.gpus), f"{r.step_s * 1e3:.1f} ms",
+             f"{r.throughput_per_s:.0f} samples/s", f"{r.scaling_efficiency:.3f}"]
+            for r in table.sort_values(["machine", "workload", "gpus"]).itertuples()]
+    return _table(["machine", "workload", "GPUs", "step (slowest rank)", "throughput, all GPUs", "efficiency"], rows)
+
+
+def dataloader(machines: list[MachineResults]) -> str:
+    """The best samples/s delivered (over prefetch and pinning settings) per worker count and machine."""
+    df = machines_frame(machines).query("collector == 'dataloader' and metric == 'throughput_per_s' and status == 'ok'")
+    df = df[~df["variant"].str.contains("epoch=")].assign(
+        workers=lambda d: d["variant"].str.extract(r"workers=(\d+)")[0].astype(int))
+    table = df.pivot_table(index="workers", columns="machine", values="value", aggfunc="max")
+    rows = [[str(w)] + ["–" if pd.isna(v) else f"{v:.0f} img/s" for v in table.loc[w]] for w in table.index]
+    return _table(["workers"] + [f"`{m}`: best samples/s delivered" for m in table.columns], rows)

@@ -1,0 +1,132 @@
+"""The docs' measured figures come from results/: generated blocks are current, and no measured figure sits
+outside one (docs/generate.py)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+from paths import FIXTURES, REPO, RESULTS
+
+sys.path.insert(0, str(REPO / "docs"))
+import generate  # noqa: E402  (docs/generate.py: a script, imported here for its functions)
+import tables  # noqa: E402
+
+from gpuplan_schema.results import load_results_root  # noqa: E402
+
+# A figure with one of these units is a measurement (rates and latencies); thresholds and sizes in the prose
+# ("steps ≥ 20 ms", "8 KiB to 1 GiB") are not, so ms and bytes are left out of the scan.
+MEASURED = re.compile(r"\d[\d.,]*\s*(?:k\s+)?(?:TFLOP/s|GFLOP/s|GB/s|MB/s|img/s|images/s|seq/s|sequences/s|"
+                      r"samples/s|tokens/s|realizations/s|windows/s|µs)(?!\w)")
+# Prose citations of measurements that are not in results/ (each names its source on the same line).
+ALLOWED = {
+    "docs/method.md": ("benchmarks/matmul_burst.py", "for the first 20 ms and at 640–680 TFLOP/s"),
+}
+
+
+@pytest.fixture(scope="module")
+def machines():
+    return load_results_root(RESULTS)
+
+
+def outside_blocks(text: str) -> str:
+    return generate.BLOCK.sub("", text)
+
+
+def test_committed_docs_equal_what_the_script_generates(machines):
+    stale = generate.stale_blocks(machines)
+    assert not stale, f"run `python docs/generate.py`: stale {sorted(str(p.relative_to(REPO)) for p in stale)}"
+
+
+def test_check_exits_1_naming_the_stale_block_and_writes_nothing(tmp_path, machines, capsys):
+    doc = tmp_path / "page.md"
+    text = "intro\n<!-- generated: ddp -->\n| old | table |\n<!-- end generated: ddp -->\nend\n"
+    doc.write_text(text, encoding="utf-8")
+    assert generate.main(["--check"], docs=[doc]) == 1
+    assert "stale generated block(s): ddp" in capsys.readouterr().out
+    assert doc.read_text(encoding="utf-8") == text
+    assert generate.main([], docs=[doc]) == 0  # regenerate in place: the block now holds the ddp table
+    new = doc.read_text(encoding="utf-8")
+    assert new.startswith("intro\n") and new.endswith("end\n") and "| `h200-x4` | `gpt-small` | 4 |" in new
+    assert generate.main(["--check"], docs=[doc]) == 0
+
+
+def test_the_script_runs_from_the_command_line():
+    run = subprocess.run([sys.executable, str(REPO / "docs" / "generate.py"), "--check"], capture_output=True,
+                         text=True, cwd=REPO)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_an_unknown_block_name_stops_the_script(machines):
+    with pytest.raises(SystemExit, match="no generator named 'nope'"):
+        generate.regenerate("<!-- generated: nope -->\n<!-- end generated: nope -->", machines, {})
+
+
+def test_every_generator_is_used_and_every_block_is_known():
+    used = {m["name"] for path in generate.DOCS for m in generate.iter_blocks(path.read_text(encoding="utf-8"))}
+    assert used == set(generate.GENERATORS)
+
+
+def test_no_measured_figure_outside_a_generated_block():
+    found = []
+    for path in generate.DOCS:
+        where = str(path.relative_to(REPO))
+        for line in outside_blocks(path.read_text(encoding="utf-8")).splitlines():
+            if MEASURED.search(line) and not any(cite in line for cite in ALLOWED.get(where, ())):
+                found.append(f"{where}: {line.strip()}")
+    assert not found, "measured figures outside generated blocks:\n" + "\n".join(found)
+
+
+def test_the_scan_sees_a_measured_figure_in_prose():
+    assert MEASURED.search("bf16 runs at 798.9 TFLOP/s") and MEASURED.search("216 k tokens/s")
+    assert MEASURED.search("latency 11.0 µs") and not MEASURED.search("steps ≥ 20 ms, 8 KiB to 1 GiB")
+
+
+def test_the_tables_follow_the_documents_they_read():
+    """Generated from other results (the test fixtures' H100 alone), the ceilings table says their figures."""
+    fixtures = load_results_root(FIXTURES)
+    (h100,) = [m for m in fixtures if m.gpu_name]
+    bf16 = next(m for m in h100.ceilings.matmul if m.dtype == "bf16")
+    table = tables.ceilings(fixtures)
+    assert table.count("\n") == 2 + 5 + 5  # header, rule; 5 dtypes; copy, read/write, h2d, latency, elapsed
+    assert f"(`{h100.machine}`)" in table and "h200" not in table
+    assert f"| bf16 matmul, peak / sustained (TFLOP/s) | {bf16.flops_per_s.median / 1e12:.4g} / " in table
+
+
+def test_the_readme_is_a_front_page():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert readme.count("\n") < 250
+    assert "../shared" not in readme and "make setup report" in readme and "make test" in readme
+    assert "`gpuplan plan" in readme and "docs/report-h100.png" in readme
+    assert tables.LOAD_EXAMPLE in readme
+    for link in re.findall(r"\]\((docs/[^)#]+)", readme):
+        assert (REPO / link).exists(), link
+
+
+def test_the_readme_pandas_example_prints_what_the_readme_shows():
+    run = subprocess.run([sys.executable, "-c", tables.LOAD_EXAMPLE], capture_output=True, text=True, cwd=REPO,
+                         check=True)
+    block = re.search(r"<!-- generated: load-results-example -->\n```text\n\$ [^\n]*\n(.*?)```",
+                      (REPO / "README.md").read_text(encoding="utf-8"), re.S)
+    assert block and block[1] == run.stdout
+
+
+def test_no_doc_links_outside_the_repository():
+    for path in [*generate.DOCS, REPO / "docs" / "architecture.md"]:
+        text = path.read_text(encoding="utf-8")
+        assert "../shared" not in text, path
+        for link in re.findall(r"\]\(([^)#:]+\.md)", text):
+            assert (path.parent / link).exists(), f"{path.name}: {link}"
+
+
+
+def test_the_readme_plan_command_piped_into_head_ends_quietly():
+    """`gpuplan plan … | head`: the reader closes the pipe early; that is no error (it printed one before)."""
+    proc = subprocess.Popen([sys.executable, "-m", "planner.cli", "plan", "results/h100-80gb", "--target", "H200"],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
+    first = proc.stdout.read(40)
+    proc.stdout.close()  # as head does once it has its lines
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0 and err == "" and first.startswith(b"Plan from h100-80gb")
