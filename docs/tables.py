@@ -4,8 +4,6 @@ tidy frame) where a pivot says it shortest; the typed payloads where a figure ne
 
 from __future__ import annotations
 
-import re
-
 import pandas as pd
 
 from gpuplan_schema.payloads import WorkloadPayload
