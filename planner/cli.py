@@ -189,6 +189,24 @@ def _positive_int(text: str) -> int:
     return int(text)
 
 
+# ── accuracy ────────────────────────────────────────────────────────────────────────────────
+
+def cmd_accuracy(args: argparse.Namespace) -> int:
+    from gpuplan_schema.results import load_machine
+    from planner.model.accuracy import build_accuracy, render_markdown
+
+    a, b = (load_machine(p) for p in args.machines)
+    print("\n".join(render_markdown(build_accuracy(x, y)) for x, y in ((a, b), (b, a))))
+    return EXIT_OK
+
+
+def _add_accuracy(sub: Any) -> None:
+    p = _add(sub, "accuracy", cmd_accuracy, "predict each of two measured machines from the other and print every "
+                                            "prediction beside its measurement, with the errors (Markdown)")
+    p.add_argument("machines", nargs=2, type=Path, metavar="MACHINE_DIR",
+                   help="two machine folders with different GPUs, measured with the same profile")
+
+
 # ── specs ───────────────────────────────────────────────────────────────────────────────────
 
 def cmd_specs(args: argparse.Namespace) -> int:
@@ -215,6 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_validate(sub)
     _add_export(sub)
     _add_plan(sub)
+    _add_accuracy(sub)
     _add_report_and_site(sub)
     _add_specs(sub)
     return parser

@@ -18,7 +18,7 @@ from gpuplan_schema.schema import DocumentError, load_document
 from planner.cli import main
 
 H100 = FIXTURES / "h100-80gb"
-COMMANDS = ("collect", "validate", "export", "report", "site", "specs")
+COMMANDS = ("collect", "validate", "export", "plan", "accuracy", "report", "site", "specs")
 
 
 def broken_copy(tmp_path: Path, change) -> Path:
