@@ -1,8 +1,12 @@
 # gpuplan: the README's commands. `make setup` once, then `make report` on a GPU host,
-# `make test` (or `make test-fast`), `make site`, `make lint` anywhere. PYTHON=.venv/bin/python
-# runs all of them in that environment (CI does: .ci/run).
-
-PYTHON ?= python3
+# `make test` (or `make test-fast`), `make site`, `make lint` anywhere.
+#
+# Everything runs in a virtual environment inside the clone (.venv), which `make setup` makes where it is
+# missing. It sees the system's site-packages, so that a GPU host's own CUDA build of torch is used, not
+# replaced. CI makes a clean one first (.ci/run), so that nothing installed by hand on a machine can stand in
+# for a dependency pyproject.toml does not declare. PYTHON=python3 uses a Python of your choice instead.
+VENV ?= .venv
+PYTHON ?= $(VENV)/bin/python
 PIP ?= $(PYTHON) -m pip
 GPUPLAN ?= $(PYTHON) -m planner.cli
 RESULTS ?= results
@@ -23,13 +27,17 @@ MACHINE ?=
 MACHINE_ID = $(PYTHON) -c "import sys; from collectors.machine import default_machine_id; from gpuplan_schema.machine import sanitize_machine_id; \
 	print(sanitize_machine_id(sys.argv[1]) if sys.argv[1] else default_machine_id())" "$(MACHINE)"
 
-.PHONY: setup system-packages report site test test-fast lint
+.PHONY: setup system-packages venv report site test test-fast lint
 
-setup: system-packages
+setup: system-packages venv
 	@$(PYTHON) -c "import torch" 2>/dev/null \
 		&& echo "torch present: $$($(PYTHON) -c 'import torch; print(torch.__version__)')" \
 		|| $(PIP) install "torch==$(TORCH_VERSION)"
 	$(PIP) install -e ".[test]"
+
+venv:
+	@$(PYTHON) -c "" 2>/dev/null || python3 -m venv --system-site-packages $(VENV) \
+		|| { echo "python3 -m venv failed: install python3-venv (apt-get install python3-venv)"; exit 2; }
 
 system-packages:
 	@if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
