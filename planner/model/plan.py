@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from gpuplan_schema.payloads import Allocator, WorkloadPayload
+from gpuplan_schema.payloads import Allocator, RooflinePayload, WorkloadPayload
 from gpuplan_schema.results import MachineResults
 from gpuplan_schema.schema import DocumentError
 from planner.model.dataloader_verdict import build_feed_verdicts
@@ -29,6 +29,7 @@ from planner.model.recommend import (
     recommend_variants,
 )
 from planner.model.scaling import build_scaling, gather_efficiencies
+from planner.model.split import machine_rooflines
 from planner.specs import GpuSpec, load_gpu_catalog, match_gpu, match_instance
 
 PLAN_SCHEMA_VERSION = 1
@@ -85,6 +86,7 @@ class Source:
     machine: MachineResults
     spec: GpuSpec
     rates: Rates
+    rooflines: list[RooflinePayload] = field(default_factory=list)
 
 
 def load_source(machine: MachineResults) -> Source:
@@ -94,7 +96,7 @@ def load_source(machine: MachineResults) -> Source:
         missing = "a GPU in the catalog" if spec is None else "ceilings.json" if machine.ceilings is None \
             else "workload documents"
         raise PlanError(str(machine.folder), f"a plan needs a GPU machine's ceilings and workloads: no {missing}")
-    return Source(machine, spec, measured_rates(machine.ceilings))
+    return Source(machine, spec, measured_rates(machine.ceilings), machine_rooflines(machine))
 
 
 def report_plan(machine: MachineResults, job: Job | None, measured: Sequence[MachineResults] = ()) -> Plan | None:
@@ -163,7 +165,9 @@ def build_target(source: Source, name: str, gpu: GpuSpec, count: int) -> Target:
     capacity, fits = build_capacity(source, gpu)
     rates = source.rates if is_source else target_rates(source.rates, source.spec, gpu)
     same_arch = (gpu.compute_capability or "").split(".")[0] == (source.spec.compute_capability or "").split(".")[0]
-    predictions = [p for w in source.machine.workloads for p in iter_predictions(w, source.rates, rates, same_arch)]
+    spec = None if is_source else gpu
+    predictions = [p for w in source.machine.workloads
+                   for p in iter_predictions(w, source.rates, rates, same_arch, source.rooflines, spec)]
     if is_source:
         recs, presets = build_source_recommendations(source, fits)
     else:
@@ -203,7 +207,8 @@ def build_predictor(source: Source, job: Job):  # noqa: ANN201 - a Predictor
         candidates = [p for p in payload.points if p.precision == job.precision and p.status == "ok" and p.step_s
                       and p.seq_len is None and p.variant in ("default", "no_cudnn_benchmark") and p.sweep != "probe"
                       and (safe is None or p.batch <= safe)]
-        predicted = [x for x in (predict_point(p, payload, source.rates, rates, True) for p in candidates) if x]
+        predicted = [x for x in (predict_point(p, payload, source.rates, rates, True, source.rooflines, gpu)
+                                      for p in candidates) if x]
         if not predicted:
             return _does_not_fit(payload, job, safe)
         best = max(predicted, key=lambda p: p.throughput_per_s)
