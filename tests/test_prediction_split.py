@@ -116,3 +116,18 @@ def test_gpt_small_bf16_b32_is_math_bound_from_its_roofline(plan):
     p = _main(plan, "H100 SXM", "gpt-small", 32)
     assert p.bound == "math" and p.split.basis.startswith("roofline")
     assert bound_of(p.split).share == pytest.approx(p.split.math_class)
+
+
+def test_plan_verdict_and_roofline_section_say_the_same_bound_for_gpt_small_bf16_b32(h100, plan):
+    """They disagreed: the plan said overhead, the verdict memory-bandwidth-bound, the roofline 61% math."""
+    from planner.report.roofline import build_op_roofline_section
+    from planner.report.workloads import build_workload_sections
+
+    planned = _main(plan, "H100 SXM", "gpt-small", 32).bound_of_source
+    verdict = next(s for s in build_workload_sections(h100) if s.name == "gpt-small").verdict
+    roofline = build_op_roofline_section(next(r for r in machine_rooflines(h100) if r.workload == "gpt-small"))
+    assert (verdict.precision, verdict.batch) == ("bf16", 32)
+    assert roofline.bound.name == planned.name == "math"
+    assert verdict.bound == planned.verdict_name == "compute-bound"
+    largest = max(roofline.shares, key=lambda s: s.fraction)
+    assert largest.name == "math-bound" and roofline.bound.share == pytest.approx(largest.fraction)

@@ -185,3 +185,15 @@ def naive_step(point: WorkloadPoint, source_spec: GpuSpec, target: GpuSpec, by: 
             return None
         return point.step_s.median * source_spec.flops_per_s[point.precision] / target.flops_per_s[point.precision]
     return point.step_s.median * source_spec.memory_bandwidth_bytes_per_s / target.memory_bandwidth_bytes_per_s
+
+
+def source_bound(point: WorkloadPoint, payload: WorkloadPayload, ceilings: CeilingsPayload | None,
+                 rooflines: list[RooflinePayload]) -> Bound | None:
+    """What bounds a measured point, from the same split its predictions scale: the plan, the workload
+    verdict and the roofline section all read this one."""
+    if ceilings is None:
+        return None
+    fractions = count_fractions(point, payload, measured_rates(ceilings))
+    if fractions is None:
+        return None
+    return bound_of(split_point(point, rooflines, payload.workload, *fractions))
