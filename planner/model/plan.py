@@ -8,16 +8,20 @@ A user workload file is never executed here: the plan reads documents only.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from gpuplan_schema.payloads import Allocator, RooflinePayload, WorkloadPayload
 from gpuplan_schema.results import MachineResults
 from gpuplan_schema.schema import DocumentError
+from planner.model.accuracy import comparable
+from planner.model.bands import BandTable, band_table_for, measured_band, with_band
+from planner.model.crossarch import CrossCheck, build_crosscheck
 from planner.model.dataloader_verdict import build_feed_verdicts
+from planner.model.host import feed_limit, load_feed
 from planner.model.jobs import Job
 from planner.model.memory import MemoryFit, fit_memory
 from planner.model.performance import Prediction, Rates, iter_predictions, measured_rates, predict_point, target_rates
-from planner.model.ranking import Estimate, RankedInstance, rank_instances
+from planner.model.ranking import ASSUMPTIONS, Estimate, RankedInstance, no_feed_limit, rank_instances
 from planner.model.recommend import (
     Recommendation,
     build_presets,
@@ -29,7 +33,7 @@ from planner.model.recommend import (
     recommend_variants,
 )
 from planner.model.scaling import build_scaling, gather_efficiencies
-from planner.model.split import machine_rooflines
+from planner.model.split import PLAIN_VARIANTS, machine_rooflines
 from planner.specs import GpuSpec, load_gpu_catalog, match_gpu, match_instance
 
 PLAN_SCHEMA_VERSION = 1
@@ -70,6 +74,7 @@ class Target:
     capacity: list[Capacity]
     recommendations: list[Recommendation]
     presets: dict[str, str] = field(default_factory=dict)  # workload → YAML
+    validated: bool = True   # False: no published cross-architecture check covers this GPU
 
 
 @dataclass(frozen=True)
@@ -79,6 +84,8 @@ class Plan:
     targets: list[Target]
     job: Job | None
     ranking: list[RankedInstance]
+    crosscheck: CrossCheck | None = None
+    assumptions: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -87,6 +94,8 @@ class Source:
     spec: GpuSpec
     rates: Rates
     rooflines: list[RooflinePayload] = field(default_factory=list)
+    bands: BandTable = field(default_factory=lambda: BandTable({}))
+    validated: frozenset[str] = frozenset()
 
 
 def load_source(machine: MachineResults) -> Source:
@@ -160,19 +169,19 @@ def build_source_recommendations(source: Source, fits: dict) -> tuple[list[Recom
     return recs, presets
 
 
-def build_target(source: Source, name: str, gpu: GpuSpec, count: int) -> Target:
+def build_target(source: Source, name: str, gpu: GpuSpec, count: int) -> Target:  # noqa: PLR0913
     is_source = gpu.name == source.spec.name
     capacity, fits = build_capacity(source, gpu)
     rates = source.rates if is_source else target_rates(source.rates, source.spec, gpu)
-    same_arch = (gpu.compute_capability or "").split(".")[0] == (source.spec.compute_capability or "").split(".")[0]
+    same_arch = _same_arch(gpu, source.spec)
     spec = None if is_source else gpu
-    predictions = [p for w in source.machine.workloads
+    predictions = [measured_band(p) if is_source else with_band(p, source.bands) for w in source.machine.workloads
                    for p in iter_predictions(w, source.rates, rates, same_arch, source.rooflines, spec)]
     if is_source:
         recs, presets = build_source_recommendations(source, fits)
     else:
         recs, presets = build_target_batches(source, gpu, fits, predictions), {}
-    return Target(name, gpu, count, is_source, predictions, capacity, recs, presets)
+    return Target(name, gpu, count, is_source, predictions, capacity, recs, presets, gpu.name in source.validated)
 
 
 def build_target_batches(source: Source, gpu: GpuSpec, fits: dict, predictions: list[Prediction]) -> list:
@@ -195,6 +204,10 @@ def build_target_batches(source: Source, gpu: GpuSpec, fits: dict, predictions: 
     return recs
 
 
+def _same_arch(a: GpuSpec, b: GpuSpec) -> bool:
+    return (a.compute_capability or "").split(".")[0] == (b.compute_capability or "").split(".")[0]
+
+
 def build_predictor(source: Source, job: Job):  # noqa: ANN201 - a Predictor
     payload = next((w for w in source.machine.workloads if w.workload == job.workload), None)
     if payload is None:
@@ -204,18 +217,29 @@ def build_predictor(source: Source, job: Job):  # noqa: ANN201 - a Predictor
         fit = fit_memory(payload, job.precision, source.spec.memory_bytes)
         safe = fit.safe_batch(gpu.memory_bytes) if fit else None
         rates = target_rates(source.rates, source.spec, gpu)
+        # the plain variants and torch.compile where measured (the plan recommends it where it gains)
         candidates = [p for p in payload.points if p.precision == job.precision and p.status == "ok" and p.step_s
-                      and p.seq_len is None and p.variant in ("default", "no_cudnn_benchmark") and p.sweep != "probe"
+                      and p.seq_len is None and p.variant in (*PLAIN_VARIANTS, "compile") and p.sweep != "probe"
                       and (safe is None or p.batch <= safe)]
-        predicted = [x for x in (predict_point(p, payload, source.rates, rates, True, source.rooflines, gpu)
-                                      for p in candidates) if x]
+        same_arch = _same_arch(gpu, source.spec)
+        predicted = [with_band(x, source.bands) for x in
+                     (predict_point(p, payload, source.rates, rates, same_arch, source.rooflines, gpu)
+                      for p in candidates) if x]
         if not predicted:
             return _does_not_fit(payload, job, safe)
+        # one basis for the whole search: a counts-basis point holds most of its step at the source's speed,
+        # so it would beat a roofline-basis one on a slower GPU for no measured reason
+        profiled = [p for p in predicted if p.split.basis.startswith("roofline")]
+        predicted = profiled or predicted
         best = max(predicted, key=lambda p: p.throughput_per_s)
         knee = min((p for p in predicted if p.throughput_per_s >= 0.95 * best.throughput_per_s), key=lambda p: p.batch)
-        note = (f"from {source.machine.machine}'s batch {knee.batch}, {knee.bound}-bound, ±{knee.error:.0%}; "
+        validated = gpu.name in source.validated
+        note = (f"from {source.machine.machine}'s batch {knee.batch} ({knee.variant}), {knee.bound}-bound, "
+                f"−{knee.band_low:.0%}/+{knee.band_high:.0%} ({knee.band_basis})"
+                f"{'' if validated else ', unvalidated'}; "
                 f"max batch {fit.max_batch(gpu.memory_bytes) if fit else 'unknown'}")
-        return Estimate(knee.throughput_per_s, knee.batch, safe if safe and safe >= knee.batch else None, note)
+        return Estimate(knee.throughput_per_s, knee.batch, safe if safe and safe >= knee.batch else None, note,
+                        knee.band_low, knee.band_high, validated)
     return predict
 
 
@@ -229,14 +253,25 @@ def build_plan(machine: MachineResults, targets: list[str] | None = None, job: J
     """The plan of one measured machine. `measured`: the machines (loaded once, the source among them or
     not) whose multi-GPU measurements the ranking may cite."""
     source = load_source(machine)
+    machines = list({m.machine: m for m in (machine, *measured)}.values())
+    check = build_crosscheck(machine)
+    validated = (check.validated_gpus() if check else set()) | {g.name for m in machines if comparable(m)
+                                                                 and (g := match_gpu(m.gpu_name or ""))}
+    source = replace(source, bands=band_table_for(machines), validated=frozenset(validated))
     names = targets or [source.spec.name, *(t for t in DEFAULT_TARGETS if t != source.spec.name)]
     built = []
     for name in dict.fromkeys([source.spec.name, *names]):
         label, gpu, count = resolve_target(name)
         built.append(build_target(source, label, gpu, count))
     scaling = build_scaling(gather_efficiencies(measured))
-    ranking = rank_instances(job, build_predictor(source, job), scaling=scaling) if job else []
-    return Plan(machine.machine, source.spec, built, job, ranking)
+    ranking = rank_instances(job, build_predictor(source, job), scaling=scaling, feed=build_feed(source, job)) \
+        if job else []
+    return Plan(machine.machine, source.spec, built, job, ranking, check, ASSUMPTIONS if job else [])
+
+
+def build_feed(source: Source, job: Job):  # noqa: ANN201 - a FeedProvider
+    feed = load_feed(source.machine, job.workload)
+    return (lambda i: feed_limit(feed, i.vcpus, i.gpu_count)) if feed else no_feed_limit
 
 
 def plan_to_json(plan: Plan) -> dict:
@@ -247,7 +282,10 @@ def plan_to_json(plan: Plan) -> dict:
                      "predictions": [p.to_dict() for p in t.predictions],
                      "capacity": [c.to_dict() for c in t.capacity],
                      "recommendations": [r.to_dict() for r in t.recommendations],
-                     "presets": t.presets} for t in plan.targets],
+                     "presets": t.presets, "validated": t.validated} for t in plan.targets],
         "job": plan.job.to_dict() if plan.job else None,
         "ranking": [r.to_dict() for r in plan.ranking],
+        "assumptions": plan.assumptions,
+        "crosscheck": plan.crosscheck.to_dict() if plan.crosscheck else None,
     }
+

@@ -11,7 +11,8 @@
 
 Two bases. `roofline`: the per-op document of the same workload and precision (each op's time by its
 class, the roof part from its FLOPs and bytes), taken at the nearest measured batch at or above half
-of it, linearly interpolated between two measured batches where several exist. `counts`: no roofline
+of it, linearly interpolated between two measured batches where several exist; a torch.compile point takes
+its eager twin's split (so its measured compile gain carries over to the target). `counts`: no roofline
 for the configuration, so the point's own FLOP and byte counts give the roof parts (its
 `achieved_*_fraction`) and all the rest is below roof (the class of that rest is unknown).
 """
@@ -24,6 +25,7 @@ from gpuplan_schema.payloads import RooflinePayload, WorkloadPoint
 from planner.model.roofline import step_total_s
 
 PLAIN_VARIANTS = ("default", "no_cudnn_benchmark")
+COMPILED = "compile"
 
 
 @dataclass(frozen=True)
@@ -141,8 +143,12 @@ def split_point(point: WorkloadPoint, rooflines: list[RooflinePayload], workload
     """The split of one measured point: from the roofline where one describes it (same precision, a plain
     variant, the default sequence length), else from its counts."""
     split = None
-    if point.variant in PLAIN_VARIANTS and point.seq_len is None:
+    if point.variant in (*PLAIN_VARIANTS, COMPILED) and point.seq_len is None:
         split = interpolate(roofline_splits(rooflines, workload, point.precision), point.batch)
+        if split is not None and point.variant == COMPILED:
+            # the roofline profiles the eager step: the compiled one is taken to change on another GPU as
+            # its eager twin does, i.e. the source's measured torch.compile gain carries over
+            split = replace(split, basis=f"{split.basis} (eager twin; the measured compile gain carried over)")
     if split is None:
         split = split_from_counts(point, flops_fraction, bytes_fraction)
     return with_measured_host(split, point)
