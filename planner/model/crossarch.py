@@ -16,7 +16,7 @@ one datasheet ratio, dense TFLOPS of the precision or memory bandwidth.
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gpuplan_schema.payloads import WorkloadPayload, WorkloadPoint
 from gpuplan_schema.results import MachineResults
@@ -58,6 +58,7 @@ class CrossCheck:
     reference: str               # the catalog GPU both sides measured
     rows: list[CrossRow]
     not_comparable: list[str]    # tables without a gpuplan twin, with why
+    skipped: list[tuple[str, str, str]] = field(default_factory=list)  # (table, GPU, why) rows not predicted
 
     def median_abs_error(self, by: str = "model") -> float | None:
         errors = [abs(r.error if by == "model" else r.naive_error(by) or 0.0) for r in self.rows
@@ -109,7 +110,7 @@ def build_crosscheck(source: MachineResults, tables: list[PublishedTable] | None
     source_spec = match_gpu(source.gpu_name or "")
     if source_spec is None or source.ceilings is None:
         return None
-    rows, not_comparable = [], []
+    rows, not_comparable, skipped = [], [], []
     for table in load_published() if tables is None else tables:
         payload = next((w for w in source.workloads if w.workload == WORKLOAD_OF.get(table.model)), None)
         ref = table.row(source_spec.name)
@@ -127,4 +128,7 @@ def build_crosscheck(source: MachineResults, tables: list[PublishedTable] | None
                        payload, r.same_stack)
             if row:
                 rows.append(row)
-    return CrossCheck(source.machine, source_spec.name, rows, not_comparable)
+            else:
+                skipped.append((table.id, gpu.name, f"no {'/'.join(PRECISIONS_OF[table.precision])} on {gpu.name} "
+                                                    "in the catalog, or no measured point to start from"))
+    return CrossCheck(source.machine, source_spec.name, rows, not_comparable, skipped)

@@ -199,8 +199,10 @@ def build_target_batches(source: Source, gpu: GpuSpec, fits: dict, predictions: 
         knee = min((p for p in mine.values() if p.throughput_per_s >= 0.95 * best.throughput_per_s),
                    key=lambda p: p.batch)
         recs.append(Recommendation(payload.workload, "batch_size", str(knee.batch),
-                                   f"predicted knee: {knee.throughput_per_s:.4g} {payload.unit}/s ±{knee.error:.0%}, "
-                                   f"{knee.bound}-bound; fits under the memory model's {safe} (5% margin)"))
+                                   f"predicted knee: {knee.throughput_per_s:.4g} {payload.unit}/s "
+                                   f"−{knee.band_low:.0%}/+{knee.band_high:.0%} ({knee.band_basis}), "
+                                   f"{knee.bound}-bound{'' if gpu.name in source.validated else ', unvalidated'}; "
+                                   f"fits under the memory model's {safe} (5% margin)"))
     return recs
 
 
