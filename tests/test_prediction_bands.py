@@ -103,3 +103,13 @@ def test_gpus_no_check_covers_are_unvalidated_in_the_plan(h100, h200, check):
     assert all(r["validated"] == (r["gpu"] in check.validated_gpus()) for r in rows)
     assert all(("unvalidated" in r["reason"]) != r["validated"] for r in rows)
     assert {g.name for g in load_gpu_catalog()} - check.validated_gpus()  # some stay unvalidated
+
+
+def test_accuracy_markdown_has_both_directions_the_regimes_and_the_crosscheck(h100, h200, check):
+    from planner.model.accuracy_markdown import render_accuracy_markdown
+
+    text = render_accuracy_markdown([h100, h200])
+    assert "**h100-80gb → h200**" in text and "**h200 → h100-80gb**" in text
+    assert "Errors by regime" in text
+    assert f"median |ratio error| {check.median_abs_error():.1%} over {len(check.rows)}" in text
+    assert all(f"| {r.table} | {r.gpu} |" in text for r in check.rows)

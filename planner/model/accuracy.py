@@ -38,6 +38,9 @@ class AccuracyRow:
     measured: float
     metric: str = "throughput_per_s"    # what was predicted, by its tidy-export metric name
     unit: str = "samples/s"
+    regime: str | None = None           # the source configuration's bound (planner/model/bound.py)
+    naive_flops: float | None = None    # one spec ratio's answer on the same row: datasheet TFLOPS
+    naive_bandwidth: float | None = None  # … and datasheet bandwidth
 
     def __post_init__(self) -> None:
         for name in ("predicted", "measured"):
@@ -201,11 +204,40 @@ def site_rows(tables: Iterable[AccuracyTable]) -> list[AccuracyRow]:
     rows = []
     for t in tables:
         rows += [AccuracyRow(f"{r.workload} ({r.variant}{f', seq {r.seq_len}' if r.seq_len else ''})", r.precision,
-                             r.batch, t.source, t.target, r.predicted, r.measured) for r in t.rows]
+                             r.batch, t.source, t.target, r.predicted, r.measured, regime=r.bound,
+                             naive_flops=r.naive_flops, naive_bandwidth=r.naive_bandwidth) for r in t.rows]
         rows += [AccuracyRow(f"{c.workload} ({ALLOCATOR_LABEL[c.allocator]})", c.precision, None, t.source,
                              t.target, c.predicted, c.measured, metric="max_batch", unit="samples")
                  for c in t.capacity]
     return rows
+
+
+@dataclass(frozen=True)
+class RegimeSummary:
+    """One source → target pair and regime, over the counted rows (source step ≥ LONG_STEP_S)."""
+
+    source: str
+    target: str
+    regime: str
+    n: int
+    median_abs_error: float
+    max_abs_error: float
+    naive_flops_median: float | None
+    naive_bandwidth_median: float | None
+
+
+def regime_summaries(tables: Iterable[AccuracyTable]) -> list[RegimeSummary]:
+    out = []
+    for t in tables:
+        for regime in sorted({r.bound for r in t.rows if r.counted}):
+            rows = [r for r in t.rows if r.counted and r.bound == regime]
+            flops = [abs(r.naive_flops / r.measured - 1) for r in rows if r.naive_flops]
+            bw = [abs(r.naive_bandwidth / r.measured - 1) for r in rows if r.naive_bandwidth]
+            errors = [abs(r.error) for r in rows]
+            out.append(RegimeSummary(t.source, t.target, regime, len(rows), statistics.median(errors), max(errors),
+                                     statistics.median(flops) if flops else None,
+                                     statistics.median(bw) if bw else None))
+    return out
 
 
 def render_markdown(table: AccuracyTable) -> str:
@@ -215,18 +247,24 @@ def render_markdown(table: AccuracyTable) -> str:
              f"(one spec ratio: TFLOPS {s.get('naive_flops_median', 0):.1%} median, {s.get('naive_flops_max', 0):.1%} "
              f"max; bandwidth {s.get('naive_bandwidth_median', 0):.1%}, {s.get('naive_bandwidth_max', 0):.1%}); "
              f"max batch within {_capacity_summary(s)}.", "",
-             "| workload | precision | batch | variant | source step | predicted /s | measured /s | error |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| workload | precision | batch | variant | regime | source step | predicted /s | measured /s | error "
+             "| TFLOPS ratio error | bandwidth ratio error |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in table.rows:
         mark = "" if r.counted else " (step < 5 ms)"
         variant = r.variant + (f", seq {r.seq_len}" if r.seq_len else "")
-        lines.append(f"| {r.workload} | {r.precision} | {r.batch} | {variant} | {r.source_step_s * 1e3:.1f} ms{mark} "
-                     f"| {r.predicted:.4g} | {r.measured:.4g} | {r.error:+.1%} |")
+        lines.append(f"| {r.workload} | {r.precision} | {r.batch} | {variant} | {r.bound} "
+                     f"| {r.source_step_s * 1e3:.1f} ms{mark} | {r.predicted:.4g} | {r.measured:.4g} | {r.error:+.1%} "
+                     f"| {_naive(r.naive_flops, r.measured)} | {_naive(r.naive_bandwidth, r.measured)} |")
     lines += ["", "| workload | precision | allocator | predicted max batch | measured | error |",
               "|---|---|---|---|---|---|"]
     lines += [f"| {c.workload} | {c.precision} | {ALLOCATOR_LABEL[c.allocator]} | {c.predicted} | {c.measured} "
               f"| {c.error:+.1%} |" for c in sorted(table.capacity, key=lambda c: (c.workload, c.precision))]
     return "\n".join(lines) + "\n"
+
+
+def _naive(predicted: float | None, measured: float) -> str:
+    return "–" if predicted is None else f"{predicted / measured - 1:+.1%}"
 
 
 def _capacity_summary(summary: dict[str, float | int]) -> str:
