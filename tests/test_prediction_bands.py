@@ -113,3 +113,18 @@ def test_accuracy_markdown_has_both_directions_the_regimes_and_the_crosscheck(h1
     assert "Errors by regime" in text
     assert f"median |ratio error| {check.median_abs_error():.1%} over {len(check.rows)}" in text
     assert all(f"| {r.table} | {r.gpu} |" in text for r in check.rows)
+
+
+def test_the_reports_predictions_show_each_band_and_mark_unvalidated_gpus(h100, h200):
+    from planner.model.jobs import parse_job as job_of
+    from planner.model.plan import report_plan
+    from planner.render.report import render_report_html
+    from planner.report.frame import build_report
+
+    plan = report_plan(h100, job_of("resnet50 bf16 epochs=1 dataset=imagenet"), [h100, h200])
+    html = render_report_html(build_report(h100, plan))
+    l40s = next(t for t in plan.targets if t.gpu.name == "L40S")
+    assert not l40s.validated and "L40S (unvalidated: no published check covers this GPU)" in html
+    p = next(p for p in l40s.predictions if p.workload == "resnet50" and p.batch == 256 and p.variant == "default"
+             and p.precision == "bf16")
+    assert f'title="{p.band_basis}">−{p.band_low * 100:.0f}% / +{p.band_high * 100:.0f}%' in html
