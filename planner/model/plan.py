@@ -195,15 +195,23 @@ def build_target_batches(source: Source, gpu: GpuSpec, fits: dict, predictions: 
                 and (safe is None or p.batch <= safe)}
         if not mine:
             continue
-        best = max(mine.values(), key=lambda p: p.throughput_per_s)
-        knee = min((p for p in mine.values() if p.throughput_per_s >= 0.95 * best.throughput_per_s),
-                   key=lambda p: p.batch)
+        knee = predicted_knee(list(mine.values()))
         recs.append(Recommendation(payload.workload, "batch_size", str(knee.batch),
                                    f"predicted knee: {knee.throughput_per_s:.4g} {payload.unit}/s "
                                    f"−{knee.band_low:.0%}/+{knee.band_high:.0%} ({knee.band_basis}), "
                                    f"{knee.bound}-bound{'' if gpu.name in source.validated else ', unvalidated'}; "
                                    f"fits under the memory model's {safe} (5% margin)"))
     return recs
+
+
+def predicted_knee(predicted: list[Prediction]) -> Prediction:
+    """The smallest batch within 5% of the best predicted throughput, over one basis: a counts-basis point
+    holds most of its step at the source's speed, so on a slower GPU it would beat a roofline-basis one for
+    no measured reason; the roofline ones are used wherever there are any."""
+    profiled = [p for p in predicted if p.split.basis.startswith("roofline")]
+    predicted = profiled or predicted
+    best = max(predicted, key=lambda p: p.throughput_per_s)
+    return min((p for p in predicted if p.throughput_per_s >= 0.95 * best.throughput_per_s), key=lambda p: p.batch)
 
 
 def _same_arch(a: GpuSpec, b: GpuSpec) -> bool:
@@ -229,12 +237,7 @@ def build_predictor(source: Source, job: Job):  # noqa: ANN201 - a Predictor
                       for p in candidates) if x]
         if not predicted:
             return _does_not_fit(payload, job, safe)
-        # one basis for the whole search: a counts-basis point holds most of its step at the source's speed,
-        # so it would beat a roofline-basis one on a slower GPU for no measured reason
-        profiled = [p for p in predicted if p.split.basis.startswith("roofline")]
-        predicted = profiled or predicted
-        best = max(predicted, key=lambda p: p.throughput_per_s)
-        knee = min((p for p in predicted if p.throughput_per_s >= 0.95 * best.throughput_per_s), key=lambda p: p.batch)
+        knee = predicted_knee(predicted)
         validated = gpu.name in source.validated
         note = (f"from {source.machine.machine}'s batch {knee.batch} ({knee.variant}), {knee.bound}-bound, "
                 f"−{knee.band_low:.0%}/+{knee.band_high:.0%} ({knee.band_basis})"
