@@ -9,7 +9,9 @@ import pandas as pd
 from gpuplan_schema.payloads import WorkloadPayload
 from gpuplan_schema.results import MachineResults
 from planner.export.frame import machines_frame
-from planner.model.accuracy import build_accuracy, render_markdown
+from planner.model.accuracy import build_accuracy, iter_accuracy_tables, render_markdown
+from planner.model.accuracy_markdown import render_crosscheck, render_regimes
+from planner.model.crossarch import build_crosscheck
 from planner.model.workload_verdict import main_batch
 
 SOURCE, TARGET = "h100-80gb", "h200"  # the accuracy pair: two single GPUs measured alike
@@ -224,9 +226,22 @@ def accuracy_tables(machines: list[MachineResults]) -> str:
 
 
 def accuracy_summary(machines: list[MachineResults]) -> str:
-    """The first line of each direction's table: median and largest error, max batch."""
+    """The first line of each direction's table (median and largest error, max batch), and of the published
+    cross-architecture check."""
     a, b = _by(machines, SOURCE), _by(machines, TARGET)
-    return "\n".join("- " + render_markdown(build_accuracy(s, t)).splitlines()[0] for s, t in ((a, b), (b, a))) + "\n"
+    lines = ["- " + render_markdown(build_accuracy(s, t)).splitlines()[0] for s, t in ((a, b), (b, a))]
+    lines.append("- " + accuracy_crossarch(machines).splitlines()[0])
+    return "\n".join(lines) + "\n"
+
+
+def accuracy_regimes(machines: list[MachineResults]) -> str:
+    """H100 ↔ H200 errors by regime (the source configuration's bound), the naive answers beside them."""
+    return render_regimes(iter_accuracy_tables([_by(machines, SOURCE), _by(machines, TARGET)]))
+
+
+def accuracy_crossarch(machines: list[MachineResults]) -> str:
+    """Every published GPU predicted from the H100's own measurement, against the published ratio."""
+    return render_crosscheck(build_crosscheck(_by(machines, SOURCE)))
 
 
 # ── several GPUs, input pipeline ────────────────────────────────────────────────────────────────

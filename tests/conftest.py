@@ -47,13 +47,13 @@ def results_machines() -> list[MachineResults]:
 
 
 @pytest.fixture(scope="session")
-def h100_results() -> MachineResults:
+def h100() -> MachineResults:
     """The committed H100 collection (standard + capacity, roofline, dataloader)."""
     return load_machine(RESULTS / "h100-80gb")
 
 
 @pytest.fixture(scope="session")
-def h200_results() -> MachineResults:
+def h200() -> MachineResults:
     return load_machine(RESULTS / "h200")
 
 

@@ -186,9 +186,9 @@ def test_plan_job_prints_the_ranking_as_a_table_on_the_first_screen():
     assert f"… {len(ok) - 10} more run it" in lines[head + 12]
 
 
-def test_fp8_jobs_need_a_measured_fp8_matmul(h100_results):
-    plan = build_plan(h100_results, ["H100 SXM"], parse_job("gpt-small fp8 tokens=10B"))
-    bf16 = build_plan(h100_results, ["H100 SXM"], parse_job("gpt-small bf16 tokens=10B"))
+def test_fp8_jobs_need_a_measured_fp8_matmul(h100):
+    plan = build_plan(h100, ["H100 SXM"], parse_job("gpt-small fp8 tokens=10B"))
+    bf16 = build_plan(h100, ["H100 SXM"], parse_job("gpt-small bf16 tokens=10B"))
     fp8_hours = {r.instance: r.hours for r in plan.ranking if r.status == "ok"}
     bf16_hours = {r.instance: r.hours for r in bf16.ranking if r.status == "ok"}
     # the same batch with the matmuls at the fp8 rate: never slower (H200's datasheet fp8/bf16 ratio is H100's)

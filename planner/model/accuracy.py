@@ -3,8 +3,10 @@ was measured there. The table goes to the docs (`gpuplan accuracy SOURCE TARGET`
 rows (`AccuracyRow`) carry their error as predicted / measured − 1, computed here so that it can never
 disagree with its two figures: +10% means the prediction was 10% too high.
 
-Targets (issue 6): median absolute throughput error ≤ 8% over the configurations whose step takes
-≥ 20 ms on the source (the step a prediction starts from), none over 20%; max batch within 3%.
+Targets (issue 18): median absolute throughput error ≤ 5% over the configurations whose step takes
+≥ 5 ms on the source (the step a prediction starts from), none over 15%; max batch within 3%. Each row
+carries its regime (the source configuration's bound), so that the errors can be read, and the bands
+built (planner/model/bands.py), per regime.
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ from gpuplan_schema.payloads import Allocator
 from gpuplan_schema.results import MachineResults
 from planner.model.memory import fit_memory
 from planner.model.performance import iter_predictions, measured_rates, naive_step, target_rates
+from planner.model.split import machine_rooflines
 from planner.specs import match_gpu
 
-TARGET_ERROR = 0.08   # the planner's goal for the median absolute error (issue 6)
-WORST_ERROR = 0.20    # and for the largest
+TARGET_ERROR = 0.05   # the planner's goal for the median absolute error (issue 18)
+WORST_ERROR = 0.15    # and for the largest
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,9 @@ class AccuracyRow:
     measured: float
     metric: str = "throughput_per_s"    # what was predicted, by its tidy-export metric name
     unit: str = "samples/s"
+    regime: str | None = None           # the source configuration's bound (planner/model/bound.py)
+    naive_flops: float | None = None    # one spec ratio's answer on the same row: datasheet TFLOPS
+    naive_bandwidth: float | None = None  # … and datasheet bandwidth
 
     def __post_init__(self) -> None:
         for name in ("predicted", "measured"):
@@ -79,7 +85,7 @@ def build_summaries(rows: list[AccuracyRow]) -> list[AccuracySummary]:
             for (source, target, metric), errors in sorted(groups.items())]
 
 
-LONG_STEP_S = 0.020
+LONG_STEP_S = 0.005
 ALLOCATORS: tuple[Allocator, ...] = ("default", "expandable_segments")
 ALLOCATOR_LABEL = {"default": "default allocator", "expandable_segments": "expandable segments"}
 
@@ -96,6 +102,7 @@ class Compared:
     measured: float
     naive_flops: float | None
     naive_bandwidth: float | None
+    bound: str = "unattributed"     # the regime: the source configuration's bound
 
     @property
     def error(self) -> float:
@@ -153,6 +160,7 @@ def build_accuracy(source: MachineResults, target: MachineResults) -> AccuracyTa
     s_rates = measured_rates(source.ceilings)
     t_rates = target_rates(s_rates, s_spec, t_spec)
     rows, capacity = [], []
+    rooflines = machine_rooflines(source)
     for payload in source.workloads:
         other = next((w for w in target.workloads if w.workload == payload.workload), None)
         if other is None:
@@ -160,7 +168,7 @@ def build_accuracy(source: MachineResults, target: MachineResults) -> AccuracyTa
         measured = {(p.precision, p.batch, p.variant, p.seq_len): p for p in other.points
                     if p.status == "ok" and p.throughput_per_s and p.sweep not in ("probe", "repeat")}
         points = {(p.precision, p.batch, p.variant, p.seq_len): p for p in payload.points if p.step_s}
-        for pr in iter_predictions(payload, s_rates, t_rates, same_architecture=True):
+        for pr in iter_predictions(payload, s_rates, t_rates, True, rooflines, t_spec):
             key = (pr.precision, pr.batch, pr.variant, pr.seq_len)
             if key in measured:
                 src = points[key]
@@ -168,7 +176,8 @@ def build_accuracy(source: MachineResults, target: MachineResults) -> AccuracyTa
                 rows.append(Compared(payload.workload, pr.precision, pr.batch, pr.variant, pr.seq_len,
                                      pr.source_step_s, pr.throughput_per_s,
                                      measured[key].throughput_per_s,  # type: ignore[arg-type]
-                                     pr.batch / flops if flops else None, pr.batch / bw if bw else None))
+                                     pr.batch / flops if flops else None, pr.batch / bw if bw else None,
+                                     pr.bound))
         capacity += _capacity(payload, other, s_spec.memory_bytes, t_spec.memory_bytes)
     return AccuracyTable(source.machine, target.machine, rows, capacity)
 
@@ -195,32 +204,67 @@ def site_rows(tables: Iterable[AccuracyTable]) -> list[AccuracyRow]:
     rows = []
     for t in tables:
         rows += [AccuracyRow(f"{r.workload} ({r.variant}{f', seq {r.seq_len}' if r.seq_len else ''})", r.precision,
-                             r.batch, t.source, t.target, r.predicted, r.measured) for r in t.rows]
+                             r.batch, t.source, t.target, r.predicted, r.measured, regime=r.bound,
+                             naive_flops=r.naive_flops, naive_bandwidth=r.naive_bandwidth) for r in t.rows]
         rows += [AccuracyRow(f"{c.workload} ({ALLOCATOR_LABEL[c.allocator]})", c.precision, None, t.source,
                              t.target, c.predicted, c.measured, metric="max_batch", unit="samples")
                  for c in t.capacity]
     return rows
 
 
+@dataclass(frozen=True)
+class RegimeSummary:
+    """One source → target pair and regime, over the counted rows (source step ≥ LONG_STEP_S)."""
+
+    source: str
+    target: str
+    regime: str
+    n: int
+    median_abs_error: float
+    max_abs_error: float
+    naive_flops_median: float | None
+    naive_bandwidth_median: float | None
+
+
+def regime_summaries(tables: Iterable[AccuracyTable]) -> list[RegimeSummary]:
+    out = []
+    for t in tables:
+        for regime in sorted({r.bound for r in t.rows if r.counted}):
+            rows = [r for r in t.rows if r.counted and r.bound == regime]
+            flops = [abs(r.naive_flops / r.measured - 1) for r in rows if r.naive_flops]
+            bw = [abs(r.naive_bandwidth / r.measured - 1) for r in rows if r.naive_bandwidth]
+            errors = [abs(r.error) for r in rows]
+            out.append(RegimeSummary(t.source, t.target, regime, len(rows), statistics.median(errors), max(errors),
+                                     statistics.median(flops) if flops else None,
+                                     statistics.median(bw) if bw else None))
+    return out
+
+
 def render_markdown(table: AccuracyTable) -> str:
     s = table.summary()
     lines = [f"**{table.source} → {table.target}**: median |error| {s.get('model_median', 0):.1%}, "
-             f"max {s.get('model_max', 0):.1%} over {s['configurations']} configurations with a source step ≥ 20 ms "
+             f"max {s.get('model_max', 0):.1%} over {s['configurations']} configurations with a source step ≥ 5 ms "
              f"(one spec ratio: TFLOPS {s.get('naive_flops_median', 0):.1%} median, {s.get('naive_flops_max', 0):.1%} "
              f"max; bandwidth {s.get('naive_bandwidth_median', 0):.1%}, {s.get('naive_bandwidth_max', 0):.1%}); "
              f"max batch within {_capacity_summary(s)}.", "",
-             "| workload | precision | batch | variant | source step | predicted /s | measured /s | error |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| workload | precision | batch | variant | regime | source step | predicted /s | measured /s | error "
+             "| TFLOPS ratio error | bandwidth ratio error |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in table.rows:
-        mark = "" if r.counted else " (step < 20 ms)"
+        mark = "" if r.counted else " (step < 5 ms)"
         variant = r.variant + (f", seq {r.seq_len}" if r.seq_len else "")
-        lines.append(f"| {r.workload} | {r.precision} | {r.batch} | {variant} | {r.source_step_s * 1e3:.1f} ms{mark} "
-                     f"| {r.predicted:.4g} | {r.measured:.4g} | {r.error:+.1%} |")
+        lines.append(f"| {r.workload} | {r.precision} | {r.batch} | {variant} | {r.bound} "
+                     f"| {r.source_step_s * 1e3:.1f} ms{mark} | {r.predicted:.4g} | {r.measured:.4g} | {r.error:+.1%} "
+                     f"| {_naive(r.naive_flops, r.measured)} | {_naive(r.naive_bandwidth, r.measured)} |")
     lines += ["", "| workload | precision | allocator | predicted max batch | measured | error |",
               "|---|---|---|---|---|---|"]
     lines += [f"| {c.workload} | {c.precision} | {ALLOCATOR_LABEL[c.allocator]} | {c.predicted} | {c.measured} "
               f"| {c.error:+.1%} |" for c in sorted(table.capacity, key=lambda c: (c.workload, c.precision))]
     return "\n".join(lines) + "\n"
+
+
+def _naive(predicted: float | None, measured: float) -> str:
+    return "–" if predicted is None else f"{predicted / measured - 1:+.1%}"
 
 
 def _capacity_summary(summary: dict[str, float | int]) -> str:

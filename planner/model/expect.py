@@ -18,12 +18,17 @@ from planner.model.recommend import main_trials
 from planner.model.settings import Settings
 from planner.units import format_number
 
+# Words for each bound of planner/model/bound.py (the one bound of a configuration), and what would help.
 BOUND_WORDS = {
-    "compute": ("compute-bound", "matrix math takes most of the step; a faster GPU or a lower precision helps"),
+    "math": ("compute-bound", "matrix math takes most of the step; a faster GPU or a lower precision helps"),
     "memory": ("memory-bandwidth-bound", "moving bytes takes most of the step; fusing (torch.compile) or more "
                                          "bandwidth helps"),
-    "overhead": ("overhead-bound", "small kernels and launches take most of the step; a larger batch, "
-                                   "torch.compile or CUDA graphs help more than a faster GPU"),
+    "latency": ("launch/latency-bound", "small kernels take most of the step; a larger batch, torch.compile or "
+                                        "CUDA graphs help more than a faster GPU"),
+    "host": ("host-bound", "the GPU waits for the host to issue kernels; a larger batch, torch.compile or CUDA "
+                           "graphs help, a faster GPU does not"),
+    "unattributed": ("bound not decided", "most of the step is below both roofs in ops no profile classified; "
+                                          "`gpuplan collect --only roofline` decides it"),
 }
 
 
@@ -68,10 +73,12 @@ def build_expected(payload: WorkloadPayload, settings: Settings, sweep_precision
     if error:
         basis += f"; ±{error:.0%} prediction band"
     bound = prediction.bound if prediction else None
-    shares = (prediction.shares.math, prediction.shares.memory, prediction.shares.other) if prediction else None
+    parts_of = prediction.bound_of_source.shares if prediction else None
+    shares = (parts_of["math"], parts_of["memory"], max(0.0, 1 - parts_of["math"] - parts_of["memory"])) \
+        if parts_of else None
     words, hint = BOUND_WORDS.get(bound or "", ("bound not known", "no prediction of this point"))
     if shares:
-        words += f" (step: {shares[0]:.0%} math, {shares[1]:.0%} memory, {shares[2]:.0%} other)"
+        words += f" (step: {shares[0]:.0%} math, {shares[1]:.0%} memory, {shares[2]:.0%} host, launches and other)"
     return Expected(central, low, high, payload.unit, basis, bound, words, hint, shares)
 
 

@@ -1,61 +1,45 @@
 """Performance model: a step measured on one GPU (the source), predicted on another (the target).
 
-Each measured point is split by what it achieved against the source's measured ceilings:
+The source step is split into parts (planner/model/split.py: host, math roof, memory roof, latency, below
+roof) and each part is scaled by its own measured ratio (DESIGN.md: not one spec ratio):
 
-    math share     s_f = FLOPs / (step × F_src)       the point's achieved_flops_fraction
-    memory share   s_b = bytes / (step × B_src)       achieved_bytes_fraction (traffic model estimate)
-    the rest       s_o = 1 − s_f − s_b                kernels below both roofs, launches, host work
+    step_tgt = step_src × ( host                                      the host does not change
+                          + Σ_dtype math_roof[d] · F_src[d] / F_tgt[d]  matmul rate of the op's dtype
+                          + memory_roof · B_src / B_tgt                 copy bandwidth
+                          + latency · L_src / L_tgt                     launch latency (same unless known)
+                          + below_roof )                                held at the source's speed
 
-and each part is scaled by its own ratio (DESIGN.md: not one spec ratio):
+F and B on the source are measured (`ceilings.json`); the target's are its datasheet's dense figures × the
+source's measured-to-datasheet efficiency, so that both sides are rates a program reaches. No part is
+scaled by a spec figure that nothing measured ties to it: the fp32 CUDA-core ratio the model once used
+for "the rest" made an A100 0.32× an H100 on ResNet-50 (published: 0.58–0.60).
 
-    step_tgt = step_src × (s_f · F_src / F_tgt  +  s_b · B_src / B_tgt  +  s_o · C_src / C_tgt)
-
-F is the matmul rate of the point's precision and B the copy bandwidth. The source's are measured
-(`ceilings.json`); the target's are its datasheet's dense figures × the source's measured-to-datasheet
-efficiency, so that both sides are rates a program reaches, not brochure ones. The rest (latency and
-kernels that reach neither roof: elementwise work, reductions, small kernels) scales with C, the CUDA
-cores' rate (the fp32 matmul rate: SMs × clock), not with either roof: the H100 → H200 table shows it
-(same SMs and clocks, 1.42× the bandwidth, steps only 1.06–1.24× faster).
-A compiled point has no byte estimate of its own; it takes its plain twin's memory share.
+Ceiling check: no prediction is faster than the target's datasheet roofs allow for the measured mix
+(the point's FLOPs at the datasheet matmul rate plus its bytes at the datasheet bandwidth; a roof, not a
+sum of roofs, so the larger of the two): such a step is raised to that floor and flagged.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuplan_schema.payloads import CeilingsPayload, WorkloadPayload, WorkloadPoint
+from gpuplan_schema.payloads import CeilingsPayload, RooflinePayload, WorkloadPayload, WorkloadPoint
+from planner.model.bound import Bound, bound_of
+from planner.model.split import PLAIN_VARIANTS, StepSplit, split_point
 from planner.specs import GpuSpec
 
-# Relative error band of a prediction (half-width), from the published H100 ↔ H200 table
-# (README "Prediction accuracy"): most errors there are within 10% for steps of 20 ms or more.
-ERROR_BAND = 0.10
-SHORT_STEP_S = 0.020          # below this, launches dominate and the band widens
-SHORT_STEP_ERROR = 0.25
-OTHER_ARCHITECTURE_ERROR = 0.15  # added where the target's compute capability major differs
-PLAIN_VARIANTS = ("default", "no_cudnn_benchmark")
+# Until planner/model/bands.py gives a band from measured residuals, a prediction carries this one.
+UNBANDED = 0.50
 
 
 @dataclass(frozen=True)
 class Rates:
-    """One GPU's achievable matmul rate per precision and copy bandwidth, and where they come from."""
+    """One GPU's achievable matmul rate per precision, copy bandwidth and launch latency, and their basis."""
 
     flops_per_s: dict[str, float]
     bytes_per_s: float
     basis: str
-
-
-@dataclass(frozen=True)
-class Shares:
-    math: float
-    memory: float
-    other: float
-
-    @property
-    def bound(self) -> str:
-        """The part that takes the largest share of the step: compute, memory (bandwidth) or overhead
-        (kernels below both roofs, launches)."""
-        named = {"compute": self.math, "memory": self.memory, "overhead": self.other}
-        return max(named, key=named.__getitem__)
+    launch_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -68,20 +52,39 @@ class Prediction:
     source_step_s: float
     step_s: float
     throughput_per_s: float
-    bound: str
-    error: float              # relative half-width of the band
-    shares: Shares
+    bound_of_source: Bound      # what bounds the measured step (the split, read once)
+    split: StepSplit
+    ceiling_limited: bool = False
+    band_low: float = UNBANDED   # relative: the throughput may be (1 − low)× … (1 + high)× the prediction
+    band_high: float = UNBANDED
+    band_basis: str = "no comparable measurement"
+    same_architecture: bool = True
+
+    @property
+    def bound(self) -> str:
+        return self.bound_of_source.name
+
+    @property
+    def error(self) -> float:
+        """The band's larger half-width (the plan JSON's `error`, kept for older readers)."""
+        return max(self.band_low, self.band_high)
 
     def to_dict(self) -> dict:
+        t = self.throughput_per_s
         return {"workload": self.workload, "precision": self.precision, "batch": self.batch,
                 "variant": self.variant, "seq_len": self.seq_len, "step_s": self.step_s,
-                "throughput_per_s": self.throughput_per_s, "bound": self.bound, "error": self.error}
+                "throughput_per_s": t, "bound": self.bound, "error": self.error,
+                "throughput_low": t * (1 - self.band_low), "throughput_high": t * (1 + self.band_high),
+                "band_basis": self.band_basis, "basis": self.split.basis, "host_share": self.split.host,
+                "host_measured": self.split.host_measured, "bound_share": self.bound_of_source.share,
+                "ceiling_limited": self.ceiling_limited}
 
 
 def measured_rates(ceilings: CeilingsPayload) -> Rates:
     flops = {m.dtype: m.flops_per_s.median for m in ceilings.matmul if m.flops_per_s}
     copy = next((b.bytes_per_s.median for b in ceilings.memory if b.name == "copy" and b.bytes_per_s), 0.0)
-    return Rates(flops, copy, "measured ceilings")
+    launch = ceilings.launch_latency_s.median if ceilings.launch_latency_s else None
+    return Rates(flops, copy, "measured ceilings", launch)
 
 
 def datasheet_efficiency(source: Rates, spec: GpuSpec) -> tuple[dict[str, float], float]:
@@ -91,14 +94,16 @@ def datasheet_efficiency(source: Rates, spec: GpuSpec) -> tuple[dict[str, float]
 
 
 def target_rates(source: Rates, source_spec: GpuSpec, target: GpuSpec) -> Rates:
-    """The target's datasheet × the source's measured-to-datasheet efficiency."""
+    """The target's datasheet × the source's measured-to-datasheet efficiency; its launch latency is
+    assumed the source's (nothing in the catalog says otherwise)."""
     flops_eff, bw_eff = datasheet_efficiency(source, source_spec)
     flops = {d: target.flops_per_s[d] * e for d, e in flops_eff.items() if d in target.flops_per_s}
     return Rates(flops, target.memory_bandwidth_bytes_per_s * bw_eff,
-                 f"{target.name} datasheet × {source_spec.name}'s measured efficiency")
+                 f"{target.name} datasheet × {source_spec.name}'s measured efficiency", source.launch_s)
 
 
-def shares_of(point: WorkloadPoint, payload: WorkloadPayload, source: Rates) -> Shares | None:
+def count_fractions(point: WorkloadPoint, payload: WorkloadPayload, source: Rates) -> tuple[float, float] | None:
+    """The point's FLOPs and bytes over what the source's ceilings do in its step."""
     if point.step_s is None or point.flops_per_step is None or point.precision not in source.flops_per_s:
         return None
     step = point.step_s.median
@@ -107,10 +112,7 @@ def shares_of(point: WorkloadPoint, payload: WorkloadPayload, source: Rates) -> 
         memory = point.traffic.total_bytes / (step * source.bytes_per_s) if source.bytes_per_s else 0.0
     else:
         memory = _plain_twin_memory_share(point, payload, source)
-    total = math_share + memory
-    if total > 1:  # the byte model is an estimate: never let the parts exceed the step
-        math_share, memory = math_share / total, memory / total
-    return Shares(math_share, memory, max(0.0, 1 - math_share - memory))
+    return math_share, memory
 
 
 def _plain_twin_memory_share(point: WorkloadPoint, payload: WorkloadPayload, source: Rates) -> float:
@@ -123,25 +125,44 @@ def _plain_twin_memory_share(point: WorkloadPoint, payload: WorkloadPayload, sou
     return twin.traffic.total_bytes / (twin.step_s.median * source.bytes_per_s)  # type: ignore[union-attr]
 
 
-def predict_point(point: WorkloadPoint, payload: WorkloadPayload, source: Rates, target: Rates,
-                  same_architecture: bool) -> Prediction | None:
-    """The point's step on the target; None where a ratio is missing (e.g. no bf16 on the target)."""
-    shares = shares_of(point, payload, source)
-    if shares is None or point.precision not in target.flops_per_s or not target.bytes_per_s:
+def scale_factor(split: StepSplit, source: Rates, target: Rates) -> float | None:
+    """step_tgt / step_src; None where the target lacks a dtype the step's matmuls use."""
+    if any(d not in target.flops_per_s or d not in source.flops_per_s for d in split.math_roof if split.math_roof[d]):
         return None
-    p = point.precision
-    cores = source.flops_per_s.get("fp32", 1.0) / target.flops_per_s.get("fp32", source.flops_per_s.get("fp32", 1.0))
-    scale = (shares.math * source.flops_per_s[p] / target.flops_per_s[p]
-             + shares.memory * source.bytes_per_s / target.bytes_per_s + shares.other * cores)
+    math = sum(s * source.flops_per_s[d] / target.flops_per_s[d] for d, s in split.math_roof.items() if s)
+    memory = split.memory_roof * source.bytes_per_s / target.bytes_per_s if split.memory_roof else 0.0
+    latency = split.latency * ((source.launch_s / target.launch_s) if source.launch_s and target.launch_s else 1.0)
+    return split.host + math + memory + latency + split.below_roof
+
+
+def ceiling_floor_s(point: WorkloadPoint, target_spec: GpuSpec) -> float:
+    """The shortest step the target's datasheet allows for the point's counted FLOPs and bytes."""
+    flops = (point.flops_per_step or 0.0) / target_spec.flops_per_s.get(point.precision, float("inf"))
+    traffic = (point.traffic.total_bytes if point.traffic else 0.0) / target_spec.memory_bandwidth_bytes_per_s
+    return max(flops, traffic)
+
+
+def predict_point(point: WorkloadPoint, payload: WorkloadPayload, source: Rates, target: Rates,
+                  same_architecture: bool, rooflines: list[RooflinePayload] | None = None,
+                  target_spec: GpuSpec | None = None) -> Prediction | None:
+    """The point's step on the target; None where a ratio is missing (e.g. no bf16 on the target)."""
+    fractions = count_fractions(point, payload, source)
+    if fractions is None or point.precision not in target.flops_per_s or not target.bytes_per_s:
+        return None
+    split = split_point(point, rooflines or [], payload.workload, *fractions)
+    scale = scale_factor(split, source, target)
+    if scale is None:
+        return None
     step = point.step_s.median * scale  # type: ignore[union-attr]
-    error = ERROR_BAND if point.step_s.median >= SHORT_STEP_S else SHORT_STEP_ERROR  # type: ignore[union-attr]
-    error += 0 if same_architecture else OTHER_ARCHITECTURE_ERROR
-    return Prediction(payload.workload, p, point.batch, point.variant, point.seq_len, point.step_s.median,  # type: ignore[union-attr]
-                      step, point.batch / step, shares.bound, error, shares)
+    floor = ceiling_floor_s(point, target_spec) if target_spec else 0.0
+    return Prediction(payload.workload, point.precision, point.batch, point.variant, point.seq_len,
+                      point.step_s.median, max(step, floor), point.batch / max(step, floor),  # type: ignore[union-attr]
+                      bound_of(split), split, ceiling_limited=floor > step, same_architecture=same_architecture)
 
 
-def iter_predictions(payload: WorkloadPayload, source: Rates, target: Rates,
-                     same_architecture: bool) -> list[Prediction]:
+def iter_predictions(payload: WorkloadPayload, source: Rates, target: Rates, same_architecture: bool,
+                     rooflines: list[RooflinePayload] | None = None,
+                     target_spec: GpuSpec | None = None) -> list[Prediction]:
     """Every timed point of the workload (sweep, trials, sequence), once per configuration."""
     seen, out = set(), []
     for point in payload.points:
@@ -149,7 +170,7 @@ def iter_predictions(payload: WorkloadPayload, source: Rates, target: Rates,
         if point.status != "ok" or point.sweep in ("probe", "repeat") or key in seen:
             continue
         seen.add(key)
-        prediction = predict_point(point, payload, source, target, same_architecture)
+        prediction = predict_point(point, payload, source, target, same_architecture, rooflines, target_spec)
         if prediction:
             out.append(prediction)
     return out
@@ -164,3 +185,15 @@ def naive_step(point: WorkloadPoint, source_spec: GpuSpec, target: GpuSpec, by: 
             return None
         return point.step_s.median * source_spec.flops_per_s[point.precision] / target.flops_per_s[point.precision]
     return point.step_s.median * source_spec.memory_bandwidth_bytes_per_s / target.memory_bandwidth_bytes_per_s
+
+
+def source_bound(point: WorkloadPoint, payload: WorkloadPayload, ceilings: CeilingsPayload | None,
+                 rooflines: list[RooflinePayload]) -> Bound | None:
+    """What bounds a measured point, from the same split its predictions scale: the plan, the workload
+    verdict and the roofline section all read this one."""
+    if ceilings is None:
+        return None
+    fractions = count_fractions(point, payload, measured_rates(ceilings))
+    if fractions is None:
+        return None
+    return bound_of(split_point(point, rooflines, payload.workload, *fractions))

@@ -9,23 +9,28 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from gpuplan_schema.payloads import Allocator, WorkloadPayload
+from gpuplan_schema.payloads import Allocator, RooflinePayload, WorkloadPayload
 from gpuplan_schema.results import MachineResults
 from gpuplan_schema.schema import DocumentError
+from planner.model.accuracy import comparable
 from planner.model.advice import MAIN_PRECISION, REFERENCE_BATCH, advise_workload  # noqa: F401 - re-exported
+from planner.model.bands import BandTable, band_table_for, measured_band, with_band
+from planner.model.crossarch import CrossCheck, build_crosscheck
 from planner.model.dataloader_verdict import build_feed_verdicts
 from planner.model.expect import Expected, build_expected, knee_prediction
 from planner.model.fp8 import as_fp8, measured_precision, require_fp8
+from planner.model.host import feed_limit, load_feed
 from planner.model.jobs import Job, parse_job
 from planner.model.memory import MemoryFit, fit_memory
 from planner.model.performance import Prediction, Rates, iter_predictions, measured_rates, predict_point, target_rates
 from planner.model.presets import Preset, render_presets_yaml
-from planner.model.ranking import Estimate, RankedInstance, rank_instances
+from planner.model.ranking import ASSUMPTIONS, Estimate, RankedInstance, no_feed_limit, rank_instances
 from planner.model.recommend import Recommendation
 from planner.model.scaling import build_scaling, gather_efficiencies
 from planner.model.settings import Settings
+from planner.model.split import PLAIN_VARIANTS, machine_rooflines
 from planner.specs import GpuSpec, match_gpu
 from planner.specs.require import require_target
 
@@ -68,6 +73,7 @@ class Target:
     settings: dict[str, Settings] = field(default_factory=dict)          # workload → the recommendations, typed
     expected: dict[str, Expected] = field(default_factory=dict)          # workload → throughput with them
     preset_values: dict[str, list[Preset]] = field(default_factory=dict)  # workload → the presets, typed
+    validated: bool = True   # False: no published cross-architecture check covers this GPU
 
 
 @dataclass(frozen=True)
@@ -77,6 +83,8 @@ class Plan:
     targets: list[Target]
     job: Job | None
     ranking: list[RankedInstance]
+    crosscheck: CrossCheck | None = None
+    assumptions: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -84,6 +92,9 @@ class Source:
     machine: MachineResults
     spec: GpuSpec
     rates: Rates
+    rooflines: list[RooflinePayload] = field(default_factory=list)
+    bands: BandTable = field(default_factory=lambda: BandTable({}))
+    validated: frozenset[str] = frozenset()
 
 
 def load_source(machine: MachineResults) -> Source:
@@ -93,7 +104,7 @@ def load_source(machine: MachineResults) -> Source:
         missing = "a GPU in the catalog" if spec is None else "ceilings.json" if machine.ceilings is None \
             else "workload documents"
         raise PlanError(str(machine.folder), f"a plan needs a GPU machine's ceilings and workloads: no {missing}")
-    return Source(machine, spec, measured_rates(machine.ceilings))
+    return Source(machine, spec, measured_rates(machine.ceilings), machine_rooflines(machine))
 
 
 def report_plan(machine: MachineResults, job: Job | None = None,
@@ -139,7 +150,8 @@ def build_capacity(source: Source, gpu: GpuSpec) -> tuple[list[Capacity], dict[t
 def build_source_target(source: Source, name: str, count: int) -> Target:
     machine = source.machine
     capacity, fits = build_capacity(source, source.spec)
-    predictions = [p for w in machine.workloads for p in iter_predictions(w, source.rates, source.rates, True)]
+    predictions = [measured_band(p) for w in machine.workloads
+                   for p in iter_predictions(w, source.rates, source.rates, True, source.rooflines, None)]
     loader = next((d.payload for d in machine.documents.values() if d.kind == "dataloader"), None)
     feeds = {f.workload: f for f in build_feed_verdicts(loader, machine.workloads)} if loader else {}
     cores = machine.environment.cpu.logical_cores if machine.environment else None
@@ -161,10 +173,11 @@ def build_target(source: Source, name: str, gpu: GpuSpec, count: int, measured: 
     """Another GPU: the source's settings with the batch of the knee predicted on it."""
     capacity, fits = build_capacity(source, gpu)
     rates = target_rates(source.rates, source.spec, gpu)
-    same_arch = (gpu.compute_capability or "").split(".")[0] == (source.spec.compute_capability or "").split(".")[0]
-    predictions = [p for w in source.machine.workloads for p in iter_predictions(w, source.rates, rates, same_arch)]
+    same_arch = _same_arch(gpu, source.spec)
+    predictions = [with_band(p, source.bands) for w in source.machine.workloads
+                   for p in iter_predictions(w, source.rates, rates, same_arch, source.rooflines, gpu)]
     recs = build_target_batches(source, gpu, fits, predictions)
-    target = Target(name, gpu, count, False, predictions, capacity, recs)
+    target = Target(name, gpu, count, False, predictions, capacity, recs, validated=gpu.name in source.validated)
     for payload in source.machine.workloads:
         rec = next((r for r in recs if r.workload == payload.workload), None)
         base = measured.settings.get(payload.workload)
@@ -192,14 +205,27 @@ def build_target_batches(source: Source, gpu: GpuSpec, fits: dict, predictions: 
                 and (safe is None or p.batch <= safe)}
         if not mine:
             continue
-        best = max(mine.values(), key=lambda p: p.throughput_per_s)
-        knee = min((p for p in mine.values() if p.throughput_per_s >= 0.95 * best.throughput_per_s),
-                   key=lambda p: p.batch)
+        knee = predicted_knee(list(mine.values()))
         recs.append(Recommendation(payload.workload, "batch_size", str(knee.batch),
-                                   f"predicted knee: {knee.throughput_per_s:.4g} {payload.unit}/s ±{knee.error:.0%}, "
-                                   f"{knee.bound}-bound; fits under the memory model's {safe} (5% margin)",
-                                   str(knee.batch)))
+                                   f"predicted knee: {knee.throughput_per_s:.4g} {payload.unit}/s "
+                                   f"−{knee.band_low:.0%}/+{knee.band_high:.0%} ({knee.band_basis}), "
+                                   f"{knee.bound}-bound{'' if gpu.name in source.validated else ', unvalidated'}; "
+                                   f"fits under the memory model's {safe} (5% margin)", str(knee.batch)))
     return recs
+
+
+def predicted_knee(predicted: list[Prediction]) -> Prediction:
+    """The smallest batch within 5% of the best predicted throughput, over one basis: a counts-basis point
+    holds most of its step at the source's speed, so on a slower GPU it would beat a roofline-basis one for
+    no measured reason; the roofline ones are used wherever there are any."""
+    profiled = [p for p in predicted if p.split.basis.startswith("roofline")]
+    predicted = profiled or predicted
+    best = max(predicted, key=lambda p: p.throughput_per_s)
+    return min((p for p in predicted if p.throughput_per_s >= 0.95 * best.throughput_per_s), key=lambda p: p.batch)
+
+
+def _same_arch(a: GpuSpec, b: GpuSpec) -> bool:
+    return (a.compute_capability or "").split(".")[0] == (b.compute_capability or "").split(".")[0]
 
 
 def build_predictor(source: Source, job: Job):  # noqa: ANN201 - a Predictor
@@ -216,19 +242,25 @@ def build_predictor(source: Source, job: Job):  # noqa: ANN201 - a Predictor
         fit = fit_memory(payload, precision, source.spec.memory_bytes)
         safe = fit.safe_batch(gpu.memory_bytes) if fit else None
         rates = as_fp8(target_rates(source.rates, source.spec, gpu), job)
+        # the plain variants and torch.compile where measured (the plan recommends it where it gains); for an
+        # fp8 job the points ran in bf16 and only the target's matmul rate is fp8's
         candidates = [p for p in payload.points if p.precision == precision and p.status == "ok" and p.step_s
-                      and p.seq_len is None and p.variant in ("default", "no_cudnn_benchmark") and p.sweep != "probe"
+                      and p.seq_len is None and p.variant in (*PLAIN_VARIANTS, "compile") and p.sweep != "probe"
                       and (safe is None or p.batch <= safe)]
-        # the shares come from the source's own rates (the points ran in bf16 for an fp8 job); only the
-        # target's matmul rate is fp8's
-        predicted = [x for x in (predict_point(p, payload, source.rates, rates, True) for p in candidates) if x]
+        same_arch = _same_arch(gpu, source.spec)
+        predicted = [with_band(x, source.bands) for x in
+                     (predict_point(p, payload, source.rates, rates, same_arch, source.rooflines, gpu)
+                      for p in candidates) if x]
         if not predicted:
             return _does_not_fit(payload, job, safe)
-        best = max(predicted, key=lambda p: p.throughput_per_s)
-        knee = min((p for p in predicted if p.throughput_per_s >= 0.95 * best.throughput_per_s), key=lambda p: p.batch)
-        note = (f"from {source.machine.machine}'s batch {knee.batch}, {knee.bound}-bound, ±{knee.error:.0%}; "
+        knee = predicted_knee(predicted)
+        validated = gpu.name in source.validated
+        note = (f"from {source.machine.machine}'s batch {knee.batch} ({knee.variant}), {knee.bound}-bound, "
+                f"−{knee.band_low:.0%}/+{knee.band_high:.0%} ({knee.band_basis})"
+                f"{'' if validated else ', unvalidated'}; "
                 f"max batch {fit.max_batch(gpu.memory_bytes) if fit else 'unknown'}")
-        return Estimate(knee.throughput_per_s, knee.batch, safe if safe and safe >= knee.batch else None, note)
+        return Estimate(knee.throughput_per_s, knee.batch, safe if safe and safe >= knee.batch else None, note,
+                        knee.band_low, knee.band_high, validated)
     return predict
 
 
@@ -240,8 +272,14 @@ def _does_not_fit(payload: WorkloadPayload, job: Job, safe: int | None) -> Estim
 def build_plan(machine: MachineResults, targets: list[str] | None = None, job: Job | None = None,
                measured: Sequence[MachineResults] = ()) -> Plan:
     """The plan of one measured machine. `measured`: the machines (loaded once, the source among them or
-    not) whose multi-GPU measurements the ranking may cite."""
+    not) whose measurements the plan may cite: multi-GPU efficiencies, and the accuracy residuals that set
+    the prediction bands."""
     source = load_source(machine)
+    machines = list({m.machine: m for m in (machine, *measured)}.values())
+    check = build_crosscheck(machine)
+    validated = (check.validated_gpus() if check else set()) | {g.name for m in machines if comparable(m)
+                                                                 and (g := match_gpu(m.gpu_name or ""))}
+    source = replace(source, bands=band_table_for(machines), validated=frozenset(validated))
     names = targets or [source.spec.name, *(t for t in DEFAULT_TARGETS if t != source.spec.name)]
     built = [build_source_target(source, source.spec.name, 1)]
     for name in dict.fromkeys(names):
@@ -251,8 +289,14 @@ def build_plan(machine: MachineResults, targets: list[str] | None = None, job: J
         built.append(build_source_target(source, label, count) if gpu.name == source.spec.name
                      else build_target(source, label, gpu, count, built[0]))
     scaling = build_scaling(gather_efficiencies(measured))
-    ranking = rank_instances(job, build_predictor(source, job), scaling=scaling) if job else []
-    return Plan(machine.machine, source.spec, built, job, ranking)
+    ranking = rank_instances(job, build_predictor(source, job), scaling=scaling, feed=build_feed(source, job)) \
+        if job else []
+    return Plan(machine.machine, source.spec, built, job, ranking, check, ASSUMPTIONS if job else [])
+
+
+def build_feed(source: Source, job: Job):  # noqa: ANN201 - a FeedProvider
+    feed = load_feed(source.machine, job.workload)
+    return (lambda i: feed_limit(feed, i.vcpus, i.gpu_count)) if feed else no_feed_limit
 
 
 def plan_to_json(plan: Plan) -> dict:
@@ -267,7 +311,10 @@ def plan_to_json(plan: Plan) -> dict:
                      "recommendations": [r.to_dict() for r in t.recommendations],
                      "presets": t.presets,
                      "preset_values": {w: [p.to_dict() for p in ps] for w, ps in t.preset_values.items()},
-                     "answers": [a.to_dict() for a in answers_of_target(plan, t)]} for t in plan.targets],
+                     "answers": [a.to_dict() for a in answers_of_target(plan, t)],
+                     "validated": t.validated} for t in plan.targets],
         "job": plan.job.to_dict() if plan.job else None,
         "ranking": [r.to_dict() for r in plan.ranking],
+        "assumptions": plan.assumptions,
+        "crosscheck": plan.crosscheck.to_dict() if plan.crosscheck else None,
     }

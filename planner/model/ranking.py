@@ -4,7 +4,8 @@ time/cost Pareto front, and the instances that cannot run the job, each with its
 Model-agnostic: the caller supplies `predict(gpu) -> Estimate | None`, one GPU's throughput for
 the job's workload and precision and the largest batch that fits, from whatever model it has.
 This module only multiplies: instance throughput = per-GPU throughput × GPUs × data-parallel
-efficiency; hours = samples / throughput / 3600; cost = hours × on-demand price per hour
+efficiency, or what its vCPUs' loader workers feed where that is less (`feed`, planner/model/host.py);
+hours = samples / throughput / 3600; cost = hours × on-demand price per hour
 (no minimum billing increment, storage or egress; catalog prices, each with its date).
 """
 
@@ -16,12 +17,23 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from planner.model.assumed_scaling import ScalingProvider, assumed_scaling
+from planner.model.host import FeedLimit
 from planner.model.jobs import Job
 from planner.specs import GpuSpec, InstanceSpec, load_instances
 
 OK, DOES_NOT_FIT, UNSUPPORTED_PRECISION, NO_PREDICTION = "ok", "does_not_fit", "unsupported_precision", "no_prediction"
 STATUS_ORDER = (OK, DOES_NOT_FIT, UNSUPPORTED_PRECISION, NO_PREDICTION)
 SORT_KEYS = ("cost", "hours")
+# Said once for the whole ranking (the plan JSON's `assumptions`), not on every row.
+ASSUMPTIONS = [
+    "Prices: on-demand list prices of the instance catalog, each row's price_date; no reserved or spot "
+    "discount, no minimum billing increment, storage or egress.",
+    "Throughput: synthetic data already on the GPU, except where the instance's vCPUs cannot feed it "
+    "(limited_by = input: the source machine's measured JPEG loader rate per worker, one vCPU kept for "
+    "the training process, the instance's cores assumed as fast as the source's).",
+    "Bands: hours_low/high and cost_low/high carry the per-GPU prediction's band (planner/model/bands.py); "
+    "GPUs marked unvalidated have no published cross-architecture check.",
+]
 
 
 @dataclass(frozen=True)
@@ -34,6 +46,9 @@ class Estimate:
     batch: int
     max_batch: int | None
     note: str
+    band_low: float = 0.0      # relative band of samples_per_s (planner/model/bands.py)
+    band_high: float = 0.0
+    validated: bool = True     # a published cross-architecture check covers this GPU (crossarch.py)
 
     def __post_init__(self) -> None:
         # A bad estimate is a bug in the predictor, not bad user input: fail loudly.
@@ -46,6 +61,12 @@ class Estimate:
 
 
 Predictor = Callable[[GpuSpec], Estimate | None]
+# The input pipeline's limit on an instance (planner/model/host.py), None where none is measured.
+FeedProvider = Callable[[InstanceSpec], FeedLimit | None]
+
+
+def no_feed_limit(instance: InstanceSpec) -> FeedLimit | None:
+    return None
 
 
 @dataclass(frozen=True)
@@ -71,13 +92,22 @@ class RankedInstance:
     hours: float | None = None
     cost_usd: float | None = None
     pareto: bool = False
+    hours_low: float | None = None      # the prediction's band carried through
+    hours_high: float | None = None
+    cost_low: float | None = None
+    cost_high: float | None = None
+    limited_by: str | None = None       # "gpu" or "input" (the CPUs cannot feed the GPUs)
+    gpu_samples_per_s: float | None = None   # what the GPUs alone would do
+    feed_samples_per_s: float | None = None  # what the vCPUs' loader workers feed, where measured
+    validated: bool | None = None       # False: no published check covers this GPU
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
 def rank_instances(job: Job, predict: Predictor, *, instances: Iterable[InstanceSpec] | None = None,
-                   scaling: ScalingProvider = assumed_scaling, sort_by: str = "cost") -> list[RankedInstance]:
+                   scaling: ScalingProvider = assumed_scaling, sort_by: str = "cost",
+                   feed: FeedProvider = no_feed_limit) -> list[RankedInstance]:
     """Every instance (the catalog's by default) for the job: those that run it first, cheapest
     (or fastest, `sort_by="hours"`) first, Pareto-optimal ones flagged; then those that cannot."""
     if sort_by not in SORT_KEYS:
@@ -88,13 +118,14 @@ def rank_instances(job: Job, predict: Predictor, *, instances: Iterable[Instance
         gpu = instance.gpu_spec
         if gpu.name not in estimates and _supports(gpu, job.precision):
             estimates[gpu.name] = predict(gpu)
-        ranked.append(rank_one(job, instance, estimates.get(gpu.name), scaling))
+        ranked.append(rank_one(job, instance, estimates.get(gpu.name), scaling, feed(instance)))
     front = {id(r) for r in pareto_front(ranked)}
     ranked = [_replace_pareto(r, id(r) in front) for r in ranked]
     return sorted(ranked, key=lambda r: _order(r, sort_by))
 
 
-def rank_one(job: Job, instance: InstanceSpec, estimate: Estimate | None, scaling: ScalingProvider) -> RankedInstance:
+def rank_one(job: Job, instance: InstanceSpec, estimate: Estimate | None, scaling: ScalingProvider,
+             limit: FeedLimit | None = None) -> RankedInstance:
     gpu = instance.gpu_spec
     base = dict(instance=instance.name, provider=instance.provider, region=instance.region, gpu=gpu.name,
                 gpu_count=instance.gpu_count, price_usd_per_hour=instance.price_usd_per_hour,
@@ -109,13 +140,23 @@ def rank_one(job: Job, instance: InstanceSpec, estimate: Estimate | None, scalin
         return RankedInstance(**base, status=DOES_NOT_FIT, max_batch_per_gpu=estimate.max_batch,
                               reason=_does_not_fit(job, gpu, estimate.max_batch))
     scale = scaling(instance)
-    samples_per_s = estimate.samples_per_s * instance.gpu_count * scale.efficiency
+    gpus = estimate.samples_per_s * instance.gpu_count * scale.efficiency
+    fed = limit.samples_per_s_per_gpu * instance.gpu_count if limit else None
+    input_bound = fed is not None and fed < gpus
+    samples_per_s = fed if input_bound else gpus
     hours = job.samples / samples_per_s / 3600
+    # an input-bound instance runs at the loader's rate, whatever the GPU band says
+    low, high = (0.0, 0.0) if input_bound else (estimate.band_low, estimate.band_high)
+    reason = f"{estimate.note}; {scale.note}" + (f"; input-bound: {limit.note}" if input_bound and limit else "")
     return RankedInstance(
-        **base, status=OK, reason=f"{estimate.note}; {scale.note}", batch_per_gpu=estimate.batch,
+        **base, status=OK, reason=reason, batch_per_gpu=estimate.batch,
         max_batch_per_gpu=estimate.max_batch, per_gpu_samples_per_s=estimate.samples_per_s,
         scaling_efficiency=scale.efficiency, scaling_measured=scale.measured, samples_per_s=samples_per_s,
-        hours=hours, cost_usd=hours * instance.price_usd_per_hour)
+        hours=hours, cost_usd=hours * instance.price_usd_per_hour, hours_low=hours / (1 + high),
+        hours_high=hours / (1 - low) if low < 1 else None, cost_low=hours / (1 + high) * instance.price_usd_per_hour,
+        cost_high=hours / (1 - low) * instance.price_usd_per_hour if low < 1 else None,
+        limited_by="input" if input_bound else "gpu", gpu_samples_per_s=gpus, feed_samples_per_s=fed,
+        validated=estimate.validated)
 
 
 def pareto_front(ranked: Iterable[RankedInstance]) -> list[RankedInstance]:

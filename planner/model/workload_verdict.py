@@ -21,6 +21,10 @@ Rules, first match wins:
    step's fixed costs (kernel launches, Python, synchronisation) dominate a small step.
 3. undetermined: neither fraction was measured (no ceilings document when the workload ran).
 4. compute-bound if f ≥ 50% and f ≥ b; memory-bandwidth-bound if b ≥ 50% and b > f.
+   Where the step's split is known (planner/model/bound.py: the per-op roofline of the configuration, else
+   the FLOP/byte counts), rules 3–6 give way to it: the bound is the split's largest share (math →
+   compute-bound, memory → memory-bandwidth-bound, latency or host → launch/latency-bound), the one the
+   plan and the roofline section show. Rules 1–2 stand: they read the batch sweep and memory, not the split.
 5. undetermined: below both ceilings with no batch sweep (the quick profile measures one point), so
    nothing tells a saturated device from one that waits on launches.
 6. below both ceilings: memory-bandwidth-bound if torch.compile, which fuses element-wise operations
@@ -29,10 +33,12 @@ Rules, first match wins:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from gpuplan_schema.payloads import WorkloadPayload, WorkloadPoint
 from gpuplan_schema.results import MachineResults
+from planner.model.bound import Bound
 from planner.units import format_bytes, format_duration, format_number, format_percent, unit_label
 
 PLATEAU_GAIN = 0.10   # a doubling of the batch that gains less than this: throughput has plateaued
@@ -139,7 +145,10 @@ def gather_evidence(payload: WorkloadPayload, point: WorkloadPoint, gpu_memory: 
         headroom=1 - peak / gpu_memory if peak and gpu_memory else None, fusion_gain=fusion_gain(payload, point))
 
 
-def build_verdict(payload: WorkloadPayload, gpu_memory: int | None) -> Verdict:
+def build_verdict(payload: WorkloadPayload, gpu_memory: int | None,
+                  bound_of_point: Callable[[WorkloadPoint], Bound | None] | None = None) -> Verdict:
+    """The verdict; `bound_of_point` gives the judged point's split bound (planner/model/bound.py) where
+    the caller has the machine's ceilings and rooflines."""
     main = main_batch(payload)
     point = judged_point(payload, main) if main else None
     if point is None:
@@ -148,8 +157,14 @@ def build_verdict(payload: WorkloadPayload, gpu_memory: int | None) -> Verdict:
                   else "no point at the main batch ran, so there is nothing to judge")
         return Verdict("capacity-bound" if oom else "undetermined", reason, [], None, main)
     e = gather_evidence(payload, point, gpu_memory)
-    bound = classify(e)
-    return Verdict(bound, explain(bound, e), evidence_lines(payload, point, gpu_memory), point.precision, point.batch)
+    bound, lines = classify(e), evidence_lines(payload, point, gpu_memory)
+    split = bound_of_point(point) if bound_of_point else None
+    if split is not None:
+        lines.append(f"Split of the step: {split.describe()}.")
+    if split is not None and split.name != "unattributed" and bound not in ("capacity-bound", "launch/latency-bound"):
+        return Verdict(split.verdict_name, f"the step's largest part is {split.describe()}", lines,
+                       point.precision, point.batch)
+    return Verdict(bound, explain(bound, e), lines, point.precision, point.batch)
 
 
 def _pct(value: float | None) -> str:

@@ -53,7 +53,7 @@ def render_workload(plan: Plan, workload: str, answers: list[WorkloadAnswer]) ->
     for a in others:
         where = a.target if a.target == a.gpu else f"{a.target}, {a.gpu_count} × {a.gpu}"
         how = ("measured" if a.measured else "predicted") + (", per GPU" if a.gpu_count > 1 else "")
-        expected = f" → {throughput_range(a)} {a.expected.unit}/s, {a.expected.bound or '?'}-bound" \
+        expected = f" → {throughput_range(a)} {a.expected.unit}/s, {a.expected.bound_words.split(' (')[0]}" \
             if a.expected else " → no prediction"
         out.append(f"   on {where} ({how}): batch {a.settings.batch}{expected}")
     answered = {a.target for a in mine}

@@ -38,6 +38,7 @@ class TargetSummary:
     name: str
     main: list[Prediction]          # each workload's main-batch prediction at the main precision
     capacity: list[Capacity]
+    validated: bool = True          # False: no published cross-architecture check covers this GPU
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,8 @@ def build_prediction_sections(machine: MachineResults, plan: Plan | None) -> lis
             continue
         main = [p for p in t.predictions if p.precision == MAIN_PRECISION and p.variant == "default"
                 and p.seq_len is None and p.batch == _main_batch(machine, p.workload)]
-        targets.append(TargetSummary(t.name, main, [c for c in t.capacity if c.precision == MAIN_PRECISION]))
+        targets.append(TargetSummary(t.name, main, [c for c in t.capacity if c.precision == MAIN_PRECISION],
+                                     t.validated))
     return [PredictionsSection(plan.machine, targets)] if targets else []
 
 

@@ -13,7 +13,9 @@ from gpuplan_schema.machine import sanitize_machine_id
 from gpuplan_schema.payloads import OpRoofline, RooflinePayload
 from gpuplan_schema.results import MachineResults
 from planner.charts.roofline import build_op_roofline_chart, build_time_share_chart, plotted_ops, safe_name
+from planner.model.bound import Bound, bound_of
 from planner.model.roofline import Advice, ClassShare, build_advice, class_shares, rank_by_time_lost
+from planner.model.split import split_from_roofline
 from planner.report.sections import SectionBase
 
 TOP_OPS = 12
@@ -51,6 +53,7 @@ class OpRooflineSection(SectionBase, kind="op_roofline"):
     unplotted: list[OpRow]       # ops with time but no FLOP count: off the log-log chart
     op_time_s: float
     explains_rules: bool = True  # the classification rule is spelled out under the first section only
+    bound: Bound | None = None   # the split's bound (planner/model/bound.py): the plan and the verdict say the same
 
     @property
     def title(self) -> str:
@@ -78,7 +81,8 @@ def build_op_roofline_section(payload: RooflinePayload) -> OpRooflineSection:
         name=payload.workload, anchor=f"roofline-{sanitize_machine_id(payload.workload)}", payload=payload,
         chart=build_op_roofline_chart(payload), share_chart=build_time_share_chart(shares), shares=shares,
         advice=build_advice(payload, shares), top=[_row(i + 1, op, total) for i, op in enumerate(ranked)],
-        unplotted=[_row(i + 1, op, total) for i, op in enumerate(unplotted)], op_time_s=total)
+        unplotted=[_row(i + 1, op, total) for i, op in enumerate(unplotted)], op_time_s=total,
+        bound=bound_of(split) if (split := split_from_roofline(payload)) else None)
 
 
 def build_op_roofline_sections(machine: MachineResults) -> list[OpRooflineSection]:

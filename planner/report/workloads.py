@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from functools import partial
 
 from gpuplan_schema.machine import sanitize_machine_id
 from gpuplan_schema.payloads import WorkloadPayload, WorkloadPoint
 from gpuplan_schema.results import MachineResults
 from gpuplan_schema.stats import Stat
 from planner.charts.base import DTYPE_ORDER, build_memory_chart, build_sequence_chart, build_throughput_chart
+from planner.model.performance import source_bound
+from planner.model.split import machine_rooflines
 from planner.model.workload_verdict import Verdict, build_verdict, gpu_memory_bytes, main_batch
 from planner.report.sections import SectionBase
 from planner.units import unit_label
@@ -114,7 +117,7 @@ def build_workload_sections(machine: MachineResults) -> list[WorkloadSection]:
     gpu_memory = gpu_memory_bytes(machine)
     sections, anchors = [], set()
     for payload in machine.workloads:
-        section = build_workload_section(payload, gpu_memory)
+        section = build_workload_section(payload, gpu_memory, machine)
         if section.anchor in anchors:  # two names that sanitise alike still get an anchor each
             section = replace(section, anchor=f"{section.anchor}-{len(sections) + 1}")
         if sections:
@@ -124,12 +127,16 @@ def build_workload_sections(machine: MachineResults) -> list[WorkloadSection]:
     return sections
 
 
-def build_workload_section(payload: WorkloadPayload, gpu_memory: int | None) -> WorkloadSection:
+def build_workload_section(payload: WorkloadPayload, gpu_memory: int | None,
+                           machine: MachineResults | None = None) -> WorkloadSection:
     main = main_batch(payload)
+    rooflines = machine_rooflines(machine) if machine else []
+    ceilings = machine.ceilings if machine else None
+    bound = partial(source_bound, payload=payload, ceilings=ceilings, rooflines=rooflines)
     return WorkloadSection(
         name=payload.workload, anchor=f"workload-{sanitize_machine_id(payload.workload)}", payload=payload,
         unit=unit_label(payload.unit), main_batch=main, gpu_memory_bytes=gpu_memory,
-        verdict=build_verdict(payload, gpu_memory), throughput_chart=build_throughput_chart(payload),
+        verdict=build_verdict(payload, gpu_memory, bound), throughput_chart=build_throughput_chart(payload),
         memory_chart=build_memory_chart(payload, gpu_memory), sequence_chart=build_sequence_chart(payload),
         trials=build_trial_rows(payload, main) if main else [], boundaries=boundary_rows(payload),
         batches=[point_row(p) for p in ordered([p for p in payload.points if p.sweep == "batch"])],

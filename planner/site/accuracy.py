@@ -4,11 +4,14 @@ With no rows, the page says there is no accuracy data yet rather than showing an
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
+from gpuplan_schema.results import MachineResults
 from planner.charts.accuracy import build_accuracy_chart
 from planner.model.accuracy import TARGET_ERROR, WORST_ERROR, AccuracyRow, AccuracySummary, build_summaries, row_key
+from planner.model.accuracy_markdown import CROSS_TARGET
+from planner.model.crossarch import CrossCheck, build_crosscheck
 
 
 @dataclass(frozen=True)
@@ -18,8 +21,16 @@ class AccuracyPage:
     chart: dict | None       # Vega-Lite; None without rows
     target_error: float = TARGET_ERROR
     worst_error: float = WORST_ERROR
+    crosschecks: list[CrossCheck] = field(default_factory=list)  # published tables, across architectures
+    cross_target: float = CROSS_TARGET
 
 
-def build_accuracy_page(rows: Iterable[AccuracyRow]) -> AccuracyPage:
+def build_crosschecks(machines: Sequence[MachineResults]) -> list[CrossCheck]:
+    """Each measured machine's published cross-architecture check, where a table has its GPU."""
+    return [c for c in (build_crosscheck(m) for m in machines if m.ceilings and m.workloads) if c and c.rows]
+
+
+def build_accuracy_page(rows: Iterable[AccuracyRow], crosschecks: Sequence[CrossCheck] = ()) -> AccuracyPage:
     ordered = sorted(rows, key=row_key)
-    return AccuracyPage(ordered, build_summaries(ordered), build_accuracy_chart(ordered))
+    return AccuracyPage(ordered, build_summaries(ordered), build_accuracy_chart(ordered),
+                        crosschecks=list(crosschecks))

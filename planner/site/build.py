@@ -42,7 +42,7 @@ from planner.render.report import (
     vega_javascript,
 )
 from planner.report.frame import Report
-from planner.site.accuracy import build_accuracy_page
+from planner.site.accuracy import build_accuracy_page, build_crosschecks
 from planner.site.index import build_site_index
 from planner.site.machines import build_machine_pages, render_machine_pdfs
 from planner.site.workloads import WORKLOADS_DIR, build_workload_pages, workload_files
@@ -136,6 +136,7 @@ def build_site(results_root: Path, out: Path = Path("site/_build"), *, accuracy:
     `pdf`: render each machine's PDF (slow: seconds each; only those whose report changed)."""
     paper_of(paper)
     machines = load_results_root(Path(results_root))
+    crosschecks = build_crosschecks(machines) if accuracy is None else []  # given rows: only those
     if accuracy is None:
         accuracy = site_rows(iter_accuracy_tables(machines))
     out = Path(out).resolve()
@@ -148,7 +149,7 @@ def build_site(results_root: Path, out: Path = Path("site/_build"), *, accuracy:
     for page in build_workload_pages(reports, files_of):
         here = f"{WORKLOADS_DIR}/{page.file_name}"
         files[out / here] = render_site_page("site_workload.html.j2", site_nav("../", here, files_of), page=page)
-    accuracy_page = build_accuracy_page(accuracy)
+    accuracy_page = build_accuracy_page(accuracy, crosschecks)
     files[out / ACCURACY_NAME] = render_site_page("site_accuracy.html.j2", site_nav("", ACCURACY_NAME, files_of),
                                                   charts=accuracy_page.chart is not None, accuracy=accuracy_page)
     files[out / CSV_NAME] = to_csv(machines_frame(machines))

@@ -1,0 +1,68 @@
+"""The prediction-accuracy tables as markdown, for the docs (`render_accuracy_markdown`, wired into
+docs/generate.py) and benchmarks/prediction_accuracy.py: every measured pair of GPUs both ways with the
+naive answers beside the model, the errors by regime, and the published cross-architecture check."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gpuplan_schema.results import MachineResults
+from planner.model.accuracy import (
+    LONG_STEP_S,
+    TARGET_ERROR,
+    WORST_ERROR,
+    iter_accuracy_tables,
+    regime_summaries,
+    render_markdown,
+)
+from planner.model.crossarch import CrossCheck, build_crosscheck
+
+CROSS_TARGET = 0.15   # issue 18's goal for the median |ratio error| across architectures
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1%}"
+
+
+def render_regimes(tables: list) -> str:
+    lines = [f"Errors by regime (the source configuration's bound), configurations with a source step "
+             f"≥ {LONG_STEP_S * 1e3:g} ms; goal: median ≤ {TARGET_ERROR:.0%}, none over {WORST_ERROR:.0%}.", "",
+             "| source → target | regime | n | median abs error | max abs error | TFLOPS ratio median | "
+             "bandwidth ratio median |", "|---|---|---|---|---|---|---|"]
+    lines += [f"| {r.source} → {r.target} | {r.regime} | {r.n} | {_pct(r.median_abs_error)} | "
+              f"{_pct(r.max_abs_error)} | {_pct(r.naive_flops_median)} | {_pct(r.naive_bandwidth_median)} |"
+              for r in regime_summaries(tables)]
+    return "\n".join(lines) + "\n"
+
+
+def render_crosscheck(check: CrossCheck) -> str:
+    lines = [f"**Across architectures, from {check.source} ({check.reference})**: median |ratio error| "
+             f"{_pct(check.median_abs_error())} over {len(check.rows)} published GPUs × tables (goal ≤ "
+             f"{CROSS_TARGET:.0%}); one spec ratio on the same rows: dense TFLOPS "
+             f"{_pct(check.median_abs_error('flops'))}, "
+             f"bandwidth {_pct(check.median_abs_error('bandwidth'))}. Ratio = GPU / {check.reference}; error = "
+             "predicted ratio ÷ published ratio − 1.", "",
+             "| table | GPU | our precision, batch | regime | published ratio | predicted | error | TFLOPS ratio error "
+             "| bandwidth ratio error | stack |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in check.rows:
+        lines.append(f"| {r.table} | {r.gpu} | {r.precision}, {r.batch} | {r.bound} | {r.published_ratio:.3f} | "
+                     f"{r.predicted_ratio:.3f} | {r.error:+.1%} | {_signed(r.naive_error('flops'))} | "
+                     f"{_signed(r.naive_error('bandwidth'))} | {'table' if r.same_stack else 'other build'} |")
+    skipped = [f"{t} {g}: {why}" for t, g, why in check.skipped]
+    lines += ["", "Not compared: " + "; ".join(check.not_comparable + skipped)]
+    return "\n".join(lines) + "\n"
+
+
+def _signed(value: float | None) -> str:
+    return "–" if value is None else f"{value:+.1%}"
+
+
+def render_accuracy_markdown(machines: Sequence[MachineResults]) -> str:
+    """Every accuracy table of the loaded machines, as markdown."""
+    tables = iter_accuracy_tables(machines)
+    parts = [render_markdown(t) for t in tables]
+    if tables:
+        parts.append(render_regimes(tables))
+    checks = [c for c in (build_crosscheck(m) for m in machines if m.ceilings and m.workloads) if c and c.rows]
+    parts += [render_crosscheck(c) for c in checks]
+    return "\n".join(parts)

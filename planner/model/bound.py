@@ -1,0 +1,60 @@
+"""One bound per configuration, from the split of its step (planner/model/split.py), read by the plan, the
+report's workload verdict and its roofline section alike, so that they cannot disagree.
+
+The bound is the part that takes the largest share of the step:
+
+    host      the GPU waits on the host (time in no op, or step − GPU-busy time)
+    math      math-bound ops (matmuls, convolutions at the tensor-core roof), their whole time
+    memory    memory-bound ops, their whole time
+    latency   latency-bound ops (launch-sized)
+    unattributed  (counts basis only) time below both roofs whose op class nothing measured
+
+A share of at least DECISIVE (50%) names the bound outright ("decisive"); below it the bound is still
+the largest share and the plan says "mixed" beside it, with the two largest shares.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.model.split import StepSplit
+
+DECISIVE = 0.50
+# The workload verdict's words for each bound (planner/model/workload_verdict.py BOUNDS).
+VERDICT_NAME = {"math": "compute-bound", "memory": "memory-bandwidth-bound", "latency": "launch/latency-bound",
+                "host": "launch/latency-bound", "unattributed": "undetermined"}
+
+
+@dataclass(frozen=True)
+class Bound:
+    name: str                    # host, math, memory, latency or unattributed
+    share: float                 # of the step
+    shares: dict[str, float]     # every part, for the evidence
+    basis: str                   # where the split came from
+
+    @property
+    def decisive(self) -> bool:
+        return self.share >= DECISIVE
+
+    @property
+    def verdict_name(self) -> str:
+        return VERDICT_NAME[self.name]
+
+    def describe(self) -> str:
+        """'math-bound (61% of the step; memory 38%), from roofline bf16 batch 32'."""
+        ranked = sorted(self.shares.items(), key=lambda kv: kv[1], reverse=True)
+        second = f"; {ranked[1][0]} {ranked[1][1]:.0%}" if len(ranked) > 1 else ""
+        mixed = "" if self.decisive else "mixed, largest "
+        return f"{mixed}{self.name}-bound ({self.share:.0%} of the step{second}), from {self.basis}"
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "share": self.share, "decisive": self.decisive, "basis": self.basis,
+                "shares": self.shares}
+
+
+def bound_of(split: StepSplit) -> Bound:
+    shares = {"host": split.host, "math": split.math_class, "memory": split.memory_class, "latency": split.latency}
+    if split.unattributed > 1e-9:
+        shares["unattributed"] = split.unattributed
+    name = max(shares, key=shares.__getitem__)
+    return Bound(name, shares[name], shares, split.basis)

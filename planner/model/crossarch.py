@@ -1,0 +1,134 @@
+"""Predictions across architectures, checked against published single-stack tables
+(planner/specs/published_throughput.json): each published GPU predicted from our own measured machine,
+the predicted ratio target / source GPU held against the published one.
+
+Which tables compare: those whose model gpuplan defines the same way.
+- ResNet-50 AMP → our `resnet50` at bf16 (fp16 where bf16 is missing on the target): NVIDIA's RN50 v1.5 is
+  torchvision's ResNet-50 at 224×224×3, 1000 classes; the published runs use synthetic data like ours.
+- ResNet-50 "fp32" → our tf32: the published stack (PyTorch 1.13, NGC) runs convolutions in TF32 by
+  default on Ampere and later (cudnn.allow_tf32).
+- BERT-base SQuAD: no gpuplan workload is BERT-base; listed as not comparable.
+Our point is the published batch where we measured it, else the nearest measured plain-variant batch.
+The ratio error is predicted ratio / published ratio − 1. Beside it, the naive answers on the same rows:
+one datasheet ratio, dense TFLOPS of the precision or memory bandwidth.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+
+from gpuplan_schema.payloads import WorkloadPayload, WorkloadPoint
+from gpuplan_schema.results import MachineResults
+from planner.model.performance import iter_predictions, measured_rates, target_rates
+from planner.model.split import PLAIN_VARIANTS, machine_rooflines
+from planner.specs import GpuSpec, match_gpu
+from planner.specs.published import PublishedTable, load_published
+
+WORKLOAD_OF = {"resnet50": "resnet50"}
+PRECISIONS_OF = {"amp": ("bf16", "fp16"), "tf32": ("tf32",), "fp32": ("tf32",)}
+
+
+@dataclass(frozen=True)
+class CrossRow:
+    table: str
+    gpu: str
+    precision: str               # ours
+    batch: int                   # our measured batch the prediction started from
+    published_batch: int | None
+    published_ratio: float       # target / reference GPU, as published
+    predicted_ratio: float
+    naive_flops_ratio: float | None
+    naive_bandwidth_ratio: float
+    same_stack: bool             # the row was measured with its table's own container build
+    bound: str                   # the regime of the source configuration (planner/model/bound.py)
+
+    @property
+    def error(self) -> float:
+        return self.predicted_ratio / self.published_ratio - 1
+
+    def naive_error(self, by: str) -> float | None:
+        ratio = self.naive_flops_ratio if by == "flops" else self.naive_bandwidth_ratio
+        return None if ratio is None else ratio / self.published_ratio - 1
+
+
+@dataclass(frozen=True)
+class CrossCheck:
+    source: str                  # our machine
+    reference: str               # the catalog GPU both sides measured
+    rows: list[CrossRow]
+    not_comparable: list[str]    # tables without a gpuplan twin, with why
+    skipped: list[tuple[str, str, str]] = field(default_factory=list)  # (table, GPU, why) rows not predicted
+
+    def median_abs_error(self, by: str = "model") -> float | None:
+        errors = [abs(r.error if by == "model" else r.naive_error(by) or 0.0) for r in self.rows
+                  if by == "model" or r.naive_error(by) is not None]
+        return statistics.median(errors) if errors else None
+
+    def validated_gpus(self) -> set[str]:
+        return {r.gpu for r in self.rows} | {self.reference}
+
+    def to_dict(self) -> dict:
+        """The plan JSON's `crosscheck`: the summary; the rows are in benchmarks/prediction_accuracy.py."""
+        return {"reference": self.reference, "median_abs_ratio_error": self.median_abs_error(),
+                "naive_flops_median_abs_ratio_error": self.median_abs_error("flops"),
+                "naive_bandwidth_median_abs_ratio_error": self.median_abs_error("bandwidth"),
+                "rows": len(self.rows), "validated_gpus": sorted(self.validated_gpus()),
+                "not_comparable": self.not_comparable}
+
+
+def _nearest(payload: WorkloadPayload, precision: str, batch: int | None) -> WorkloadPoint | None:
+    points = [p for p in payload.points if p.precision == precision and p.status == "ok" and p.step_s
+              and p.variant in PLAIN_VARIANTS and p.seq_len is None and p.sweep not in ("probe", "repeat")]
+    return min(points, key=lambda p: (abs(p.batch - (batch or p.batch)), -p.batch), default=None)
+
+
+def _row(table: PublishedTable, gpu: GpuSpec, published: float, batch: int | None, source: MachineResults,
+         source_spec: GpuSpec, payload: WorkloadPayload, same_stack: bool) -> CrossRow | None:
+    precision = next((p for p in PRECISIONS_OF[table.precision] if p in gpu.flops_per_s), None)
+    point = _nearest(payload, precision, batch) if precision else None
+    if point is None:
+        return None
+    rates = measured_rates(source.ceilings)  # type: ignore[arg-type]
+    one = WorkloadPayload(**{**payload.__dict__, "points": [point]})
+    same_arch = (gpu.compute_capability or "")[:1] == (source_spec.compute_capability or "")[:1]
+    predicted = iter_predictions(one, rates, target_rates(rates, source_spec, gpu), same_arch,
+                                 machine_rooflines(source), gpu)
+    if not predicted:
+        return None
+    p = predicted[0]
+    naive_f = gpu.flops_per_s[precision] / source_spec.flops_per_s[precision] \
+        if precision in source_spec.flops_per_s else None
+    naive_b = gpu.memory_bandwidth_bytes_per_s / source_spec.memory_bandwidth_bytes_per_s
+    return CrossRow(table.id, gpu.name, precision, point.batch, batch, published, p.step_s and
+                    point.step_s.median / p.step_s, naive_f, naive_b, same_stack, p.bound)  # type: ignore[union-attr]
+
+
+def build_crosscheck(source: MachineResults, tables: list[PublishedTable] | None = None) -> CrossCheck | None:
+    """Every published GPU of every comparable table, predicted from `source`; None where `source` has no
+    catalog GPU, ceilings or rows in any table."""
+    source_spec = match_gpu(source.gpu_name or "")
+    if source_spec is None or source.ceilings is None:
+        return None
+    rows, not_comparable, skipped = [], [], []
+    for table in load_published() if tables is None else tables:
+        payload = next((w for w in source.workloads if w.workload == WORKLOAD_OF.get(table.model)), None)
+        ref = table.row(source_spec.name)
+        if payload is None or table.precision not in PRECISIONS_OF:
+            not_comparable.append(f"{table.id}: no gpuplan workload defined as {table.model}")
+            continue
+        if ref is None or not ref.same_stack:
+            not_comparable.append(f"{table.id}: no {source_spec.name} row measured with the table's stack")
+            continue
+        for r in table.rows:
+            gpu = match_gpu(r.gpu) if r.gpu else None
+            if gpu is None or r is ref:
+                continue
+            row = _row(table, gpu, r.throughput_per_s / ref.throughput_per_s, r.batch, source, source_spec,
+                       payload, r.same_stack)
+            if row:
+                rows.append(row)
+            else:
+                skipped.append((table.id, gpu.name, f"no {'/'.join(PRECISIONS_OF[table.precision])} on {gpu.name} "
+                                                    "in the catalog, or no measured point to start from"))
+    return CrossCheck(source.machine, source_spec.name, rows, not_comparable, skipped)

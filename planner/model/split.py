@@ -1,0 +1,160 @@
+"""A measured step split into the parts that scale differently on another GPU (docs/prediction-model.md).
+
+    host        the GPU idles, waiting for the host: Python, launches, synchronisation. From the workload
+                point's `gpu_busy_s` where recorded (step − busy), else the roofline's time in no op.
+    math roof   math-bound ops' time at the matmul roof of their dtype (their FLOPs at the measured rate)
+    memory roof memory-bound ops' time at the copy-bandwidth roof (their bytes at the measured bandwidth)
+    latency     latency-bound ops (a launch each, too small to reach either roof)
+    below roof  the rest of the ops' time: they run slower than their roof (low occupancy, reductions,
+                fp32 arithmetic in a normalisation). Nothing we measure says how that part changes on
+                another GPU, so it is held at the source's speed and the error band says so.
+
+Two bases. `roofline`: the per-op document of the same workload and precision (each op's time by its
+class, the roof part from its FLOPs and bytes), taken at the nearest measured batch at or above half
+of it, linearly interpolated between two measured batches where several exist; a torch.compile point takes
+its eager twin's split (so its measured compile gain carries over to the target). `counts`: no roofline
+for the configuration, so the point's own FLOP and byte counts give the roof parts (its
+`achieved_*_fraction`) and all the rest is below roof (the class of that rest is unknown).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from gpuplan_schema.payloads import RooflinePayload, WorkloadPoint
+from planner.model.roofline import step_total_s
+
+PLAIN_VARIANTS = ("default", "no_cudnn_benchmark")
+COMPILED = "compile"
+
+
+@dataclass(frozen=True)
+class StepSplit:
+    """Fractions of the source step; they add up to 1. The `*_class` fields are the whole time of each
+    op class (its roof part plus its below-roof part): what the bound reads."""
+
+    host: float
+    math_roof: dict[str, float]
+    memory_roof: float
+    latency: float
+    below_roof: float
+    math_class: float
+    memory_class: float
+    basis: str
+    host_measured: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def unattributed(self) -> float:
+        """Below-roof time that belongs to no known class (the counts basis)."""
+        return max(0.0, 1 - self.host - self.latency - self.math_class - self.memory_class)
+
+
+def split_from_roofline(payload: RooflinePayload) -> StepSplit | None:
+    total = step_total_s(payload)
+    if payload.status != "ok" or total <= 0 or not payload.ops:
+        return None
+    math_roof: dict[str, float] = {}
+    memory_roof = latency = math_class = memory_class = 0.0
+    for op in payload.ops:
+        t = op.time_s.median / total
+        if op.op_class == "math-bound":
+            dtype = op.dtype or payload.precision
+            math_roof[dtype] = math_roof.get(dtype, 0.0) + min(t, (op.math_s or 0.0) / total)
+            math_class += t
+        elif op.op_class == "memory-bound":
+            memory_roof += min(t, (op.memory_s or 0.0) / total)
+            memory_class += t
+        elif op.op_class == "latency-bound":
+            latency += t
+    host = max(0.0, 1 - payload.op_time_s / total)
+    below = max(0.0, 1 - host - latency - sum(math_roof.values()) - memory_roof)
+    return StepSplit(host, math_roof, memory_roof, latency, below, math_class, memory_class,
+                     f"roofline {payload.precision} batch {payload.batch}")
+
+
+def split_from_counts(point: WorkloadPoint, flops_fraction: float | None, bytes_fraction: float | None) -> StepSplit:
+    """The FLOP/byte-count split: each fraction of its measured ceiling is the time at that roof."""
+    f, b = max(0.0, flops_fraction or 0.0), max(0.0, bytes_fraction or 0.0)
+    if f + b > 1:  # the byte model is an estimate: never let the roof parts exceed the step
+        f, b = f / (f + b), b / (f + b)
+    return StepSplit(0.0, {point.precision: f}, b, 0.0, 1 - f - b, f, b, "FLOP/byte counts")
+
+
+def interpolate(splits: dict[int, StepSplit], batch: int) -> StepSplit | None:
+    """The split at `batch` from the roofline splits measured at other batches of the same configuration:
+    linear between the two measured batches around it, the nearest one outside them; None below half the
+    smallest (small batches are launch-dominated: a split from a larger one would not describe them)."""
+    if not splits or batch < min(splits) / 2:
+        return None
+    below = [b for b in splits if b <= batch]
+    above = [b for b in splits if b >= batch]
+    if not below or not above:
+        return splits[min(above) if above else max(below)]
+    lo, hi = max(below), min(above)
+    if lo == hi:
+        return splits[lo]
+    return _mix(splits[lo], splits[hi], (batch - lo) / (hi - lo))
+
+
+def _mix(a: StepSplit, b: StepSplit, w: float) -> StepSplit:
+    def lerp(x: float, y: float) -> float:
+        return (1 - w) * x + w * y
+    dtypes = set(a.math_roof) | set(b.math_roof)
+    return StepSplit(lerp(a.host, b.host), {d: lerp(a.math_roof.get(d, 0), b.math_roof.get(d, 0)) for d in dtypes},
+                     lerp(a.memory_roof, b.memory_roof), lerp(a.latency, b.latency), lerp(a.below_roof, b.below_roof),
+                     lerp(a.math_class, b.math_class), lerp(a.memory_class, b.memory_class),
+                     f"{a.basis} and {b.basis.split(' batch ')[-1]}, interpolated")
+
+
+def _seconds(value: object) -> float | None:
+    """A recorded time as seconds: the fields may be a statistic (`.median`) or a plain number."""
+    if value is None:
+        return None
+    return float(getattr(value, "median", value))  # type: ignore[arg-type]
+
+
+def with_measured_host(split: StepSplit, point: WorkloadPoint) -> StepSplit:
+    """Replace the host share by the point's own measurement where the collector recorded `gpu_busy_s`
+    (absent in older results: then the split's host share stands, from the roofline's time in no op)."""
+    busy = _seconds(getattr(point, "gpu_busy_s", None))
+    if busy is None or point.step_s is None or point.step_s.median <= 0:
+        return split
+    host = max(0.0, 1 - busy / point.step_s.median)
+    gpu = 1 - split.host
+    k = (1 - host) / gpu if gpu > 0 else 0.0
+    return replace(split, host=host, math_roof={d: v * k for d, v in split.math_roof.items()},
+                   memory_roof=split.memory_roof * k, latency=split.latency * k, below_roof=split.below_roof * k,
+                   math_class=split.math_class * k, memory_class=split.memory_class * k, host_measured=True)
+
+
+def roofline_splits(rooflines: list[RooflinePayload], workload: str, precision: str) -> dict[int, StepSplit]:
+    out = {}
+    for r in rooflines:
+        if r.workload == workload and r.precision == precision and r.device == "cuda":
+            split = split_from_roofline(r)
+            if split:
+                out[r.batch] = split
+    return out
+
+
+def split_point(point: WorkloadPoint, rooflines: list[RooflinePayload], workload: str,
+                flops_fraction: float | None, bytes_fraction: float | None) -> StepSplit:
+    """The split of one measured point: from the roofline where one describes it (same precision, a plain
+    variant, the default sequence length), else from its counts."""
+    split = None
+    if point.variant in (*PLAIN_VARIANTS, COMPILED) and point.seq_len is None:
+        split = interpolate(roofline_splits(rooflines, workload, point.precision), point.batch)
+        if split is not None and point.variant == COMPILED:
+            # the roofline profiles the eager step: the compiled one is taken to change on another GPU as
+            # its eager twin does, i.e. the source's measured torch.compile gain carries over
+            split = replace(split, basis=f"{split.basis} (eager twin; the measured compile gain carried over)")
+    if split is None:
+        split = split_from_counts(point, flops_fraction, bytes_fraction)
+    return with_measured_host(split, point)
+
+
+def machine_rooflines(machine: object) -> list[RooflinePayload]:
+    """A loaded machine's roofline documents (`MachineResults.documents`)."""
+    docs = getattr(machine, "documents", {}) or {}
+    return [d.payload for d in docs.values() if d.kind == "roofline"]

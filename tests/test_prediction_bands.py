@@ -1,0 +1,130 @@
+"""Bands from residuals, the CPU-feed limit of an instance and the published cross-architecture check, on
+the committed H100 and H200 results and the published tables."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from planner.model.assumed_scaling import assumed_scaling
+from planner.model.bands import FLOOR, NO_COMPARABLE, NO_COMPARABLE_BASIS, BandTable, band_table_for
+from planner.model.crossarch import build_crosscheck
+from planner.model.host import LoaderFeed, feed_limit, load_feed
+from planner.model.jobs import parse_job
+from planner.model.plan import build_plan, plan_to_json
+from planner.model.ranking import Estimate, rank_one
+from planner.specs import load_gpu_catalog, load_instances
+from planner.specs.published import load_published
+
+
+def test_a_band_spans_the_comparable_residuals_and_only_those():
+    # predicted 25% too high once and 10% too low once, memory-bound, same architecture
+    table = BandTable({(True, "memory"): [0.25, -0.10]})
+    band = table.band(True, "memory")
+    assert band.low == pytest.approx(1 - 1 / 1.25)      # a measurement fell 20% below the prediction
+    assert band.high == pytest.approx(1 / 0.9 - 1)      # and one 11% above
+    assert "2 measured memory-bound" in band.basis
+    other = table.band(False, "memory")
+    assert (other.low, other.high, other.basis) == (NO_COMPARABLE, NO_COMPARABLE, NO_COMPARABLE_BASIS)
+
+
+def test_a_band_is_never_narrower_than_the_floor():
+    band = BandTable({(True, "math"): [0.001]}).band(True, "math")
+    assert band.low == FLOOR and band.high == FLOOR
+
+
+def test_the_committed_bands_come_from_the_h100_h200_rows_and_the_published_check(h100, h200):
+    table = band_table_for([h100, h200])
+    assert table.residuals[(True, "math")]                  # gpt-small's roofline rows, H100 ↔ H200
+    assert table.residuals[(False, "memory")]                # ResNet-50 bf16 against Lambda's A100, A10…
+    assert table.band(False, "latency").basis == NO_COMPARABLE_BASIS
+
+
+def test_four_vcpus_are_input_bound_at_the_measured_loader_rate(h100):
+    feed = load_feed(h100, "resnet50")
+    limit = feed_limit(feed, vcpus=4, gpu_count=1)
+    assert limit.workers_per_gpu == 3
+    two, four = dict(feed.rates)[2], dict(feed.rates)[4]
+    assert limit.samples_per_s_per_gpu == pytest.approx((two + four) / 2)  # 3 workers: between 2 and 4
+    assert load_feed(h100, "gpt-small") is None               # the JPEG loader feeds image models only
+
+
+def test_feed_extrapolates_linearly_past_the_fastest_measured_worker_count():
+    feed = LoaderFeed("m", ((1, 100.0), (4, 400.0), (8, 600.0), (12, 500.0)))
+    assert feed.samples_per_s(16) == pytest.approx(600 * 16 / 8)
+    assert feed.samples_per_s(6) == pytest.approx(500.0)
+
+
+def test_an_instance_whose_cpus_cannot_feed_its_gpu_runs_at_the_feed_rate():
+    job = parse_job("resnet50 bf16 epochs=1 dataset=imagenet")
+    instance = next(i for i in load_instances()
+                    if i.vcpus == 4 and i.gpu_count == 1 and "bf16" in i.gpu_spec.flops_per_s)
+    feed = LoaderFeed("m", ((1, 250.0), (2, 500.0), (4, 1000.0)))
+    estimate = Estimate(3000.0, 256, None, "test", 0.2, 0.1)
+    row = rank_one(job, instance, estimate, assumed_scaling, feed_limit(feed, instance.vcpus, 1))
+    assert row.limited_by == "input" and row.samples_per_s == pytest.approx(750.0)
+    assert "input-bound: 4 vCPUs" in row.reason
+    gpu_row = rank_one(job, instance, estimate, assumed_scaling, None)
+    assert gpu_row.limited_by == "gpu"
+    assert gpu_row.hours_low == pytest.approx(gpu_row.hours / 1.1)
+    assert gpu_row.hours_high == pytest.approx(gpu_row.hours / 0.8)
+    assert gpu_row.cost_high == pytest.approx(gpu_row.hours_high * instance.price_usd_per_hour)
+
+
+@pytest.fixture(scope="module")
+def check(h100):
+    return build_crosscheck(h100)
+
+
+def test_crosscheck_median_is_the_median_of_its_rows(check):
+    assert check.median_abs_error() == pytest.approx(statistics.median(abs(r.error) for r in check.rows))
+    naive = [abs(r.naive_bandwidth_ratio / r.published_ratio - 1) for r in check.rows]
+    assert check.median_abs_error("bandwidth") == pytest.approx(statistics.median(naive))
+
+
+def test_crosscheck_lists_every_published_comparable_gpu(check):
+    for table in load_published():
+        if table.model != "resnet50":
+            assert any(table.id in line for line in check.not_comparable)
+            continue
+        published = {r.gpu for r in table.rows if r.gpu and r.gpu != "H100 SXM"}
+        skipped = {gpu for t, gpu, _ in check.skipped if t == table.id}
+        assert published == {r.gpu for r in check.rows if r.table == table.id} | skipped
+        assert not skipped & {r.gpu for r in check.rows if r.table == table.id}
+
+
+def test_gpus_no_check_covers_are_unvalidated_in_the_plan(h100, h200, check):
+    plan = plan_to_json(build_plan(h100, ["L40S", "A100 80GB PCIe", "MI300X"],
+                                   parse_job("resnet50 bf16 epochs=1 dataset=imagenet"), [h200]))
+    validated = {t["gpu"]: t["validated"] for t in plan["targets"]}
+    assert validated == {"H100 SXM": True, "L40S": False, "A100 80GB PCIe": True, "MI300X": False}
+    rows = [r for r in plan["ranking"] if r["status"] == "ok"]
+    assert all(r["validated"] == (r["gpu"] in check.validated_gpus()) for r in rows)
+    assert all(("unvalidated" in r["reason"]) != r["validated"] for r in rows)
+    assert {g.name for g in load_gpu_catalog()} - check.validated_gpus()  # some stay unvalidated
+
+
+def test_accuracy_markdown_has_both_directions_the_regimes_and_the_crosscheck(h100, h200, check):
+    from planner.model.accuracy_markdown import render_accuracy_markdown
+
+    text = render_accuracy_markdown([h100, h200])
+    assert "**h100-80gb → h200**" in text and "**h200 → h100-80gb**" in text
+    assert "Errors by regime" in text
+    assert f"median |ratio error| {check.median_abs_error():.1%} over {len(check.rows)}" in text
+    assert all(f"| {r.table} | {r.gpu} |" in text for r in check.rows)
+
+
+def test_the_reports_predictions_show_each_band_and_mark_unvalidated_gpus(h100, h200):
+    from planner.model.jobs import parse_job as job_of
+    from planner.model.plan import report_plan
+    from planner.render.report import render_report_html
+    from planner.report.frame import build_report
+
+    plan = report_plan(h100, job_of("resnet50 bf16 epochs=1 dataset=imagenet"), [h100, h200])
+    html = render_report_html(build_report(h100, plan))
+    l40s = next(t for t in plan.targets if t.gpu.name == "L40S")
+    assert not l40s.validated and "L40S (unvalidated: no published check covers this GPU)" in html
+    p = next(p for p in l40s.predictions if p.workload == "resnet50" and p.batch == 256 and p.variant == "default"
+             and p.precision == "bf16")
+    assert f'title="{p.band_basis}">−{p.band_low * 100:.0f}% / +{p.band_high * 100:.0f}%' in html
