@@ -48,6 +48,10 @@ def child_env(base: Mapping[str, str], nodes: NodeOptions | None = None) -> dict
     # Across hosts the interface must reach the other nodes: gloo's own choice. A caller's choice stays.
     if nodes is None or nodes.on_loopback:
         env.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    if nodes is not None and nodes.on_loopback:
+        # torchrun sets one OpenMP thread per rank only with several ranks per agent; emulated nodes share
+        # this host's cores, so one rank per "node" would otherwise take every core and oversubscribe them.
+        env.setdefault("OMP_NUM_THREADS", "1")
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [base.get("PYTHONPATH")])])
     return env
 

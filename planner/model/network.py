@@ -127,3 +127,51 @@ def intra_links(measured: MeasuredNode, gpus: list[tuple[str, float | None]], so
         ratio = (peer or PCIE_PEER_BYTES_PER_S) / source_peer if source_peer else 1.0
         out[name] = base if name == measured.gpu else Link(base.bytes_per_s * ratio, base.alpha_s)
     return out
+
+
+@dataclass(frozen=True)
+class TransferCheck:
+    """The emulation's validation: run B's DDP step predicted from run A's and B's measured bandwidth."""
+
+    workload: str
+    exposed_fraction: float      # k, fitted on run A
+    link_a: Link
+    link_b: Link
+    compute_s: float             # run A's step without gradient sync
+    predicted_step_s: float
+    measured_step_s: float
+    compute_b_s: float           # run B's own step without gradient sync (same run, same CPU/GPU load)
+    comm_b_s: float              # k × the modelled all-reduce over B's link
+
+    @property
+    def error(self) -> float:
+        """Prediction from run A's compute step (the GPU emulation's headline figure)."""
+        return self.predicted_step_s / self.measured_step_s - 1
+
+    @property
+    def error_own_compute(self) -> float:
+        """Prediction from B's own compute step: the network part alone, without run-to-run compute drift
+        (the shared CPU of CI drifts 2× between runs)."""
+        return (self.compute_b_s + self.comm_b_s) / self.measured_step_s - 1
+
+
+def validate_transfer(ddp_a: DdpPayload, coll_a: CollectivesPayload, ddp_b: DdpPayload,
+                      coll_b: CollectivesPayload, gpus: int = 2) -> list[TransferCheck]:
+    """For each workload measured on `gpus` ranks in both runs: k from A, then B's step from A's compute
+    step plus k × the all-reduce over B's measured link (its all_reduce bus bandwidth at the bucket size)."""
+    params = {w.workload: w.parameters for w in ddp_a.workloads}
+    checks = []
+    for a in (p for p in ddp_a.points if p.gpus == gpus and p.status == "ok" and p.compute_step_s):
+        b = next((p for p in ddp_b.points if (p.workload, p.gpus, p.status) == (a.workload, gpus, "ok")), None)
+        if b is None or a.workload not in params or a.step_s is None or b.step_s is None:
+            continue
+        size = params[a.workload] * GRADIENT_BYTES_PER_PARAMETER
+        bucket = min(size, DDP_BUCKET_BYTES)
+        links = [intra_link(build_bus_bandwidth(c)["all_reduce"], bucket) for c in (coll_a, coll_b)]
+        t_a, t_b = (all_reduce_time(1, gpus, size, link, None).total_s for link in links)
+        compute = a.compute_step_s.median
+        k = max(0.0, a.step_s.median - compute) / t_a
+        own = b.compute_step_s.median if b.compute_step_s else compute
+        checks.append(TransferCheck(a.workload, k, links[0], links[1], compute, compute + k * t_b, b.step_s.median,
+                                    own, k * t_b))
+    return checks
