@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -119,3 +120,19 @@ def test_bad_node_options_are_one_line_and_exit_2(args, message, tmp_path, capsy
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"error: {message}") and "\n" not in err
     assert not any(tmp_path.iterdir())
+
+
+def test_report_shows_the_nodes_and_their_transport(two_nodes):
+    from gpuplan_schema.results import load_machine
+    from planner.render.report import render_report_html
+    from planner.report.frame import build_report
+
+    page = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", render_report_html(build_report(load_machine(two_nodes[0])))))
+    assert (f"Nodes: 2 nodes × 1 rank (host {socket.gethostname()}; static rendezvous); between nodes gloo/tcp "
+            "(from gloo pairs ranks over TCP).") in page
+
+
+def test_documents_from_before_several_nodes_read_as_one_node():
+    for name in ("collectives", "ddp"):
+        launch = load_document(REPO / "results" / "h200-x2" / f"{name}.json").payload.launch
+        assert launch.nodes is None and launch.node_count == 1
