@@ -19,7 +19,7 @@ from planner.cli import main as gpuplan
 
 DAEMONS = ("slurmctld", "slurmd", "sbatch", "squeue")
 PLUGINS = Path("/usr/lib/x86_64-linux-gnu/slurm-wlm")
-pytestmark = pytest.mark.slow
+
 
 
 def _missing() -> str | None:
@@ -111,6 +111,7 @@ def _wait(done, timeout_s: float, what: str, logs: Path) -> None:
     raise AssertionError(f"{what} in {timeout_s:.0f} s; logs: {tails}")
 
 
+@pytest.mark.slow
 def test_array_collects_every_task_into_its_folder_then_the_site_is_built(cluster, tmp_path, capsys):
     out, scripts = tmp_path / "root" / "results", tmp_path / "scripts"
     cluster["PYTHONPATH"] = str(REPO)
@@ -139,3 +140,29 @@ def test_bad_node_count_is_one_line_and_exit_2(capsys):
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+def test_the_sbatch_files_hold_one_task_per_node_and_the_site_after_them(tmp_path, capsys):
+    out = tmp_path / "results"
+    assert gpuplan(["fleet", "slurm", "--nodes", "16", "--out", str(out), "--scripts", str(tmp_path / "s"),
+                    "--partition", "gpu", "--only", "collectives", "ddp"]) == 0
+    collect = (tmp_path / "s" / "collect.sbatch").read_text()
+    assert "#SBATCH --array=0-15\n" in collect and "#SBATCH --exclusive\n" in collect
+    assert "#SBATCH --partition=gpu\n" in collect
+    assert f'collect --machine "$(hostname -s)" --out {out} --profile quick --only collectives ddp\n' in collect
+    site = (tmp_path / "s" / "site.sbatch").read_text()
+    assert f"site {out} --out {tmp_path / 'results-site'}\n" in site
+    assert "array 0-15" in capsys.readouterr().out
+
+
+def test_the_kubernetes_manifest_is_an_indexed_job_on_a_shared_claim(tmp_path, capsys):
+    manifest = tmp_path / "job.yaml"
+    assert gpuplan(["fleet", "k8s", "--nodes", "4", "--image", "registry/gpuplan:1", "--manifest", str(manifest),
+                    "--claim", "results-rwx"]) == 0
+    text = manifest.read_text()
+    for line in ("completionMode: Indexed", "completions: 4", "parallelism: 4", 'image: "registry/gpuplan:1"',
+                 'claimName: "results-rwx"', "fieldPath: spec.nodeName", "topologyKey: kubernetes.io/hostname",
+                 "nvidia.com/gpu: 8"):
+        assert line in text, line
+    assert gpuplan(["fleet", "k8s", "--nodes", "4", "--image", "x", "--gpus-per-node", "0"]) == 2
+    assert capsys.readouterr().err.strip() == "error: --gpus-per-node 0: expected 1..64"

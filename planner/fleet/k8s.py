@@ -19,7 +19,7 @@ def render_indexed_job(job: FleetJob, image: str, claim: str, gpus_per_node: int
     if not 1 <= gpus_per_node <= 64:
         raise FleetError(f"--gpus-per-node {gpus_per_node}: expected 1..64")
     only = ["--only", *job.only] if job.only else []
-    command = (f"exec gpuplan collect --machine \"$(hostname)-${{JOB_COMPLETION_INDEX}}\" --out /results "
+    command = (f"exec gpuplan collect --machine \"${{NODE_NAME}}\" --out /results "
                f"--profile {shlex.quote(job.profile)} " + " ".join(shlex.quote(o) for o in [*only, *job.extra]))
     q = json.dumps
     return f"""apiVersion: batch/v1
@@ -45,6 +45,10 @@ spec:
         - name: collect
           image: {q(image)}
           command: ["/bin/bash", "-c", {q(command)}]
+          env:
+            # the machine id derives from the node (a pod's own hostname changes on every retry)
+            - name: NODE_NAME
+              valueFrom: {{fieldRef: {{fieldPath: spec.nodeName}}}}
           resources:
             limits: {{nvidia.com/gpu: {gpus_per_node}}}
           volumeMounts:
