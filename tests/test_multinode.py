@@ -136,3 +136,20 @@ def test_documents_from_before_several_nodes_read_as_one_node():
     for name in ("collectives", "ddp"):
         launch = load_document(REPO / "results" / "h200-x2" / f"{name}.json").payload.launch
         assert launch.nodes is None and launch.node_count == 1
+
+
+def test_elastic_c10d_rendezvous_numbers_the_nodes_itself_and_one_of_them_writes(tmp_path):
+    """--rdzv-id instead of --node-rank: whichever node holds rank 0 writes; the other says so."""
+    endpoint = f"127.0.0.1:{_port()}"
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    procs = [subprocess.Popen([sys.executable, "-m", "collectors", "--only", "collectives", "--dist-backend", "gloo",
+                               "--gpus", "1", "--nnodes", "2", "--rdzv-id", "ci", "--rdzv-endpoint", endpoint,
+                               "--out", str(tmp_path / name), "--machine", "el"], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True) for name in ("a", "b")]
+    outputs = [p.communicate(timeout=150)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [o[-1500:] for o in outputs]
+    written = [f for f in (tmp_path / "a" / "el", tmp_path / "b" / "el") if (f / "collectives.json").exists()]
+    assert len(written) == 1
+    layout = load_document(written[0] / "collectives.json").payload.launch.nodes
+    assert (layout.nodes, layout.rendezvous, layout.transport) == (2, "c10d", "gloo/tcp")
+    assert sum("rank 0 ran on another node" in o for o in outputs) == 1
