@@ -13,23 +13,23 @@ import sys
 
 from gpuplan_schema.results import load_results_root
 from planner.model.jobs import parse_job
-from planner.model.network import NET_EFFICIENCY, MeasuredNode
-from planner.model.nodes import expand_nodes, node_inputs
+from planner.model.network import NET_EFFICIENCY
+from planner.model.nodes import build_node_ranking, measured_node, node_inputs
 from planner.model.plan import build_predictor, load_source
 from planner.model.ranking import OK
 from planner.model.scaling import build_scaling, gather_efficiencies
 
 
-def main(spec: str, source: str = "h100-80gb", multi: str = "h200-x4") -> None:
+def main(spec: str, source: str = "h100-80gb") -> None:
     machines = {m.machine: m for m in load_results_root("results")}
     job = parse_job(spec)
-    m = machines[multi]
-    ddp, coll = m.documents["ddp"].payload, m.documents["collectives"].payload
-    inputs = node_inputs(MeasuredNode("H200 SXM", ddp, coll), job.workload)
-    rows = expand_nodes(job, build_predictor(load_source(machines[source]), job), inputs,
-                        scaling=build_scaling(gather_efficiencies(machines.values())))
+    measured = measured_node(machines.values())
+    inputs = node_inputs(measured, job.workload)
+    rows = build_node_ranking(job, build_predictor(load_source(machines[source]), job), machines.values(),
+                              scaling=build_scaling(gather_efficiencies(machines.values())))
     print(f"job: {spec}; gradient {inputs.parameters * 4 / 1e6:.0f} MB fp32; exposed fraction k = "
-          f"{inputs.exposed_fraction:.2f} (fitted on {multi}); NCCL reaches {NET_EFFICIENCY:.0%} of the NIC rate")
+          f"{inputs.exposed_fraction:.2f} (fitted on {measured.collectives.world_size} × {measured.gpu}); "
+          f"NCCL reaches {NET_EFFICIENCY:.0%} of the NIC rate")
     print("| instance | nodes | GPUs | network/node | efficiency | hours | cost USD | |")
     print("|---|---:|---:|---|---:|---:|---:|---|")
     for r in sorted((r for r in rows if r.ranked.status == OK and r.base in BASES), key=lambda r: (r.base, r.nodes)):

@@ -112,3 +112,19 @@ def test_node_inputs_come_from_the_committed_h200_measurements():
     assert inputs.intra_by_gpu["H100 SXM"].bytes_per_s == pytest.approx(inputs.default_intra.bytes_per_s)
     assert inputs.intra_by_gpu["L4"].bytes_per_s < inputs.default_intra.bytes_per_s / 10
     assert network_link(400e9, "EFA").bytes_per_s == pytest.approx(320e9)
+
+
+def test_the_plan_hook_ranks_gpt_small_over_node_counts_from_the_committed_results():
+    from gpuplan_schema.results import load_results_root
+    from planner.model.nodes import build_node_ranking, measured_node
+    from planner.model.plan import build_predictor, load_source
+
+    machines = {m.machine: m for m in load_results_root(REPO / "results")}
+    measured = measured_node(machines.values())
+    assert (measured.gpu, measured.collectives.world_size) == ("H200 SXM", 4)
+    job = parse_job("gpt-small bf16 tokens=300B")
+    rows = build_node_ranking(job, build_predictor(load_source(machines["h100-80gb"]), job), machines.values())
+    p5en = sorted((r for r in rows if r.base == "p5en.48xlarge"), key=lambda r: r.nodes)
+    assert [r.nodes for r in p5en] == [1, 2, 4, 8, 16]
+    assert p5en[-1].ranked.hours < p5en[0].ranked.hours / 14  # 16 nodes at > 0.9 of linear
+    assert build_node_ranking(job, _predict, [machines["vm-cpu"]]) == []  # no GPU multi-GPU documents

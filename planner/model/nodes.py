@@ -12,14 +12,25 @@ falls, or the efficiency is below MIN_EFFICIENCY; that row is marked `knee`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from gpuplan_schema.results import MachineResults
 from planner.model.assumed_scaling import Scaling, ScalingProvider, assumed_scaling
 from planner.model.jobs import Job
-from planner.model.network import GRADIENT_BYTES_PER_PARAMETER, Link, all_reduce_time, ddp_efficiency, network_link
+from planner.model.network import (
+    GRADIENT_BYTES_PER_PARAMETER,
+    Link,
+    MeasuredNode,
+    all_reduce_time,
+    ddp_efficiency,
+    fit_overlap,
+    intra_links,
+    network_link,
+)
 from planner.model.ranking import OK, Estimate, Predictor, RankedInstance, rank_instances
-from planner.specs import GpuSpec, InstanceSpec, load_instances
+from planner.specs import GpuSpec, InstanceSpec, load_gpu_catalog, load_instances, match_gpu
 
 MAX_NODES = 16
 MIN_EFFICIENCY = 0.5
@@ -131,11 +142,8 @@ def _stops_paying(prev: RankedInstance, row: RankedInstance) -> bool:
     return cost_rises > time_falls or row.scaling_efficiency < MIN_EFFICIENCY
 
 
-def node_inputs(measured: Any, workload: str) -> NetworkInputs | None:
-    """NetworkInputs for `workload` from a `network.MeasuredNode` (a GPU machine's ddp + collectives)."""
-    from planner.model.network import fit_overlap, intra_links
-    from planner.specs import load_gpu_catalog, match_gpu
-
+def node_inputs(measured: MeasuredNode, workload: str) -> NetworkInputs | None:
+    """NetworkInputs for `workload` from a GPU machine's ddp + collectives documents."""
     fit = fit_overlap(measured.ddp, measured.collectives)
     params = {w.workload: w.parameters for w in measured.ddp.workloads}
     if fit is None or workload not in params:
@@ -145,3 +153,28 @@ def node_inputs(measured: Any, workload: str) -> NetworkInputs | None:
     links = intra_links(measured, catalog, source.peer_bytes_per_s if source else None)
     default = links.get(source.name if source else "", next(iter(links.values())))
     return NetworkInputs(params[workload], fit.for_workload(workload), links, default)
+
+
+def measured_node(machines: Iterable[MachineResults]) -> MeasuredNode | None:
+    """The machine with the most GPUs whose ddp and collectives ran on GPUs (never a CPU test run)."""
+    best = None
+    for m in machines:
+        docs = {d.kind: d.payload for d in m.documents.values()}
+        ddp, coll = docs.get("ddp"), docs.get("collectives")
+        env = m.environment
+        if ddp is None or coll is None or ddp.device != "cuda" or not env or not env.gpus:
+            continue
+        if best is None or coll.world_size > best.collectives.world_size:
+            spec = match_gpu(env.gpus[0].name)  # NVML's "NVIDIA H200" → the catalog's "H200 SXM"
+            best = MeasuredNode(spec.name if spec else env.gpus[0].name, ddp, coll)
+    return best
+
+
+def build_node_ranking(job: Job, predict: Predictor, machines: Iterable[MachineResults],
+                       scaling: ScalingProvider = assumed_scaling) -> list[NodeRow]:
+    """The plan's hook: `--job` ranked over node counts, from the loaded machines (empty when none has
+    multi-GPU measurements on GPUs for the job's workload)."""
+    machines = list(machines)
+    measured = measured_node(machines)
+    inputs = node_inputs(measured, job.workload) if measured else None
+    return expand_nodes(job, predict, inputs, scaling=scaling) if inputs else []
