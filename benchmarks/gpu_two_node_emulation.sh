@@ -21,7 +21,8 @@ mkdir -p /tmp/r
 S=$(date +%s)
 two_nodes h200-2x1-nvlink 29501
 M=$(date +%s); echo "normal transports: $((M-S)) s"
-NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket NCCL_SOCKET_IFNAME=lo two_nodes h200-2x1-socket 29502
+( export NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket NCCL_SOCKET_IFNAME=lo
+  two_nodes h200-2x1-socket 29502 )
 E=$(date +%s); echo "socket transport: $((E-M)) s"
 mkdir -p results && cp -r /tmp/r/h200-2x1-nvlink /tmp/r/h200-2x1-socket results/
 python3 benchmarks/compare_two_node_emulation.py results/h200-2x1-nvlink results/h200-2x1-socket | tee "$OUT/compare.txt"

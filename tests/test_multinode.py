@@ -153,3 +153,21 @@ def test_elastic_c10d_rendezvous_numbers_the_nodes_itself_and_one_of_them_writes
     layout = load_document(written[0] / "collectives.json").payload.launch.nodes
     assert (layout.nodes, layout.rendezvous, layout.transport) == (2, "c10d", "gloo/tcp")
     assert sum("rank 0 ran on another node" in o for o in outputs) == 1
+
+
+def test_rank_0_builds_the_layout_from_every_ranks_report():
+    from collectors.distributed.layout import RankReport, build_layout
+
+    reports = [RankReport(0, "a", 0, 2, NCCL_LINES), RankReport(1, "b", 1, 2, []), RankReport(2, "a", 0, 2, []),
+               RankReport(3, "a", 0, 2, [])]
+    layout = build_layout(reports, "nccl", {"GPUPLAN_RENDEZVOUS": "c10d"})
+    assert (layout.nodes, layout.gpus_per_node, layout.hostnames, layout.rendezvous) == (2, 2, ["a", "b"], "c10d")
+    # the GRAPH line says the node's ring runs over NVLink: P2P inside a node is NVLink
+    assert (layout.transport, layout.transport_source, layout.intra_node_transport) == \
+        ("NET/Socket", "nccl-debug", "P2P/NVLink")
+    quiet = [RankReport(0, "a", 0, 1, []), RankReport(1, "b", 1, 1, [])]  # the caller chose NCCL_DEBUG=WARN
+    forced = build_layout(quiet, "nccl", {"NCCL_P2P_DISABLE": "1", "NCCL_SHM_DISABLE": "1"})
+    assert (forced.transport, forced.transport_source) == ("NET/Socket", "environment")
+    assert build_layout(quiet, "nccl", {}).transport is None
+    one = build_layout([RankReport(0, "a", 0, 2, NCCL_LINES[2:]), RankReport(1, "a", 0, 2, [])], "nccl", {})
+    assert (one.nodes, one.transport, one.rendezvous) == (1, None, "standalone")
