@@ -128,3 +128,23 @@ def test_the_plan_hook_ranks_gpt_small_over_node_counts_from_the_committed_resul
     assert [r.nodes for r in p5en] == [1, 2, 4, 8, 16]
     assert p5en[-1].ranked.hours < p5en[0].ranked.hours / 14  # 16 nodes at > 0.9 of linear
     assert build_node_ranking(job, _predict, [machines["vm-cpu"]]) == []  # no GPU multi-GPU documents
+
+
+def test_a_ddp_run_across_nodes_is_not_taken_as_one_instance_efficiency(tmp_path):
+    """The two-node emulation's socket run must not become 'measured 2-GPU H200 efficiency' in rankings."""
+    import shutil
+
+    from gpuplan_schema.payloads import NodeLayout
+    from gpuplan_schema.results import load_machine
+    from gpuplan_schema.schema import build_document, save_document
+    from planner.model.scaling import gather_efficiencies
+
+    folder = tmp_path / "h200-2x1-socket"
+    shutil.copytree(REPO / "results" / "h200-x2", folder)
+    assert gather_efficiencies([load_machine(folder)])  # one node: counted
+    doc = load_document(folder / "ddp.json")
+    layout = NodeLayout(2, 1, ["h", "h"], "static", "NET/Socket", "environment")
+    payload = replace(doc.payload, launch=replace(doc.payload.launch, nodes=layout))
+    save_document(build_document("ddp", doc.collector.name, doc.collector.version, doc.machine, payload),
+                  folder / "ddp.json")
+    assert gather_efficiencies([load_machine(folder)]) == []
