@@ -20,7 +20,7 @@ TORCH_VERSION ?= 2.13.0
 # What WeasyPrint needs from the system (Pango, HarfBuzz, a font), poppler's pdftoppm for the PDF tests,
 # and Debian's chromium for the browser tests (tests/test_browser.py drives it headless, from disk).
 APT_PACKAGES ?= libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz0b libharfbuzz-subset0 fonts-dejavu-core poppler-utils \
-	chromium
+	chromium slurm-wlm
 # The results folder name: MACHINE=... if given (made filesystem-safe), else this host's id
 # (hostname + GPU model + count), as `gpuplan collect` names it.
 MACHINE ?=

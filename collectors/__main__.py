@@ -15,7 +15,7 @@ from typing import Any
 from collectors import ceilings, dataloader_collector, environment, roofline, workload_collector
 from collectors.collection import Collector, Options, Outcome, run_collection
 from collectors.distributed import collect as distributed
-from collectors.distributed import collectives, ddp
+from collectors.distributed import collectives, ddp, nodes
 from collectors.interrupt import EXIT_INTERRUPTED, resume_command
 from collectors.jpeg_dataset import default_cache_root
 from collectors.profiles import PROFILES
@@ -60,7 +60,7 @@ def _per_workload(prefix: str) -> Callable[[Options], dict[str, str | None]]:
 def _same_ddp(payload: Any, options: Options) -> bool:
     measured = {w.workload for w in payload.workloads}
     wanted = {workload_collector.workload_name(n) for n in options.workloads or ddp.DEFAULT_WORKLOADS}
-    return (wanted <= measured and same_world(payload, options.gpus, options.dist_backend)
+    return (options.nodes is None and wanted <= measured and same_world(payload, options.gpus, options.dist_backend)
             and same_ddp_batches(payload, options.batches))
 
 
@@ -78,7 +78,7 @@ def _distributed(name: str) -> Callable[[Progress, Path, Options], Iterator[tupl
     def run(progress: Progress, folder: Path, options: Options) -> Iterator[tuple[str, Any]]:
         yield from distributed.iter_distributed_documents(
             name, folder, progress, gpus=options.gpus, backend=options.dist_backend, profile=options.profile,
-            timeout_s=options.dist_timeout, workloads=options.workloads, batches=options.batches)
+            timeout_s=options.dist_timeout, workloads=options.workloads, batches=options.batches, nodes=options.nodes)
     return run
 
 
@@ -100,7 +100,8 @@ COLLECTORS = {
                   "JPEG input pipeline: DataLoader workers, prefetch, pinned memory against host RAM and CPU"),
         Collector(collectives.NAME, collectives.VERSION, _distributed(collectives.NAME),
                   "several GPUs: NCCL all-reduce/all-gather/reduce-scatter/broadcast bandwidth, NVLink topology",
-                  matches=lambda payload, o: same_world(payload, o.gpus, o.dist_backend)),
+                  # several nodes measure again: a node skipping its part would leave the others waiting
+                  matches=lambda payload, o: o.nodes is None and same_world(payload, o.gpus, o.dist_backend)),
         Collector(ddp.NAME, ddp.VERSION, _distributed(ddp.NAME),
                   "several GPUs: DistributedDataParallel scaling of gpt-small and resnet50 on 1..N GPUs",
                   matches=_same_ddp),
@@ -156,6 +157,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     multi.add_argument("--dist-timeout", type=float, metavar="SECONDS",
                        help="stop a multi-GPU collector's processes after this long (default: collectives 300, "
                             "ddp 900)")
+    nodes.add_node_arguments(parser)
     return parser
 
 
@@ -192,7 +194,8 @@ def options_of(args: argparse.Namespace) -> Options:
     return Options(out=args.out, machine=args.machine, only=args.only, profile=args.profile,
                    workloads=args.workloads, dataset_cache=args.dataset_cache, fresh=args.fresh, gpus=args.gpus,
                    dist_backend=args.dist_backend, batches=args.batches, dist_timeout=args.dist_timeout,
-                   point_timeout=args.point_timeout or None)
+                   point_timeout=args.point_timeout or None,
+                   nodes=nodes.node_options(args.nnodes, args.node_rank, args.rdzv_id, args.rdzv_endpoint))
 
 
 def check_options(options: Options) -> None:
@@ -203,13 +206,17 @@ def check_options(options: Options) -> None:
                             "(0 for no limit)")
     for spec in options.workloads or []:
         load_workload(spec)
-    distributed.check_options(options.gpus, options.dist_backend, options.batches)
+    distributed.check_options(options.gpus, options.dist_backend, options.batches, options.nodes)
 
 
 def run_from_args(args: argparse.Namespace) -> int:
     """Exit status: 0 all collected, 1 a collector failed (the rest ran), 2 bad input or the folder is in use
     (nothing written), 130 stopped by Ctrl-C (everything saved; the same command resumes)."""
-    options = options_of(args)
+    try:
+        options = options_of(args)
+    except distributed.DistributedOptionError as e:  # the node options
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     problem = cache_inside_results(options)
     if problem:
         print(f"error: {problem}", file=sys.stderr)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
+from collectors.distributed.nodes import NodeOptions
 from collectors.interrupt import StopRequest
 from collectors.machine import default_machine_id
 from collectors.resume import why_complete
@@ -53,6 +54,7 @@ class Options:
     batches: list[str] | None = None        # ddp's per-GPU batches, NAME=N
     dist_timeout: float | None = None       # seconds for a whole multi-GPU launch
     point_timeout: float | None = DEFAULT_POINT_TIMEOUT_S  # seconds per workload point; None or 0: no limit
+    nodes: NodeOptions | None = None        # multi-GPU collectors across nodes (torchrun rendezvous)
 
 
 # A collector yields (file stem, payload) pairs; each is saved the moment it is yielded, so a

@@ -236,6 +236,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_accuracy(sub)
     _add_report_and_site(sub)
     _add_specs(sub)
+    from planner.fleet.cli import add_fleet  # multinode: `gpuplan fleet slurm|k8s`
+
+    add_fleet(sub)
     return parser
 
 

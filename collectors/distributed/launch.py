@@ -22,6 +22,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
+from collectors.distributed.layout import RENDEZVOUS_ENV
+from collectors.distributed.nodes import NodeOptions
+
 # Never removed, never overridable: NCCL's NVLink SHARP, torch's symmetric-memory multicast, NVSHMEM's NVLS.
 MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 ROOT = Path(__file__).resolve().parent.parent.parent  # the folder holding the `collectors` package
@@ -35,30 +38,37 @@ class LaunchError(RuntimeError):
     """The rank processes failed or ran out of time; the message is one line for the user."""
 
 
-def child_env(base: Mapping[str, str]) -> dict[str, str]:
+def child_env(base: Mapping[str, str], nodes: NodeOptions | None = None) -> dict[str, str]:
     """The children's environment: `base`, multicast off, and this checkout importable as `-m collectors...`."""
     env = dict(base)
     env.update(MULTICAST_OFF)
-    # --standalone is one host: gloo (the ranks' control channel) over loopback, not over whatever
-    # interface the hostname resolves to (which fails in some containers). A caller's choice stays.
-    env.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    env[RENDEZVOUS_ENV] = nodes.rendezvous if nodes else "standalone"
+    # One host (--standalone, or nodes meeting on loopback): gloo (the ranks' control channel) over
+    # loopback, not over whatever interface the hostname resolves to (which fails in some containers).
+    # Across hosts the interface must reach the other nodes: gloo's own choice. A caller's choice stays.
+    if nodes is None or nodes.on_loopback:
+        env.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    if nodes is not None and nodes.on_loopback:
+        # torchrun sets one OpenMP thread per rank only with several ranks per agent; emulated nodes share
+        # this host's cores, so one rank per "node" would otherwise take every core and oversubscribe them.
+        env.setdefault("OMP_NUM_THREADS", "1")
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [base.get("PYTHONPATH")])])
     return env
 
 
-def build_command(module: str, nproc: int, args: Sequence[str]) -> list[str]:
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
-            "-m", module, *args]
+def build_command(module: str, nproc: int, args: Sequence[str], nodes: NodeOptions | None = None) -> list[str]:
+    where = nodes.torchrun_args() if nodes else ["--standalone"]
+    return [sys.executable, "-m", "torch.distributed.run", *where, f"--nproc_per_node={nproc}", "-m", module, *args]
 
 
 def launch(module: str, nproc: int, args: Sequence[str], timeout_s: float, env: Mapping[str, str] | None = None,
-           stream: TextIO | None = None) -> float:
+           stream: TextIO | None = None, nodes: NodeOptions | None = None) -> float:
     """Run `module` on `nproc` ranks; returns the wall time. Raises LaunchError on failure or timeout."""
     stream = stream or sys.stderr
-    command = build_command(module, nproc, args)
+    command = build_command(module, nproc, args, nodes)
     started = time.perf_counter()
     # A session of its own, so that a timeout stops torchrun and every rank it started, nothing else.
-    proc = subprocess.Popen(command, env=child_env(os.environ if env is None else env), stdout=subprocess.PIPE,
+    proc = subprocess.Popen(command, env=child_env(os.environ if env is None else env, nodes), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True)
     tail: deque[str] = deque(maxlen=TAIL_LINES)
     reader = threading.Thread(target=_pass_through, args=(proc, tail, stream), daemon=True)

@@ -19,6 +19,7 @@ from typing import Any, TextIO
 import torch
 import torch.distributed as dist
 
+from collectors.distributed import layout
 from collectors.distributed.launch import MULTICAST_OFF
 from collectors.profiles import PROFILES
 from gpuplan_schema.payloads import LaunchInfo
@@ -54,6 +55,7 @@ def start(backend: str | None, timeout_s: float = DEFAULT_TIMEOUT_S) -> RankCont
     backend = backend or ("nccl" if torch.cuda.is_available() else "gloo")
     timeout = timedelta(seconds=timeout_s)
     if backend == "nccl":
+        os.environ.update(layout.nccl_debug_env(os.environ))  # the transport between nodes, from NCCL's own words
         torch.cuda.set_device(local_rank)
         device = torch.device("cuda", local_rank)
         dist.init_process_group("nccl", timeout=timeout, device_id=device)
@@ -80,15 +82,17 @@ def agree(ctx: RankContext, value: Any) -> list[Any]:
 
 
 def launch_info(ctx: RankContext) -> LaunchInfo | None:
-    """Gathered on rank 0: how the ranks were started, and each one's multicast switches."""
+    """Gathered on rank 0: how the ranks were started, each one's multicast switches, the nodes."""
     envs = gather(ctx, ctx.multicast_env)
-    if envs is None:
+    reports = gather(ctx, layout.own_report(ctx.rank))
+    if envs is None or reports is None:
         return None
     nccl = None
     if ctx.backend == "nccl":
         version = torch.cuda.nccl.version()  # a tuple in recent torch, an int in older ones
         nccl = ".".join(map(str, version)) if isinstance(version, tuple) else str(version)
-    return LaunchInfo("torchrun", ctx.backend, ctx.world_size, envs, nccl)
+    return LaunchInfo("torchrun", ctx.backend, ctx.world_size, envs, nccl,
+                      layout.build_layout(reports, ctx.backend, os.environ))
 
 
 def save_from_root(ctx: RankContext, kind: str, collector: str, version: str, machine: str, payload: Any,

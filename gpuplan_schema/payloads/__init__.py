@@ -17,6 +17,7 @@ from gpuplan_schema.payloads.distributed import (
     DdpWorkload,
     GpuMatmul,
     LaunchInfo,
+    NodeLayout,
     RankStep,
 )
 from gpuplan_schema.payloads.environment import CpuInfo, EnvironmentPayload, GpuInfo
@@ -39,6 +40,7 @@ __all__ = [
     "KernelTime", "OpClass", "OpRoofline", "RooflinePayload", "RooflineRoofs",
     "DataloaderPayload", "EpochBoundary", "LoaderPoint", "SyntheticImages",
     "CollectivePoint", "CollectivesPayload", "DdpPayload", "DdpPoint", "DdpWorkload", "GpuMatmul", "LaunchInfo",
+    "NodeLayout",
     "RankStep",
 ]
 

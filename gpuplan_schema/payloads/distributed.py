@@ -10,6 +10,25 @@ from gpuplan_schema.payloads.common import Status
 from gpuplan_schema.payloads.topology import Topology
 from gpuplan_schema.stats import Stat
 
+Transport = Literal["NET/Socket", "NET/IB", "P2P/NVLink", "P2P", "SHM", "gloo/tcp", "unknown"]
+
+
+@dataclass(frozen=True)
+class NodeLayout:
+    """Where the ranks ran: `nodes` launcher processes (torchrun's GROUP_RANK 0..nodes-1), each with
+    `gpus_per_node` ranks; `hostnames[i]` is node i's host (two emulated nodes on one host share it).
+    `transport` is what carried data between nodes: from NCCL_DEBUG=INFO's "via ..." lines of channels
+    joining ranks on different nodes (`transport_source` "nccl-debug"), from NCCL_* switches when those
+    lines were not available ("environment"), or gloo's TCP pairs ("backend"); None with one node."""
+
+    nodes: int
+    gpus_per_node: int
+    hostnames: list[str]
+    rendezvous: Literal["standalone", "static", "c10d"]
+    transport: Transport | None = None
+    transport_source: Literal["nccl-debug", "environment", "backend"] | None = None
+    intra_node_transport: Transport | None = None
+
 
 @dataclass(frozen=True)
 class LaunchInfo:
@@ -21,6 +40,12 @@ class LaunchInfo:
     world_size: int
     multicast_env: list[dict[str, str | None]]
     nccl_version: str | None = None
+    # Documents written before multi-node collection have none: one node, every rank on it.
+    nodes: NodeLayout | None = None
+
+    @property
+    def node_count(self) -> int:
+        return self.nodes.nodes if self.nodes else 1
 
 
 @dataclass(frozen=True)

@@ -190,7 +190,9 @@ def gather_efficiencies(machines: Iterable[MachineResults]) -> list[MeasuredEffi
     found = []
     for machine in machines:
         gpu = match_gpu(machine.gpu_name) if machine.gpu_name else None
-        if gpu is None:
+        ddp = _payload(machine, "ddp")
+        # A run across nodes (the two-node emulation, a cluster) measures the network too: not one instance.
+        if gpu is None or (ddp is not None and ddp.launch.node_count > 1):
             continue
         found += [MeasuredEfficiency(gpu.name, n, pt.efficiency, w.workload, machine.machine)
                   for w in load_scaling(machine).workloads.values() for n, pt in w.points.items()

@@ -83,6 +83,7 @@ class MultiGpuSection(SectionBase, kind="multigpu", title="Several GPUs"):
     worker_share: float = WORKER_CORE_SHARE
     prefetch: int = PREFETCH
     anchor: str = "multigpu"
+    nodes_note: str | None = None   # several nodes: N × G, hosts, the transport between them
 
 
 def _payload(machine: MachineResults, kind: str):  # noqa: ANN202 - the payload type follows the kind
@@ -110,7 +111,26 @@ def build_multigpu_section(machine: MachineResults) -> MultiGpuSection | None:
         topology=describe_topology(topology) if topology else (collectives.topology_absent_reason if collectives
                                                                else None),
         pairs=topology.pairs if topology else [], matmul=ddp.matmul if ddp else [],
-        matmul_spread=ddp.matmul_spread if ddp else None)
+        matmul_spread=ddp.matmul_spread if ddp else None, nodes_note=nodes_note(ddp or collectives))
+
+
+TRANSPORT_SOURCE = {"nccl-debug": "NCCL_DEBUG=INFO's connection lines", "environment": "the NCCL_* switches set",
+                    "backend": "gloo pairs ranks over TCP"}
+
+
+def nodes_note(payload: DdpPayload | CollectivesPayload) -> str | None:
+    """'2 nodes × 1 GPU (hosts a, b; static rendezvous); between nodes NET/Socket (from …)' or None for one node."""
+    layout = payload.launch.nodes
+    if layout is None or layout.nodes < 2:
+        return None
+    hosts = ", ".join(dict.fromkeys(layout.hostnames))
+    unit = "GPU" if payload.device == "cuda" else "rank"
+    text = (f"{layout.nodes} nodes × {layout.gpus_per_node} {unit}{'s' if layout.gpus_per_node > 1 else ''} "
+            f"(host{'s' if len(set(layout.hostnames)) > 1 else ''} {hosts}; {layout.rendezvous} rendezvous); "
+            f"between nodes {layout.transport or 'not named'}")
+    if layout.transport_source:
+        text += f" (from {TRANSPORT_SOURCE[layout.transport_source]})"
+    return text + (f"; within a node {layout.intra_node_transport}" if layout.intra_node_transport else "")
 
 
 def launch_note(payload: DdpPayload | CollectivesPayload) -> str | None:

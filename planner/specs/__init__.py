@@ -19,6 +19,7 @@ from planner.specs.instances import (
     INTERCONNECTS,
     PROVIDERS,
     InstanceSpec,
+    NetworkSpec,
     load_instances,
     match_instance,
     read_instances,
@@ -35,7 +36,8 @@ from planner.specs.require import UnknownSpec, require_gpu, require_instance
 
 __all__ = [
     "DTYPES", "GPUS_FILE", "INSTANCES_FILE", "INTERCONNECTS", "PROVIDERS", "SPECS_DIR", "CatalogError",
-    "GpuSpec", "InstanceSpec", "_norm", "load_gpu_catalog", "load_instances", "match_gpu", "match_instance",
+    "GpuSpec", "InstanceSpec", "NetworkSpec",
+    "_norm", "load_gpu_catalog", "load_instances", "match_gpu", "match_instance",
     "read_gpu_catalog", "read_instances", "UnknownSpec", "require_gpu", "require_instance",
     "PUBLISHED_FILE", "PublishedRow", "PublishedTable", "load_published", "ratios", "read_published",
 ]

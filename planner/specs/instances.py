@@ -18,6 +18,22 @@ PROVIDERS = ("aws", "gcp", "azure")
 # nvlink = NVLink / NVSwitch between all GPUs; nvlink-bridge = NVLink bridges between pairs,
 # PCIe beyond; pcie = PCIe only; infinity-fabric = AMD's all-to-all GPU links.
 INTERCONNECTS = ("nvlink", "nvlink-bridge", "pcie", "infinity-fabric")
+NETWORKS = ("EFA", "InfiniBand", "GPUDirect-TCPX", "GPUDirect-TCPXO", "RoCE", "Ethernet")
+NETWORK_FIELDS = ("technology", "bytes_per_s", "links", "multi_node", "source")
+
+
+@dataclass(frozen=True)
+class NetworkSpec:
+    """An instance's network to other nodes: `bytes_per_s` per node, all its NICs together, as the
+    cloud states it (`source`); `links` says how it is made up (e.g. 32 × 100 Gbps EFAv2).
+    `multi_node` False: the cloud does not offer it for training across nodes (plain Ethernet,
+    no RDMA); the planner then does not scale it past one node."""
+
+    technology: str
+    bytes_per_s: float
+    links: str
+    multi_node: bool
+    source: str
 
 
 @dataclass(frozen=True)
@@ -39,6 +55,11 @@ class InstanceSpec:
     source_url: str
     spec_source: str
     price_note: str | None
+    network: NetworkSpec | None = None  # None: unknown, or a single-GPU size not meant for multi-node
+
+    @property
+    def multi_node(self) -> bool:
+        return self.network is not None and self.network.multi_node and self.gpu_count > 1
 
     @property
     def gpu_spec(self) -> GpuSpec:
@@ -83,7 +104,24 @@ def read_instance(reader: EntryReader) -> InstanceSpec:
         memory_bytes=reader.number("memory_bytes", whole=True),
         price_usd_per_hour=reader.number("price_usd_per_hour"), region=reader.text("region"),
         price_date=reader.date("price_date"), source_url=_url(reader, "source_url"),
-        spec_source=reader.text("spec_source"), price_note=reader.text("price_note", nullable=True))
+        spec_source=reader.text("spec_source"), price_note=reader.text("price_note", nullable=True),
+        network=read_network(reader))
+
+
+def read_network(reader: EntryReader) -> NetworkSpec | None:
+    value = reader.entry["network"]
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise reader.fail("network", f"must be an object ({', '.join(NETWORK_FIELDS)}) or null, not {value!r}")
+    sub = EntryReader(reader.path, f"{reader.where}.network", value, NETWORK_FIELDS)
+    multi = value["multi_node"]
+    if not isinstance(multi, bool):
+        raise sub.fail("multi_node", f"must be true or false, not {multi!r}")
+    if multi and reader.entry.get("gpu_count") == 1:
+        raise sub.fail("multi_node", "a single-GPU instance is not for multi-node training here: set false")
+    return NetworkSpec(technology=sub.choice("technology", NETWORKS), bytes_per_s=sub.number("bytes_per_s"),
+                       links=sub.text("links"), multi_node=multi, source=_url(sub, "source"))
 
 
 def _url(reader: EntryReader, key: str) -> str:
