@@ -41,6 +41,8 @@ GENERATORS: dict[str, Callable[[list[MachineResults]], str]] = {
     "allocator-boundaries": tables.allocator_boundaries,
     "user-workload": tables.user_workload,
     "accuracy-summary": tables.accuracy_summary,
+    "network-inputs": tables.network_inputs,
+    "node-ranking": tables.node_ranking,
     "accuracy-regimes": tables.accuracy_regimes,
     "accuracy-crossarch": tables.accuracy_crossarch,
     "accuracy-h100-h200": tables.accuracy_tables,

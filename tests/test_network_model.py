@@ -148,3 +148,20 @@ def test_a_ddp_run_across_nodes_is_not_taken_as_one_instance_efficiency(tmp_path
     save_document(build_document("ddp", doc.collector.name, doc.collector.version, doc.machine, payload),
                   folder / "ddp.json")
     assert gather_efficiencies([load_machine(folder)]) == []
+
+
+def test_the_plan_ranks_multi_node_instances_by_node_count_and_prints_them():
+    from gpuplan_schema.results import load_machine_and_root
+    from planner.model.jobs import parse_job
+    from planner.model.plan import build_plan, plan_to_json
+    from planner.render.plan_text import render_plan_text
+
+    machine, measured = load_machine_and_root(REPO / "results" / "h100-80gb")
+    plan = build_plan(machine, ["H200"], parse_job("gpt-small bf16 tokens=300B"), measured)
+    rows = plan_to_json(plan)["node_ranking"]
+    p5en = [r for r in rows if r["base_instance"] == "p5en.48xlarge" and r["status"] == "ok"]
+    assert [r["nodes"] for r in p5en][:3] == [1, 2, 4]
+    assert all(a["hours"] > b["hours"] and a["efficiency"] >= b["efficiency"] for a, b in zip(p5en, p5en[1:]))
+    assert all(r["nodes"] == 1 for r in rows if r["base_instance"] == "g6e.xlarge")  # no network for several
+    text = render_plan_text(plan)
+    assert "Across nodes" in text and "p5en.48xlarge" in text.split("Across nodes", 1)[1]

@@ -24,6 +24,7 @@ from planner.model.fp8 import as_fp8, measured_precision, require_fp8
 from planner.model.host import feed_limit, load_feed
 from planner.model.jobs import Job, parse_job
 from planner.model.memory import MemoryFit, fit_memory
+from planner.model.nodes import NodeRow, build_node_ranking
 from planner.model.performance import Prediction, Rates, iter_predictions, measured_rates, predict_point, target_rates
 from planner.model.presets import Preset, render_presets_yaml
 from planner.model.ranking import ASSUMPTIONS, Estimate, RankedInstance, no_feed_limit, rank_instances
@@ -85,6 +86,7 @@ class Plan:
     ranking: list[RankedInstance]
     crosscheck: CrossCheck | None = None
     assumptions: list[str] = field(default_factory=list)
+    node_ranking: list[NodeRow] = field(default_factory=list)   # with a job: multi-node instances by node count
 
 
 @dataclass(frozen=True)
@@ -288,10 +290,13 @@ def build_plan(machine: MachineResults, targets: list[str] | None = None, job: J
             continue  # the measured GPU itself: already first
         built.append(build_source_target(source, label, count) if gpu.name == source.spec.name
                      else build_target(source, label, gpu, count, built[0]))
+    if job is None:
+        return Plan(machine.machine, source.spec, built, None, [], check)
     scaling = build_scaling(gather_efficiencies(measured))
-    ranking = rank_instances(job, build_predictor(source, job), scaling=scaling, feed=build_feed(source, job)) \
-        if job else []
-    return Plan(machine.machine, source.spec, built, job, ranking, check, ASSUMPTIONS if job else [])
+    predict = build_predictor(source, job)
+    ranking = rank_instances(job, predict, scaling=scaling, feed=build_feed(source, job))
+    nodes = build_node_ranking(job, predict, machines, scaling=scaling)
+    return Plan(machine.machine, source.spec, built, job, ranking, check, ASSUMPTIONS, nodes)
 
 
 def build_feed(source: Source, job: Job):  # noqa: ANN201 - a FeedProvider
@@ -316,5 +321,6 @@ def plan_to_json(plan: Plan) -> dict:
         "job": plan.job.to_dict() if plan.job else None,
         "ranking": [r.to_dict() for r in plan.ranking],
         "assumptions": plan.assumptions,
+        "node_ranking": [r.to_dict() for r in plan.node_ranking],
         "crosscheck": plan.crosscheck.to_dict() if plan.crosscheck else None,
     }

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 from planner.model.answer import WorkloadAnswer, build_answers
 from planner.model.plan import Plan
+from planner.render.node_table import ok_rows, render_node_text
 from planner.render.plan_tables import render_capacity_table, render_ranking_table
 from planner.units import format_number
 
 DEFAULT_TOP = 15
 PRECISION_WORDS = {"bf16": "bf16 autocast", "fp16": "fp16 autocast + GradScaler", "tf32": "tf32", "fp32": "fp32"}
+
+
+NODE_TOP = 5  # multi-node instances shown across node counts, cheapest on one node first
 
 
 def render_plan_text(plan: Plan, *, verbose: bool = False, top: int = DEFAULT_TOP) -> str:
@@ -27,6 +31,10 @@ def render_plan_text(plan: Plan, *, verbose: bool = False, top: int = DEFAULT_TO
         order = [w for w in order if w == plan.job.workload] + [w for w in order if w != plan.job.workload]
         lines += render_workload(plan, plan.job.workload, answers)
         lines += ["", *render_ranking_table(plan, top)]
+        nodes = ok_rows(plan.node_ranking)
+        if nodes:
+            lines += ["", "Across nodes (the network between them from the catalog, efficiency from "
+                      "planner/model/network.py; docs/multinode.md):", *render_node_text(nodes, NODE_TOP)]
         order = order[1:] if order and order[0] == plan.job.workload else order
     for workload in order:
         lines += render_workload(plan, workload, answers)

@@ -1,0 +1,49 @@
+"""The ranking across node counts as Markdown (docs/multinode.md) and as terminal text (`gpuplan plan --job`):
+per multi-node instance, 1, 2, 4, … nodes with efficiency, hours and dollars, and where adding nodes stops
+paying."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from planner.model.network import NET_EFFICIENCY
+from planner.model.nodes import NetworkInputs, NodeRow
+from planner.model.ranking import OK
+
+
+def ok_rows(rows: Iterable[NodeRow], bases: Iterable[str] | None = None) -> list[NodeRow]:
+    wanted = set(bases) if bases is not None else None
+    return sorted((r for r in rows if r.ranked.status == OK and (wanted is None or r.base in wanted)),
+                  key=lambda r: (r.base, r.nodes))
+
+
+def render_assumptions(job_spec: str, inputs: NetworkInputs, fitted_on: str) -> str:
+    return (f"job: {job_spec}; gradient {inputs.parameters * 4 / 1e6:.0f} MB fp32; exposed fraction k = "
+            f"{inputs.exposed_fraction:.2f} (fitted on {fitted_on}); NCCL reaches {NET_EFFICIENCY:.0%} of the "
+            "NIC rate (assumed)")
+
+
+def render_node_markdown(rows: list[NodeRow]) -> str:
+    lines = ["| instance | nodes | GPUs | network/node | efficiency | hours | cost USD | |",
+             "|---|---:|---:|---|---:|---:|---:|---|"]
+    for r in rows:
+        mark = "adding nodes stops paying" if r.knee else ""
+        lines.append(f"| {r.base} | {r.nodes} | {r.gpus_total} | {r.network} | {r.ranked.scaling_efficiency:.3f} | "
+                     f"{r.ranked.hours:.1f} | {r.ranked.cost_usd:,.0f} | {mark} |")
+    return "\n".join(lines) + "\n"
+
+
+def render_node_text(rows: list[NodeRow], top: int) -> list[str]:
+    """The `top` cheapest instances at one node, each with its node counts on one line."""
+    by_base: dict[str, list[NodeRow]] = {}
+    for r in rows:
+        by_base.setdefault(r.base, []).append(r)
+    by_base = {b: rs for b, rs in by_base.items() if any(r.nodes > 1 for r in rs)}  # multi-node instances only
+    bases = sorted(by_base, key=lambda b: min(r.ranked.cost_usd or 0 for r in by_base[b] if r.nodes == 1)
+                   if any(r.nodes == 1 for r in by_base[b]) else float("inf"))[:top]
+    out = []
+    for base in bases:
+        cells = [f"{r.nodes}×: {r.ranked.hours:.1f} h ${r.ranked.cost_usd:,.0f} ({r.ranked.scaling_efficiency:.0%})"
+                 + (" ← stops paying" if r.knee else "") for r in by_base[base]]
+        out.append(f"   {base:<26} {by_base[base][0].network:<26} " + " · ".join(cells))
+    return out
