@@ -78,9 +78,10 @@ def vega_javascript() -> Markup:
     return Markup(re.sub(r"</(script)", r"<\\/\1", bundle, flags=re.IGNORECASE).replace("<!--", "<\\!--"))
 
 
-def render_chart_svg(spec: dict) -> Markup:
-    """The chart as inline SVG for the PDF. vl-convert writes the SVG and escapes its text itself."""
-    spec = with_width(spec, PDF_CHART_WIDTH)
+def render_chart_svg(spec: dict, width: int = PDF_CHART_WIDTH) -> Markup:
+    """The chart as inline SVG for the PDF (`width` pixels wide before it scales to its box). vl-convert writes
+    the SVG and escapes its text itself."""
+    spec = with_width(spec, width)
     spec["config"] = {**spec.get("config", {}), "font": PDF_FONT}
     svg = vl_convert.vegalite_to_svg(spec)
     return Markup(re.sub(r"^<\?xml[^>]*\?>\s*", "", svg))
@@ -164,7 +165,7 @@ def render_report(results_dir: Path, out_root: Path = Path("reports"), paper: st
     results root supply the multi-GPU measurements the ranking cites."""
     paper_of(paper)  # a bad paper name fails before anything is loaded
     machine, measured = load_machine_and_root(Path(results_dir))
-    report = build_report(machine, report_plan(machine, job or parse_job(DEFAULT_JOB), measured))
+    report = build_report(machine, report_plan(machine, job or parse_job(DEFAULT_JOB), measured), measured)
     html = render_report_html(report)
     pdf = render_report_pdf(report, paper)
     folder = safe_child(Path(out_root), report.machine_id)

@@ -76,7 +76,7 @@ def build_machine_pages(machines: list[MachineResults], nav: list[NavLink], has_
     job = parse_job(DEFAULT_JOB)
 
     def make(machine: MachineResults) -> MachinePage:
-        report = build_report(machine, report_plan(machine, job, machines))
+        report = build_report(machine, report_plan(machine, job, machines), machines)
         return MachinePage(report, render_report_html(report, nav=nav, has_pdf=has_pdf))
 
     return map_forked(make, machines)
