@@ -220,5 +220,5 @@ def build_front_chart(ranking: JobRanking) -> dict | None:
     points = base.mark_point(filled=True, size=40).encode(color=colour)
     line = base.mark_line(color="#1f5fbf", strokeWidth=1).transform_filter(
         alt.datum.set == "Pareto front").encode(order="hours:Q")
-    chart = (line + points).properties(width="container", height=150)
+    chart = (line + points).properties(width="container", height=130)
     return finish(chart, instances=data)
