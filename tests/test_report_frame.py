@@ -51,7 +51,7 @@ def test_sections_follow_the_one_fixed_order_with_a_placeholder_for_each_part_no
     anchors = [anchor(s) for s in h100.sections]
     workloads = [f"workload-{p.stem.removeprefix('workload-')}" for p in sorted(H100.glob("workload-*.json"))]
     rooflines = [p.stem for p in sorted(H100.glob("roofline-*.json"))]
-    assert anchors == ["summary", "not_collected", "ceilings", "roofline", *workloads, *rooflines, "dataloader",
+    assert anchors == ["decision", "summary", "not_collected", "ceilings", "roofline", *workloads, *rooflines, "dataloader",
                        "recommendations", "instances", "predictions", *NOT_YET, "method", "workload_method",
                        "environment", "glossary"]
     placeholders = {s.anchor: s for s in h100.sections if isinstance(s, PlaceholderSection)}
@@ -93,7 +93,7 @@ def test_every_internal_link_of_the_report_has_its_target(h100_html):
 
 
 def test_h100_summary_proposes_three_changes_with_the_gains_measured(h100):
-    summary = h100.sections[0]
+    summary = h100.sections[1]  # after the decision page
     assert isinstance(summary, SummarySection) and summary.changes_note is None
     # one per setting, largest gain first: the README's user workload (sensor-cnn, launch-bound at its
     # main batch 256) gains most from its batch, then gpt-small from bf16, conv-rollout from compiling
@@ -116,7 +116,7 @@ def test_h100_summary_proposes_three_changes_with_the_gains_measured(h100):
 
 
 def test_summary_has_a_verdict_row_per_workload_with_its_judged_throughput(h100):
-    summary = h100.sections[0]
+    summary = h100.sections[1]
     sections = [s for s in h100.sections if isinstance(s, WorkloadSection)]
     assert [r.workload for r in summary.verdicts] == [s.name for s in sections]
     gpt = next(r for r in summary.verdicts if r.workload == "gpt-small")
@@ -126,7 +126,7 @@ def test_summary_has_a_verdict_row_per_workload_with_its_judged_throughput(h100)
 
 
 def test_quick_profile_proposes_no_change_and_says_why():
-    summary = build_report(load_machine(QUICK)).sections[0]
+    summary = next(s for s in build_report(load_machine(QUICK)).sections if isinstance(s, SummarySection))
     assert summary.changes == []
     assert "quick profile measures one point per workload" in summary.changes_note
     assert len(summary.verdicts) == 4
