@@ -52,8 +52,8 @@ def test_sections_follow_the_one_fixed_order_with_a_placeholder_for_each_part_no
     workloads = [f"workload-{p.stem.removeprefix('workload-')}" for p in sorted(H100.glob("workload-*.json"))]
     rooflines = [p.stem for p in sorted(H100.glob("roofline-*.json"))]
     assert anchors == ["decision", "summary", "not_collected", "ceilings", "roofline", *workloads, *rooflines,
-                       "dataloader", "recommendations", "instances", "predictions", *NOT_YET, "method", "workload_method",
-                       "environment", "glossary"]
+                       "dataloader", "recommendations", "instances", "predictions", *NOT_YET, "method",
+                       "workload_method", "environment", "glossary"]
     placeholders = {s.anchor: s for s in h100.sections if isinstance(s, PlaceholderSection)}
     assert list(placeholders) == list(NOT_YET)
     slots = {slot.key: slot for slot in REPORT_ORDER}
