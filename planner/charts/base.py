@@ -120,7 +120,7 @@ def build_roofline_chart(ceilings: CeilingsPayload, width: int | str = "containe
         return None
     x_low, x_high = _x_domain(roofs)
     x = alt.X("x:Q", title="Arithmetic intensity (FLOP/byte)",
-              scale=alt.Scale(type="log", domain=[x_low, x_high]))
+              scale=alt.Scale(type="log", domain=[x_low, x_high]), axis=log10_axis(x_low, x_high))
     y = alt.Y("y:Q", title="Throughput (TFLOP/s)", scale=alt.Scale(type="log"))
     dtypes = [r.dtype for r in roofs]
     palette = alt.Scale(domain=[*dtypes, "memory (copy)"], range=[*_colors(dtypes), "#555555"])
@@ -199,13 +199,40 @@ POINT_TOOLTIP = [alt.Tooltip("precision:N", title="Precision"), alt.Tooltip("bat
                  alt.Tooltip("bytes_pct:N", title="Of copy bandwidth (est.)")]
 
 
+MAX_TICKS = 8  # on a 560 px PDF chart, labels of up to six digits stay apart
+
+
+def pow2_ticks(low: float, high: float, measured: list[int]) -> list[int]:
+    """Round ticks for a log-2 axis over [low, high]: powers of two, every one when they are few, else every
+    second or third, so that labels never collide; the measured values when no power of two falls inside."""
+    first, last = math.ceil(math.log2(low)), math.floor(math.log2(high))
+    if last - first < 1:
+        return sorted(set(measured))
+    step = 1
+    while (last - first) // step + 1 > MAX_TICKS:
+        step += 1
+    return [2 ** k for k in range(first, last + 1, step)]
+
+
+def decade_ticks(low: float, high: float) -> list[float]:
+    """Powers of ten over [low, high]: a log axis labelled 0.01, 0.1, 1, 10, … (Vega's own ticks add 2 and 5
+    between them, whose labels collide on a PDF-wide chart)."""
+    first, last = math.ceil(math.log10(low)), math.floor(math.log10(high))
+    return [float(f"1e{k}") for k in range(first, last + 1)]
+
+
+def log10_axis(low: float, high: float) -> alt.Axis:
+    return alt.Axis(values=decade_ticks(low, high), format="~g", labelOverlap=True)
+
+
 def _log2_x(field: str, title: str, ticks: list[int], extra: list[int] = ()) -> alt.X:
-    """A log-2 axis ticked at the measured values, spanning `extra` ones too (rules, labelled where drawn),
-    padded so that rules at the ends stay off the frame."""
+    """A log-2 axis ticked at round values (powers of two, pow2_ticks) over the measured values and `extra`
+    ones (rules), padded so that rules at the ends stay off the frame."""
     values = [*ticks, *extra]
+    low, high = min(values) / 1.15, max(values) * 1.15
     return alt.X(f"{field}:Q", title=f"{title} (log scale, base 2)",
-                 scale=alt.Scale(type="log", base=2, domain=[min(values) / 1.15, max(values) * 1.15], nice=False),
-                 axis=alt.Axis(values=sorted(set(ticks)), format="d", labelOverlap=True))
+                 scale=alt.Scale(type="log", base=2, domain=[low, high], nice=False),
+                 axis=alt.Axis(values=pow2_ticks(low, high, ticks), format="d", labelOverlap=True))
 
 
 def _batch_x(batches: list[int], extra: list[int] = ()) -> alt.X:
@@ -284,7 +311,6 @@ def build_memory_chart(payload: WorkloadPayload, gpu_memory_bytes: int | None = 
     if rules:
         layers.append(alt.Chart(alt.Data(name="boundaries")).mark_rule(strokeDash=[6, 4], strokeWidth=1.5).encode(
             x=x, color=color, tooltip=[alt.Tooltip("label:N", title="OOM boundary")]))
-        layers.append(_rule_labels("batch", "boundary_labels"))
     capacity_rows = []
     if gpu_memory_bytes:
         label = f"GPU memory: {format_bytes(gpu_memory_bytes)}"
@@ -294,10 +320,14 @@ def build_memory_chart(payload: WorkloadPayload, gpu_memory_bytes: int | None = 
             y=y, tooltip=[alt.Tooltip("label:N", title="Capacity")]))
         layers.append(capacity.mark_text(align="left", baseline="bottom", dx=4, dy=-2, fontSize=10,
                                          color="#333333").encode(y=y, x=alt.value(0), text=alt.Text("label:N")))
-    chart = alt.layer(*layers).properties(width=width, height=CHART_HEIGHT,
-                                         title="Peak memory against batch size (dashed: largest batch that fits)")
-    return finish(chart, points=rows, boundaries=rules, boundary_labels=_rule_label_rows(_boundary_labels(rules)),
-                  capacity=capacity_rows)
+    # The boundaries are named in the subtitle, not beside their rules: close boundaries (fp32 6542, bf16 6543)
+    # would print their labels over each other and over the lines.
+    subtitle = ["Dashed, in each precision's colour: the largest batch that fits",
+                " · ".join(row["text"] for row in _boundary_labels(rules))] if rules \
+        else ["No out-of-memory boundary was reached."]
+    chart = alt.layer(*layers).properties(width=width, height=CHART_HEIGHT, title=alt.TitleParams(
+        "Peak memory against batch size", subtitle=subtitle))
+    return finish(chart, points=rows, boundaries=rules, capacity=capacity_rows)
 
 
 def _sequence_rows(points: list[WorkloadPoint]) -> list[dict]:
