@@ -17,8 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from browser import Browser, find_chromium  # noqa: E402
-from PIL import Image  # noqa: E402
 from paths import REPO, RESULTS  # noqa: E402
+from PIL import Image  # noqa: E402
 
 from planner.render.report import render_report  # noqa: E402
 
