@@ -43,8 +43,8 @@ def main(out: Path) -> list[Path]:
         with Browser(find_chromium()) as browser:
             first_screen(browser, html.as_uri(), 1280, 800, out / "report-first-screen.png")
             first_screen(browser, html.as_uri(), 390, 844, out / "report-phone.png")
-        subprocess.run(["pdftoppm", "-png", "-r", str(PDF_DPI), "-f", "1", "-l", "2", str(pdf), str(Path(tmp) / "page")],
-                       check=True)
+        pages = ["-f", "1", "-l", "2"]
+        subprocess.run(["pdftoppm", "-png", "-r", str(PDF_DPI), *pages, str(pdf), str(Path(tmp) / "page")], check=True)
         # pdftoppm pads the page number to the width of the page count: page-01.png in a 54-page PDF
         for n, page in enumerate(sorted(Path(tmp).glob("page-*.png")), start=1):
             Image.open(page).convert("RGB").quantize(64).save(out / f"report-pdf-page{n}.png", optimize=True)
