@@ -9,6 +9,7 @@ rankings are computed by the caller once per workload (`planner.model.default_jo
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import altair as alt
@@ -201,6 +202,23 @@ def expected_throughput(payload: WorkloadPayload, s: Settings | None) -> Through
                       f"measured here: {choice.precision}, batch {choice.batch}{variant}")
 
 
+def log_ticks(low: float, high: float) -> list[float]:
+    """Round ticks for a small log axis: 1, 2, 5 × 10^k inside [low, high], or only the powers of ten when
+    those would crowd a chart a third of a page wide."""
+    decades = range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)
+    for steps in ((1, 2, 5), (1, 3), (1,)):
+        ticks = [float(f"{m}e{k}") for k in decades for m in steps if low <= m * 10 ** k <= high]
+        if len(ticks) <= 5:
+            return ticks
+    return ticks
+
+
+def _log_axis(values: list[float], title: str, money: bool) -> dict:
+    low, high = min(values) / 1.3, max(values) * 1.3
+    axis = alt.Axis(values=log_ticks(low, high), format="$~s" if money else "~s", grid=False, labelFlush=True)
+    return dict(scale=alt.Scale(type="log", domain=[low, high], nice=False), title=title, axis=axis)
+
+
 @unvalidated
 def build_front_chart(ranking: JobRanking) -> dict | None:
     """Every instance that runs the job in grey, the Pareto front in colour and joined: the trade-off in one look."""
@@ -209,10 +227,8 @@ def build_front_chart(ranking: JobRanking) -> dict | None:
     if len(data) < 2:
         return None
     base = alt.Chart(alt.NamedData("instances")).encode(
-        x=alt.X("hours:Q", scale=alt.Scale(type="log", nice=False), title="Hours (predicted)",
-                axis=alt.Axis(tickCount=4, format="~s", labelFlush=True, grid=False)),
-        y=alt.Y("cost:Q", scale=alt.Scale(type="log", nice=False), title="Cost (USD)",
-                axis=alt.Axis(tickCount=4, format="$~s", grid=False)),
+        x=alt.X("hours:Q", **_log_axis([d["hours"] for d in data], "Hours (predicted)", False)),
+        y=alt.Y("cost:Q", **_log_axis([d["cost"] for d in data], "Cost (USD)", True)),
         tooltip=[alt.Tooltip("instance:N"), alt.Tooltip("hours:Q", format=".1f"),
                  alt.Tooltip("cost:Q", format="$,.0f")])
     colour = alt.Color("set:N", title=None, legend=alt.Legend(orient="top"),
