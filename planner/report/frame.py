@@ -3,8 +3,9 @@
 Rendering comes second (planner/render/report.py, one template partial per section `kind`). Values stay
 in SI units here; the templates' filters (planner/render/filters.py) turn them into human units.
 
-The order is REPORT_ORDER below, and only there: the summary first (built last, from the others),
-then one slot per part of the report. A slot's builder returns the sections it has for the machine;
+The order is REPORT_ORDER below, and only there: the decision page first (per workload, the settings to
+copy and where to run its default job: what a person came to decide), the summary (built last, from the
+others), then one slot per part of the report. A slot's builder returns the sections it has for the machine;
 when it returns none, the slot still shows its heading and one line saying what is missing, so a
 collector that did not run never makes its part of the report vanish. To add a part, write its
 builder (`MachineResults -> list of sections`; the planner's parts take the machine's plan, built once by
