@@ -7,8 +7,8 @@ import json
 from paths import RESULTS
 
 from gpuplan_schema.results import load_machine
-from planner.charts.base import build_memory_chart, build_throughput_chart, decade_ticks, pow2_ticks
-from planner.report.decision import log_ticks
+from planner.charts.base import build_memory_chart, build_throughput_chart
+from planner.charts.ticks import decade_ticks, log_ticks, pow2_ticks
 
 
 def test_log2_ticks_are_powers_of_two_and_never_more_than_eight():

@@ -22,6 +22,7 @@ from gpuplan_schema.payloads import (
     WorkloadPayload,
     WorkloadPoint,
 )
+from planner.charts.ticks import log10_axis, pow2_ticks
 from planner.charts.vega import finish, unvalidated
 from planner.units import (
     format_bandwidth,
@@ -197,32 +198,6 @@ POINT_TOOLTIP = [alt.Tooltip("precision:N", title="Precision"), alt.Tooltip("bat
                  alt.Tooltip("memory_text:N", title="Peak allocated"),
                  alt.Tooltip("flops_pct:N", title="Of FLOP/s ceiling"),
                  alt.Tooltip("bytes_pct:N", title="Of copy bandwidth (est.)")]
-
-
-MAX_TICKS = 8  # on a 560 px PDF chart, labels of up to six digits stay apart
-
-
-def pow2_ticks(low: float, high: float, measured: list[int]) -> list[int]:
-    """Round ticks for a log-2 axis over [low, high]: powers of two, every one when they are few, else every
-    second or third, so that labels never collide; the measured values when no power of two falls inside."""
-    first, last = math.ceil(math.log2(low)), math.floor(math.log2(high))
-    if last - first < 1:
-        return sorted(set(measured))
-    step = 1
-    while (last - first) // step + 1 > MAX_TICKS:
-        step += 1
-    return [2 ** k for k in range(first, last + 1, step)]
-
-
-def decade_ticks(low: float, high: float) -> list[float]:
-    """Powers of ten over [low, high]: a log axis labelled 0.01, 0.1, 1, 10, … (Vega's own ticks add 2 and 5
-    between them, whose labels collide on a PDF-wide chart)."""
-    first, last = math.ceil(math.log10(low)), math.floor(math.log10(high))
-    return [float(f"1e{k}") for k in range(first, last + 1)]
-
-
-def log10_axis(low: float, high: float) -> alt.Axis:
-    return alt.Axis(values=decade_ticks(low, high), format="~g", labelOverlap=True)
 
 
 def _log2_x(field: str, title: str, ticks: list[int], extra: list[int] = ()) -> alt.X:

@@ -14,7 +14,8 @@ import re
 import altair as alt
 
 from gpuplan_schema.payloads import OpRoofline, RooflinePayload
-from planner.charts.base import CHART_HEIGHT, DTYPE_COLORS, DTYPE_ORDER, TERA, log10_axis, log_domain
+from planner.charts.base import CHART_HEIGHT, DTYPE_COLORS, DTYPE_ORDER, TERA, log_domain
+from planner.charts.ticks import log10_axis
 from planner.model.roofline import CLASSES, OUTSIDE, ClassShare
 from planner.units import (
     format_bandwidth,

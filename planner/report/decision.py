@@ -9,13 +9,13 @@ rankings are computed by the caller once per workload (`planner.model.default_jo
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import altair as alt
 
 from gpuplan_schema.payloads import WorkloadPayload, WorkloadPoint
 from gpuplan_schema.results import MachineResults
+from planner.charts.ticks import log_ticks
 from planner.charts.vega import finish, unvalidated
 from planner.model.default_jobs import DEFAULT_SAMPLES, JobRanking
 from planner.model.performance import PLAIN_VARIANTS
@@ -200,17 +200,6 @@ def expected_throughput(payload: WorkloadPayload, s: Settings | None) -> Through
     variant = "" if choice.variant in PLAIN_VARIANTS else f", {choice.variant.replace('_', ' ')}"
     return Throughput(choice.throughput_per_s, per_step / step.q3, per_step / step.q1, unit_label(payload.unit),
                       f"measured here: {choice.precision}, batch {choice.batch}{variant}")
-
-
-def log_ticks(low: float, high: float) -> list[float]:
-    """Round ticks for a small log axis: 1, 2, 5 × 10^k inside [low, high], or only the powers of ten when
-    those would crowd a chart a third of a page wide."""
-    decades = range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)
-    for steps in ((1, 2, 5), (1, 3), (1,)):
-        ticks = [float(f"{m}e{k}") for k in decades for m in steps if low <= m * 10 ** k <= high]
-        if len(ticks) <= 5:
-            return ticks
-    return ticks
 
 
 def _log_axis(values: list[float], title: str, money: bool) -> dict:
