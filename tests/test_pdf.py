@@ -47,7 +47,8 @@ def test_pdf_has_every_section_of_the_report_in_order(report, pages):
     head = {s.title for s in report.head}  # the decision page and the summary come before the contents
     at = [text.find(title, text.find("Contents") + 1 if title not in head else 0) for title in titles]
     assert all(i >= 0 for i in at), [t for t, i in zip(titles, at, strict=True) if i < 0]
-    for title in ("The answer: settings and instances per workload", "Summary", "Three things to change", "Verdict per workload", "Measured ceilings", "Roofline",
+    for title in ("The answer: settings and instances per workload", "Summary", "Three things to change",
+                  "Verdict per workload", "Measured ceilings", "Roofline",
                   "Workload: gpt-small", "Roofline per op: gpt-small", "Input pipeline", "Recommendations and presets",
                   "Instance ranking", "Predictions for other GPUs", "Multi-GPU", "Method: hardware ceilings",
                   "Method: workloads", "Environment", "Glossary"):
