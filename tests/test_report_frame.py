@@ -10,10 +10,12 @@ from altair.utils.schemapi import validate_jsonschema
 from altair.vegalite.v6.schema import load_schema
 from paths import REPO
 
-from gpuplan_schema.results import load_machine
+from gpuplan_schema.results import load_machine, load_machine_and_root
 from gpuplan_schema.schema import load_document
 from planner.charts.accuracy import build_accuracy_chart
 from planner.model.accuracy import AccuracyRow
+from planner.model.jobs import parse_job
+from planner.model.plan import DEFAULT_JOB, report_plan
 from planner.model.workload_verdict import judged_point
 from planner.render.report import render_report_html
 from planner.report.changes import MIN_GAIN, Change, throughput_knee, top_changes
@@ -30,7 +32,9 @@ NOT_YET = ("multi-gpu",)  # the one part the single-GPU H100 folder has no docum
 
 @pytest.fixture(scope="module")
 def h100():  # noqa: ANN201 - a Report
-    return build_report(load_machine(H100))
+    """As `gpuplan report` builds it: with the machine's plan, so the planner's parts are present."""
+    machine, measured = load_machine_and_root(H100)
+    return build_report(machine, report_plan(machine, parse_job(DEFAULT_JOB), measured), measured)
 
 
 @pytest.fixture(scope="module")
