@@ -19,13 +19,14 @@ from paths import REPO, RESULTS
 
 from planner.model.accuracy import AccuracyRow
 from planner.site.build import ACCURACY_NAME, build_site
+from planner.site.jobs import JOBS_NAME
 
 ARTIFACTS = REPO / "test-artifacts" / "browser"
 CHROMIUM = find_chromium()
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (`make setup` installs "
                                 "Debian's chromium package; CI does)")
 PAGES = {"index": "index.html", "machine": "machines/h100-80gb/index.html", "workload": "workloads/gpt-small.html",
-         "accuracy": ACCURACY_NAME}
+         "accuracy": ACCURACY_NAME, "jobs": JOBS_NAME}
 CHARTS_DRAWN = ("Array.from(document.querySelectorAll('.vega-chart')).every("
                 "el => el.querySelector('svg, canvas') !== null)")
 CHARTS = """Array.from(document.querySelectorAll('.vega-chart')).map(el => {
@@ -130,3 +131,68 @@ def test_report_fits_a_phone_screen_and_its_sweep_table_sorts_within_each_precis
     for _, values in groups:  # ascending throughput, the out-of-memory row (no figure) last
         numbers = [float(v) for v in values[:-1]]
         assert numbers == sorted(numbers) and len(numbers) >= 5 and values[-1] == "oom"
+
+
+RANKING = "Array.from(document.querySelectorAll('#job-ranking tbody tr')).map(r => r.getAttribute('data-instance'))"
+HOURS = "Array.from(document.querySelectorAll('#job-ranking tbody tr')).map(r => r.cells[4].textContent)"
+
+
+def choose(browser: Browser, control: str, value: str) -> None:
+    """Set a control as a person would, firing the event the page listens to."""
+    event = "input" if control == "job-amount" else "change"
+    browser.evaluate(f"(() => {{ const c = document.getElementById({control!r}); c.value = {value!r}; "
+                     f"c.dispatchEvent(new Event({event!r})); }})()")
+
+
+def test_the_job_chooser_ranks_instances_for_the_job_chosen(site, browser):
+    assert open_page(browser, site, JOBS_NAME) == []
+    labels = browser.evaluate("Array.from(document.querySelectorAll('#job-workload option')).map(o => o.textContent)")
+    assert "resnet50 (measured on h100-80gb)" in labels and "sensor-cnn (measured on h100-80gb)" in labels
+    choose(browser, "job-workload", str(labels.index("resnet50 (measured on h100-80gb)")))
+    assert browser.evaluate("document.getElementById('job-unit').value") == "epochs"
+    assert browser.evaluate("document.getElementById('job-amount').value") == "100"
+    by_time = browser.evaluate(RANKING)
+    hours = browser.evaluate(HOURS)
+    assert len(by_time) > 10
+    choose(browser, "job-sort", "cost")
+    by_cost = browser.evaluate(RANKING)
+    assert sorted(by_cost) == sorted(by_time) and by_cost != by_time  # the same instances, another order
+    choose(browser, "job-sort", "hours")
+    choose(browser, "job-amount", "10")  # a tenth of the work: a tenth of the time, same order
+    assert browser.evaluate(RANKING) == by_time
+    first = float(hours[0].split()[0].replace(",", "")) * (60 if hours[0].endswith("h") else 1)
+    now = browser.evaluate(HOURS)[0]
+    assert float(now.split()[0].replace(",", "")) * (60 if now.endswith("h") else 1) == pytest.approx(first / 10,
+                                                                                                     rel=0.02)
+    choose(browser, "job-precision", "fp32")
+    assert browser.evaluate(RANKING) != by_time  # fp32 runs on more GPUs, slower: another ranking
+    choose(browser, "job-workload", str(labels.index("gpt-small (measured on h100-80gb)")))
+    assert browser.evaluate("document.getElementById('job-unit').value") == "tokens"
+    assert "gpt-small at bf16" in browser.evaluate("document.getElementById('job-summary').textContent")
+    assert browser.problems.all == []
+    browser.screenshot(ARTIFACTS / "jobs.png", max_height=1600)
+
+
+def test_the_report_opens_with_the_decision_and_fits_a_phone_without_widening_the_page(site, browser):
+    """At 390 px, without the mobile zoom-out that would hide an overflow, nothing sticks out of the page."""
+    try:
+        browser.set_viewport(390, 844)
+        assert open_page(browser, site, PAGES["machine"]) == []
+        assert browser.evaluate("document.querySelector('main > section').id") == "decision"
+        width = browser.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+        assert width[0] <= width[1], f"the page is {width[0]} px wide on a {width[1]} px screen"
+        for page in ("index.html", JOBS_NAME):
+            assert open_page(browser, site, page) == []
+            width = browser.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+            assert width[0] <= width[1], f"{page} is {width[0]} px wide on a {width[1]} px screen"
+    finally:
+        browser.set_viewport(1280, 900)
+
+
+def test_at_1280_px_the_tables_show_every_column_without_scrolling(site, browser):
+    for page, table in (("index.html", "#machines"), (PAGES["machine"], "table.ceilings")):
+        assert open_page(browser, site, page) == []
+        box = browser.evaluate(f"(() => {{ const t = document.querySelector({table!r}); "
+                               "const w = t.closest('.table-wrap') || t.parentElement; "
+                               "return [t.scrollWidth, w.clientWidth]; })()")
+        assert box[0] <= box[1] + 1, f"{page} {table}: {box[0]} px of table in {box[1]} px"

@@ -43,9 +43,11 @@ def pages(a4: Path) -> list[str]:
 def test_pdf_has_every_section_of_the_report_in_order(report, pages):
     text = " ".join(pages)
     titles = [s.title for s in report.sections if s.in_toc]
-    at = [text.find(title, text.find("Contents") + 1 if title != "Summary" else 0) for title in titles]
+    head = {s.title for s in report.head}  # the decision page and the summary come before the contents
+    at = [text.find(title, text.find("Contents") + 1 if title not in head else 0) for title in titles]
     assert all(i >= 0 for i in at), [t for t, i in zip(titles, at, strict=True) if i < 0]
-    for title in ("Summary", "Three things to change", "Verdict per workload", "Measured ceilings", "Roofline",
+    for title in ("The answer: settings and instances per workload", "Summary", "Three things to change",
+                  "Verdict per workload", "Measured ceilings", "Roofline",
                   "Workload: gpt-small", "Roofline per op: gpt-small", "Input pipeline", "Recommendations and presets",
                   "Instance ranking", "Predictions for other GPUs", "Multi-GPU", "Method: hardware ceilings",
                   "Method: workloads", "Environment", "Glossary"):
@@ -54,15 +56,19 @@ def test_pdf_has_every_section_of_the_report_in_order(report, pages):
 
 
 def test_contents_page_gives_the_page_each_section_starts_on(report, a4, pages):
-    assert "Summary" in pages[0] and "Contents" not in pages[0]
-    contents = PdfReader(a4).pages[1].extract_text()  # one line per entry: "Roofline ...... 4"
+    # The decision page fills pages 1 and 2 (all five workloads), then the summary, then the contents.
+    assert "The answer: settings and instances per workload" in pages[0] and "sensor-cnn" in pages[1]
+    summary = next(i for i, text in enumerate(pages) if "Three things to change" in text)
+    assert summary == 2 and all("Contents" not in text for text in pages[:summary + 1])
+    at = summary + 1
+    contents = PdfReader(a4).pages[at].extract_text()  # one line per entry: "Roofline ...... 6"
     assert contents.lstrip().startswith("Contents")
     listed = dict(re.findall(r"^(\S.*?) ?\.{3,} ?(\d+)$", contents, flags=re.MULTILINE))
-    titles = [s.title for s in report.sections[1:] if s.in_toc]
+    titles = [s.title for s in report.body if s.in_toc]
     assert list(listed) == titles
     for title, number in listed.items():
         assert title in pages[int(number) - 1], (title, number)
-        assert int(number) == 1 + next(i for i, text in enumerate(pages) if title in text and i > 1)
+        assert int(number) == 1 + next(i for i, text in enumerate(pages) if title in text and i > at)
 
 
 def test_running_header_names_machine_and_date_and_every_page_is_numbered(report, pages):

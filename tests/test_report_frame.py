@@ -50,9 +50,9 @@ def test_sections_follow_the_one_fixed_order_with_a_placeholder_for_each_part_no
     anchors = [anchor(s) for s in h100.sections]
     workloads = [f"workload-{p.stem.removeprefix('workload-')}" for p in sorted(H100.glob("workload-*.json"))]
     rooflines = [p.stem for p in sorted(H100.glob("roofline-*.json"))]
-    assert anchors == ["summary", "not_collected", "ceilings", "roofline", *workloads, *rooflines, "dataloader",
-                       "recommendations", "instances", "predictions", *NOT_YET, "method", "workload_method",
-                       "environment", "glossary"]
+    assert anchors == ["decision", "summary", "not_collected", "ceilings", "roofline", *workloads, *rooflines,
+                       "dataloader", "recommendations", "instances", "predictions", *NOT_YET, "method",
+                       "workload_method", "environment", "glossary"]
     placeholders = {s.anchor: s for s in h100.sections if isinstance(s, PlaceholderSection)}
     assert list(placeholders) == list(NOT_YET)
     slots = {slot.key: slot for slot in REPORT_ORDER}
@@ -92,7 +92,7 @@ def test_every_internal_link_of_the_report_has_its_target(h100_html):
 
 
 def test_h100_summary_proposes_three_changes_with_the_gains_measured(h100):
-    summary = h100.sections[0]
+    summary = h100.sections[1]  # after the decision page
     assert isinstance(summary, SummarySection) and summary.changes_note is None
     # ranked by what each is worth over the five measured workloads (changes.py): reduced precision helps four
     # of them, torch.compile three, the batch only the README's user workload (sensor-cnn, launch-bound at its
@@ -120,7 +120,7 @@ def test_h100_summary_proposes_three_changes_with_the_gains_measured(h100):
 
 
 def test_summary_has_a_verdict_row_per_workload_with_its_judged_throughput(h100):
-    summary = h100.sections[0]
+    summary = h100.sections[1]
     sections = [s for s in h100.sections if isinstance(s, WorkloadSection)]
     assert [r.workload for r in summary.verdicts] == [s.name for s in sections]
     gpt = next(r for r in summary.verdicts if r.workload == "gpt-small")

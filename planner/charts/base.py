@@ -22,6 +22,7 @@ from gpuplan_schema.payloads import (
     WorkloadPayload,
     WorkloadPoint,
 )
+from planner.charts.ticks import log10_axis, pow2_ticks
 from planner.charts.vega import finish, unvalidated
 from planner.units import (
     format_bandwidth,
@@ -120,7 +121,7 @@ def build_roofline_chart(ceilings: CeilingsPayload, width: int | str = "containe
         return None
     x_low, x_high = _x_domain(roofs)
     x = alt.X("x:Q", title="Arithmetic intensity (FLOP/byte)",
-              scale=alt.Scale(type="log", domain=[x_low, x_high]))
+              scale=alt.Scale(type="log", domain=[x_low, x_high]), axis=log10_axis(x_low, x_high))
     y = alt.Y("y:Q", title="Throughput (TFLOP/s)", scale=alt.Scale(type="log"))
     dtypes = [r.dtype for r in roofs]
     palette = alt.Scale(domain=[*dtypes, "memory (copy)"], range=[*_colors(dtypes), "#555555"])
@@ -200,12 +201,13 @@ POINT_TOOLTIP = [alt.Tooltip("precision:N", title="Precision"), alt.Tooltip("bat
 
 
 def _log2_x(field: str, title: str, ticks: list[int], extra: list[int] = ()) -> alt.X:
-    """A log-2 axis ticked at the measured values, spanning `extra` ones too (rules, labelled where drawn),
-    padded so that rules at the ends stay off the frame."""
+    """A log-2 axis ticked at round values (powers of two, pow2_ticks) over the measured values and `extra`
+    ones (rules), padded so that rules at the ends stay off the frame."""
     values = [*ticks, *extra]
+    low, high = min(values) / 1.15, max(values) * 1.15
     return alt.X(f"{field}:Q", title=f"{title} (log scale, base 2)",
-                 scale=alt.Scale(type="log", base=2, domain=[min(values) / 1.15, max(values) * 1.15], nice=False),
-                 axis=alt.Axis(values=sorted(set(ticks)), format="d", labelOverlap=True))
+                 scale=alt.Scale(type="log", base=2, domain=[low, high], nice=False),
+                 axis=alt.Axis(values=pow2_ticks(low, high, ticks), format="d", labelOverlap=True))
 
 
 def _batch_x(batches: list[int], extra: list[int] = ()) -> alt.X:
@@ -284,7 +286,6 @@ def build_memory_chart(payload: WorkloadPayload, gpu_memory_bytes: int | None = 
     if rules:
         layers.append(alt.Chart(alt.Data(name="boundaries")).mark_rule(strokeDash=[6, 4], strokeWidth=1.5).encode(
             x=x, color=color, tooltip=[alt.Tooltip("label:N", title="OOM boundary")]))
-        layers.append(_rule_labels("batch", "boundary_labels"))
     capacity_rows = []
     if gpu_memory_bytes:
         label = f"GPU memory: {format_bytes(gpu_memory_bytes)}"
@@ -294,10 +295,14 @@ def build_memory_chart(payload: WorkloadPayload, gpu_memory_bytes: int | None = 
             y=y, tooltip=[alt.Tooltip("label:N", title="Capacity")]))
         layers.append(capacity.mark_text(align="left", baseline="bottom", dx=4, dy=-2, fontSize=10,
                                          color="#333333").encode(y=y, x=alt.value(0), text=alt.Text("label:N")))
-    chart = alt.layer(*layers).properties(width=width, height=CHART_HEIGHT,
-                                         title="Peak memory against batch size (dashed: largest batch that fits)")
-    return finish(chart, points=rows, boundaries=rules, boundary_labels=_rule_label_rows(_boundary_labels(rules)),
-                  capacity=capacity_rows)
+    # The boundaries are named in the subtitle, not beside their rules: close boundaries (fp32 6542, bf16 6543)
+    # would print their labels over each other and over the lines.
+    subtitle = ["Dashed, in each precision's colour: the largest batch that fits",
+                " · ".join(row["text"] for row in _boundary_labels(rules))] if rules \
+        else ["No out-of-memory boundary was reached."]
+    chart = alt.layer(*layers).properties(width=width, height=CHART_HEIGHT, title=alt.TitleParams(
+        "Peak memory against batch size", subtitle=subtitle))
+    return finish(chart, points=rows, boundaries=rules, capacity=capacity_rows)
 
 
 def _sequence_rows(points: list[WorkloadPoint]) -> list[dict]:

@@ -15,6 +15,7 @@ import altair as alt
 
 from gpuplan_schema.payloads import OpRoofline, RooflinePayload
 from planner.charts.base import CHART_HEIGHT, DTYPE_COLORS, DTYPE_ORDER, TERA, log_domain
+from planner.charts.ticks import log10_axis
 from planner.model.roofline import CLASSES, OUTSIDE, ClassShare
 from planner.units import (
     format_bandwidth,
@@ -99,7 +100,8 @@ def build_op_roofline_chart(payload: RooflinePayload, width: int | str = "contai
     bandwidth = payload.roofs.memory_bytes_per_s
     ridges = [peak / bandwidth for _, peak in _roofs(payload)] if bandwidth else []
     x_low, x_high = _x_domain([op.intensity for op in ops] + ridges)
-    x = alt.X("x:Q", title="Arithmetic intensity (FLOP/byte)", scale=alt.Scale(type="log", domain=[x_low, x_high]))
+    x = alt.X("x:Q", title="Arithmetic intensity (FLOP/byte)", scale=alt.Scale(type="log", domain=[x_low, x_high]),
+              axis=log10_axis(x_low, x_high))
     y = alt.Y("y:Q", title="Throughput (TFLOP/s)", scale=alt.Scale(type="log"))
     layers = []
     lines = _line_rows(payload, x_low, x_high)

@@ -8,7 +8,10 @@ highest throughput among the default-variant points at that batch. The evidence:
 - b, the achieved fraction of the measured copy bandwidth, from the traffic model's bytes (a floor:
   it counts each saved activation once each way, not every intermediate an un-fused op writes);
 - the gain at the main batch: throughput gain from doubling it (main → 2·main, else main/2 → main),
-  and the gain of the batch sweep's last doubling at that precision;
+  and the gain of the batch sweep's last doubling at that precision; when that precision was not swept
+  (the standard profile sweeps bf16 only, and tf32 may be the fastest at the main batch), the swept
+  precision's doublings stand in, and the verdict says so: a step's fixed costs (launches, Python) do not
+  depend on the precision, so how throughput grows with the batch is the device's answer either way;
 - memory headroom: 1 − peak allocated / GPU memory at the judged point, and the OOM boundary;
 - the fusion gain: the `compile` variant's throughput over the default's, same precision and batch.
 
@@ -61,6 +64,7 @@ class BoundEvidence:
     ran_out_of_memory: bool = False            # the sweep ended at an OOM (not at the profile's cap)
     headroom: float | None = None
     fusion_gain: float | None = None
+    gain_precision: str | None = None          # the swept precision the gains come from, when not the judged one
 
 
 @dataclass(frozen=True)
@@ -133,8 +137,20 @@ def fusion_gain(payload: WorkloadPayload, point: WorkloadPoint) -> float | None:
     return compiled.throughput_per_s / point.throughput_per_s if compiled else None
 
 
+def swept(payload: WorkloadPayload, precision: str) -> tuple[str, dict[int, float]]:
+    """The batch sweep at `precision`, else at the precision that was swept (bf16 first): (precision, sweep)."""
+    thr = sweep_throughput(payload, precision)
+    if thr:
+        return precision, thr
+    others = sorted({p.precision for p in payload.points if p.sweep == "batch"}, key=lambda d: (d != "bf16", d))
+    for other in others:
+        if thr := sweep_throughput(payload, other):
+            return other, thr
+    return precision, {}
+
+
 def gather_evidence(payload: WorkloadPayload, point: WorkloadPoint, gpu_memory: int | None) -> BoundEvidence:
-    thr = sweep_throughput(payload, point.precision)
+    gain_precision, thr = swept(payload, point.precision)
     here, last = gain_at(thr, point.batch), last_gain(thr)
     boundary = payload.boundary(point.precision)
     peak = point.memory.peak_allocated_bytes if point.memory else None
@@ -142,7 +158,8 @@ def gather_evidence(payload: WorkloadPayload, point: WorkloadPoint, gpu_memory: 
         fits=True, flops_fraction=point.achieved_flops_fraction, bytes_fraction=point.achieved_bytes_fraction,
         gain=here[2] if here else None, last_gain=last[2] if last else None,
         ran_out_of_memory=bool(boundary and boundary.first_oom_batch and not boundary.capped),
-        headroom=1 - peak / gpu_memory if peak and gpu_memory else None, fusion_gain=fusion_gain(payload, point))
+        headroom=1 - peak / gpu_memory if peak and gpu_memory else None, fusion_gain=fusion_gain(payload, point),
+        gain_precision=gain_precision if gain_precision != point.precision else None)
 
 
 def build_verdict(payload: WorkloadPayload, gpu_memory: int | None,
@@ -184,7 +201,8 @@ def explain(bound: str, e: BoundEvidence) -> str:
         return (f"memory runs out while a doubling of the batch still gains {_signed(e.last_gain or 0)} "
                 "throughput: more memory would buy more throughput")
     if bound == "launch/latency-bound":
-        return (f"doubling the batch still gains {_signed(e.gain or 0)} throughput (ideal: +100%): fixed "
+        at = f" (in the {e.gain_precision} sweep)" if e.gain_precision else ""
+        return (f"doubling the batch{at} still gains {_signed(e.gain or 0)} throughput (ideal: +100%): fixed "
                 "per-step costs (kernel launches, Python, synchronisation) dominate; a larger batch is nearly free")
     if bound == "undetermined" and e.flops_fraction is None and e.bytes_fraction is None:
         return "no ceilings were measured when this ran, so the fractions that tell compute from memory are missing"
@@ -195,7 +213,8 @@ def explain(bound: str, e: BoundEvidence) -> str:
     if max(e.flops_fraction or 0, e.bytes_fraction or 0) >= NEAR_CEILING:
         return f"the step reaches {f} of the matmul FLOP/s ceiling and {b} of the copy bandwidth (estimated)"
     gain = e.gain if e.gain is not None else e.last_gain
-    below = (f"doubling the batch changes throughput by only {_signed(gain or 0)}, below both ceilings "
+    at = f" (in the {e.gain_precision} sweep)" if e.gain_precision else ""
+    below = (f"doubling the batch{at} changes throughput by only {_signed(gain or 0)}, below both ceilings "
              f"({f} of FLOP/s, {b} of bytes/s by the estimate)")
     if bound == "memory-bandwidth-bound" and e.fusion_gain and e.fusion_gain >= FUSION_GAIN:
         return (f"{below}, and torch.compile, which fuses element-wise operations and so removes memory traffic, "
@@ -222,12 +241,12 @@ def evidence_lines(payload: WorkloadPayload, point: WorkloadPoint, gpu_memory: i
 
 def scaling_lines(payload: WorkloadPayload, point: WorkloadPoint) -> list[str]:
     """The doubling at the main batch and the sweep's last doubling (once, when they are the same)."""
-    thr = sweep_throughput(payload, point.precision)
+    precision, thr = swept(payload, point.precision)
     found = [g for g in (gain_at(thr, point.batch), last_gain(thr)) if g]
     lines = []
     for low, high, gain in dict.fromkeys(found):
         plateau = " (a plateau: under 10%)" if gain < PLATEAU_GAIN else ""
-        lines.append(f"Doubling the batch at {point.precision} from {low} to {high} changes throughput by "
+        lines.append(f"Doubling the batch at {precision} from {low} to {high} changes throughput by "
                      f"{_signed(gain)}{plateau}.")
     return lines
 

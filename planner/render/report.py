@@ -76,9 +76,10 @@ def vega_javascript() -> Markup:
     return Markup(re.sub(r"</(script)", r"<\\/\1", bundle, flags=re.IGNORECASE).replace("<!--", "<\\!--"))
 
 
-def render_chart_svg(spec: dict) -> Markup:
-    """The chart as inline SVG for the PDF. vl-convert writes the SVG and escapes its text itself."""
-    spec = with_width(spec, PDF_CHART_WIDTH)
+def render_chart_svg(spec: dict, width: int = PDF_CHART_WIDTH) -> Markup:
+    """The chart as inline SVG for the PDF (`width` pixels wide before it scales to its box). vl-convert writes
+    the SVG and escapes its text itself."""
+    spec = with_width(spec, width)
     spec["config"] = {**spec.get("config", {}), "font": PDF_FONT}
     svg = vl_convert.vegalite_to_svg(spec)
     return Markup(re.sub(r"^<\?xml[^>]*\?>\s*", "", svg))

@@ -28,6 +28,9 @@ def render_snippet_python(answer: WorkloadAnswer) -> str:
               "loader = DataLoader(dataset, batch_size=BATCH_SIZE, shuffle=True, "
               f"num_workers={s.loader.workers}, prefetch_factor={s.loader.prefetch_factor}, "
               f"pin_memory={s.loader.pin_memory}, persistent_workers={s.loader.persistent_workers})"]
+    if not s.loader.measured:
+        lines.append("# num_workers: not measured for this workload's input: a default; measure it with "
+                     "`gpuplan collect --only dataloader`")
     if s.channels_last:
         lines.append("model = model.to(memory_format=torch.channels_last)")
     if s.torch_compile:

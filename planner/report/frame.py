@@ -3,8 +3,9 @@
 Rendering comes second (planner/render/report.py, one template partial per section `kind`). Values stay
 in SI units here; the templates' filters (planner/render/filters.py) turn them into human units.
 
-The order is REPORT_ORDER below, and only there: the summary first (built last, from the others),
-then one slot per part of the report. A slot's builder returns the sections it has for the machine;
+The order is REPORT_ORDER below, and only there: the decision page first (per workload, the settings to
+copy and where to run its default job: what a person came to decide), the summary (built last, from the
+others), then one slot per part of the report. A slot's builder returns the sections it has for the machine;
 when it returns none, the slot still shows its heading and one line saying what is missing, so a
 collector that did not run never makes its part of the report vanish. To add a part, write its
 builder (`MachineResults -> list of sections`; the planner's parts take the machine's plan, built once by
@@ -20,10 +21,13 @@ from pathlib import Path
 from gpuplan_schema.machine import sanitize_machine_id
 from gpuplan_schema.payloads import PAYLOADS
 from gpuplan_schema.results import MachineResults, load_machine_and_root
+from planner.model.default_jobs import JobRanking, rank_workload_jobs
 from planner.model.jobs import Job
-from planner.model.plan import Plan, report_plan
+from planner.model.plan import DEFAULT_JOB, Plan, report_plan
 from planner.report.ceilings import CeilingsSection, RooflineSection, build_ceilings_section, build_roofline_section
 from planner.report.dataloader import DataloaderSection, build_dataloader_sections
+from planner.report.decision import DecisionSection, build_decision_sections
+from planner.report.decision_settings import settings_of
 from planner.report.glossary import GlossarySection, build_glossary_section
 from planner.report.method import (
     EnvironmentSection,
@@ -51,8 +55,8 @@ from planner.specs import match_gpu
 __all__ = ["REPORT_ORDER", "CeilingsSection", "NotCollectedSection", "PlaceholderSection", "Report", "Section",
            "Slot", "SummarySection", "build_report"]
 
-Section = (SummarySection | NotCollectedSection | PlaceholderSection | CeilingsSection | RooflineSection
-           | WorkloadSection | OpRooflineSection | DataloaderSection | MultiGpuSection | MethodSection
+Section = (DecisionSection | SummarySection | NotCollectedSection | PlaceholderSection | CeilingsSection
+           | RooflineSection | WorkloadSection | OpRooflineSection | DataloaderSection | MultiGpuSection | MethodSection
            | RecommendationsSection | InstancesSection | PredictionsSection
            | WorkloadMethodSection | EnvironmentSection | GlossarySection)
 
@@ -66,7 +70,7 @@ class ReportInput:
 
 
 SlotBuilder = Callable[[ReportInput], Sequence[Section]]
-HEAD_KINDS = ("summary", "not_collected")
+HEAD_KINDS = ("decision", "summary", "not_collected")
 
 
 @dataclass(frozen=True)
@@ -153,15 +157,29 @@ def build_report_for(folder: Path, job: Job | None = None) -> Report:
     """The report of the machine folder `folder`, with its plan: the machines beside it in its results root
     supply the multi-GPU measurements the ranking cites; `job` is ranked (default: DEFAULT_JOB)."""
     machine, measured = load_machine_and_root(folder)
-    return build_report(machine, report_plan(machine, job, measured))
+    return build_report(machine, report_plan(machine, job, measured), measured)
 
 
-def build_report(machine: MachineResults, plan: Plan | None = None) -> Report:
-    """The report of `machine`; its planner parts show `plan` (None: each says it was not computed)."""
+def workload_rankings(machine: MachineResults, plan: Plan | None,
+                      measured: Sequence[MachineResults] = ()) -> dict[str, JobRanking]:
+    """Each workload's default job ranked (the plan's job for its workload when the user asked for one), at the
+    recommended precision; none without a plan."""
+    if plan is None:
+        return {}
+    asked = plan.job if plan.job is not None and plan.job.spec != DEFAULT_JOB else None
+    precisions = {w: s.precision for w, s in settings_of(plan).items()}
+    return rank_workload_jobs(machine, asked, measured, precisions)
+
+
+def build_report(machine: MachineResults, plan: Plan | None = None, measured: Sequence[MachineResults] = ()) -> Report:
+    """The report of `machine`; its planner parts show `plan` (None: each says it was not computed). The decision
+    page, first, ranks instances for each workload's job; `measured` supplies the multi-GPU measurements."""
     collected = max(doc.created for doc in machine.documents.values())[:10]
     given = ReportInput(machine, plan)
     body = [section for slot in REPORT_ORDER for section in slot.sections(given)]
-    head: list[Section] = [build_summary(machine, collected, body)]
+    # The answer first: what to set and where to run, before the summary of measured changes and the detail.
+    head: list[Section] = [*build_decision_sections(machine, plan, workload_rankings(machine, plan, measured)),
+                           build_summary(machine, collected, body)]
     present = {doc.kind for doc in machine.documents.values()}
     missing = [kind for kind in PAYLOADS if kind not in present]
     if missing:

@@ -127,16 +127,22 @@ def build_workload_sections(machine: MachineResults) -> list[WorkloadSection]:
     return sections
 
 
-def build_workload_section(payload: WorkloadPayload, gpu_memory: int | None,
-                           machine: MachineResults | None = None) -> WorkloadSection:
-    main = main_batch(payload)
+def verdict_of(payload: WorkloadPayload, gpu_memory: int | None, machine: MachineResults | None) -> Verdict:
+    """The workload's verdict with the one bound of its judged point (planner/model/bound.py): what the
+    workload section and the decision page both say."""
     rooflines = machine_rooflines(machine) if machine else []
     ceilings = machine.ceilings if machine else None
     bound = partial(source_bound, payload=payload, ceilings=ceilings, rooflines=rooflines)
+    return build_verdict(payload, gpu_memory, bound)
+
+
+def build_workload_section(payload: WorkloadPayload, gpu_memory: int | None,
+                           machine: MachineResults | None = None) -> WorkloadSection:
+    main = main_batch(payload)
     return WorkloadSection(
         name=payload.workload, anchor=f"workload-{sanitize_machine_id(payload.workload)}", payload=payload,
         unit=unit_label(payload.unit), main_batch=main, gpu_memory_bytes=gpu_memory,
-        verdict=build_verdict(payload, gpu_memory, bound), throughput_chart=build_throughput_chart(payload),
+        verdict=verdict_of(payload, gpu_memory, machine), throughput_chart=build_throughput_chart(payload),
         memory_chart=build_memory_chart(payload, gpu_memory), sequence_chart=build_sequence_chart(payload),
         trials=build_trial_rows(payload, main) if main else [], boundaries=boundary_rows(payload),
         batches=[point_row(p) for p in ordered([p for p in payload.points if p.sweep == "batch"])],

@@ -4,6 +4,7 @@
     machines/<id>/index.html    each machine's report (and report.pdf beside it)
     workloads/<name>.html       each workload across the machines that ran it
     accuracy.html               the planner's predictions against measurements
+    jobs.html                   the job chooser: instances ranked for a workload, precision and amount
     gpuplan-results.csv         every measured figure of every machine (the tidy export)
 
 Every machine is loaded and every page rendered in memory before anything is written. Output is
@@ -44,6 +45,7 @@ from planner.render.report import (
 from planner.report.frame import Report
 from planner.site.accuracy import build_accuracy_page, build_crosschecks
 from planner.site.index import build_site_index
+from planner.site.jobs import AMOUNTS, JOBS_NAME, build_chooser
 from planner.site.machines import build_machine_pages, render_machine_pdfs
 from planner.site.workloads import WORKLOADS_DIR, build_workload_pages, workload_files
 
@@ -68,7 +70,7 @@ def check_unique_ids(machines: list[MachineResults], reports: list[Report]) -> N
 def site_nav(root: str, current: str, workloads: dict[str, str]) -> list[NavLink]:
     """The links on every page; `root` leads from the page to the site's top folder ("" or "../");
     `workloads` maps each workload to its page's file."""
-    links = [("Machines", INDEX_NAME)]
+    links = [("Machines", INDEX_NAME), ("Choose a job", JOBS_NAME)]
     links += [(f"Workload: {name}", f"{WORKLOADS_DIR}/{file}") for name, file in workloads.items()]
     links += [("Prediction accuracy", ACCURACY_NAME), ("Download all figures (CSV)", CSV_NAME)]
     return [NavLink(label, root + href, href == current) for label, href in links]
@@ -152,6 +154,9 @@ def build_site(results_root: Path, out: Path = Path("site/_build"), *, accuracy:
     accuracy_page = build_accuracy_page(accuracy, crosschecks)
     files[out / ACCURACY_NAME] = render_site_page("site_accuracy.html.j2", site_nav("", ACCURACY_NAME, files_of),
                                                   charts=accuracy_page.chart is not None, accuracy=accuracy_page)
+    files[out / JOBS_NAME] = render_site_page("site_jobs.html.j2", site_nav("", JOBS_NAME, files_of),
+                                              chooser=build_chooser(machines),
+                                              amounts=", ".join(f"{k:g}" for k in AMOUNTS))
     files[out / CSV_NAME] = to_csv(machines_frame(machines))
     pages = {name: f"{WORKLOADS_DIR}/{file}" for name, file in files_of.items()}
     index_html = render_site_page("site_index.html.j2", site_nav("", INDEX_NAME, files_of), has_pdf=pdf,

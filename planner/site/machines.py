@@ -73,7 +73,7 @@ def build_machine_pages(machines: list[MachineResults], nav: list[NavLink], has_
     """Each machine's report and its page, in the order given; each plan cites the multi-GPU measurements
     of all of `machines`, and ranks the default job where the machine measured its workload."""
     def make(machine: MachineResults) -> MachinePage:
-        report = build_report(machine, report_plan(machine, None, machines))
+        report = build_report(machine, report_plan(machine, None, machines), machines)
         return MachinePage(report, render_report_html(report, nav=nav, has_pdf=has_pdf))
 
     return map_forked(make, machines)

@@ -1,0 +1,93 @@
+"""A default job per measured workload, and the instance ranking for each.
+
+The report's decision page and the site's per-machine pages answer "which instance for this workload" with
+a job a person would plausibly run: ResNet-50 for 100 ImageNet epochs, gpt-small for 10 B tokens. Any other
+workload (the MLP, the rollout, user workloads) gets "a day on this GPU": the samples the measured GPU processes
+in 24 hours at its fastest measured point, rounded to 1, 2 or 5 × 10^k, so that its hours read in hours, not
+seconds; the job's `samples=` states the count. A job the user asked for (`--job`) replaces its workload's
+default. The ranking multiplies the same predictor as `gpuplan plan --job` (build_predictor).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from gpuplan_schema.payloads import WorkloadPayload
+from gpuplan_schema.results import MachineResults
+from planner.model.jobs import Job, parse_job
+from planner.model.plan import MAIN_PRECISION, PlanError, build_predictor, load_source
+from planner.model.ranking import OK, RankedInstance, rank_instances
+from planner.model.scaling import build_scaling, gather_efficiencies
+
+DAY_S = 24 * 3600
+DEFAULT_SAMPLES = "a day on this GPU"
+DEFAULT_AMOUNT = {"resnet50": "epochs=100 dataset=imagenet", "gpt-small": "tokens=10B"}
+
+
+@dataclass(frozen=True)
+class JobRanking:
+    job: Job
+    rows: list[RankedInstance]   # every catalog instance, cheapest first (those that cannot run it last)
+    asked: bool                  # the user's --job, not a default
+
+    @property
+    def ok(self) -> list[RankedInstance]:
+        return [r for r in self.rows if r.status == OK and r.hours and r.cost_usd]
+
+    @property
+    def fastest(self) -> RankedInstance | None:
+        return min(self.ok, key=lambda r: (r.hours, r.cost_usd), default=None)
+
+    @property
+    def cheapest(self) -> RankedInstance | None:
+        return min(self.ok, key=lambda r: (r.cost_usd, r.hours), default=None)
+
+    @property
+    def front(self) -> list[RankedInstance]:
+        return sorted((r for r in self.ok if r.pareto), key=lambda r: r.hours)
+
+
+def nice_count(value: float) -> float:
+    """value rounded to 1, 2 or 5 × 10^k (nearest on a log scale)."""
+    if value <= 1:
+        return 1.0
+    exp = math.floor(math.log10(value))
+    return min((m * 10 ** e for e in (exp, exp + 1) for m in (1, 2, 5)), key=lambda c: abs(math.log(c / value)))
+
+
+def day_samples(payload: WorkloadPayload) -> float:
+    best = max((p.throughput_per_s for p in payload.points if p.status == "ok" and p.throughput_per_s), default=1.0)
+    return nice_count(best * DAY_S)
+
+
+def default_job_spec(workload: str, precision: str = MAIN_PRECISION, samples: float = 1e7) -> str:
+    return f"{workload} {precision} {DEFAULT_AMOUNT.get(workload, f'samples={samples:.0e}'.replace('e+', 'e'))}"
+
+
+def rank_workload_jobs(machine: MachineResults, asked: Job | None = None, measured: Sequence[MachineResults] = (),
+                       precisions: dict[str, str] | None = None) -> dict[str, JobRanking]:
+    """Per measured workload: the ranking of `asked` when it is that workload's job, else of its default job at
+    `precisions[workload]` (the recommended precision; bf16 when it is absent or ranks no instance)."""
+    try:
+        source = load_source(machine)
+    except PlanError:
+        return {}
+    scaling = build_scaling(gather_efficiencies(measured))
+    out = {}
+    for payload in source.machine.workloads:
+        name = payload.workload
+        if asked is not None and asked.workload == name:
+            jobs = [(asked, True)]
+        else:
+            wanted = (precisions or {}).get(name, MAIN_PRECISION)
+            samples = day_samples(payload)
+            precisions_tried = dict.fromkeys((wanted, MAIN_PRECISION))
+            jobs = [(parse_job(default_job_spec(name, p, samples)), False) for p in precisions_tried]
+        for job, is_asked in jobs:
+            ranking = JobRanking(job, rank_instances(job, build_predictor(source, job), scaling=scaling), is_asked)
+            if ranking.ok or is_asked or job is jobs[-1][0]:
+                out[name] = ranking
+                break
+    return out

@@ -1,0 +1,104 @@
+"""The site's job chooser: pick a workload (reference or a measured user workload), a precision and an amount
+of work; see every catalog instance ranked by predicted time and cost.
+
+Everything is computed here, at build time, and embedded in the page as JSON; the page's small script only
+picks a table and scales it. Per plannable machine × workload × precision the ranking is computed at AMOUNTS
+× the workload's default job (planner/model/default_jobs.py); the script takes the table whose amount is
+nearest the one asked (on a log scale) and scales its hours and dollars linearly with the amount (time is
+samples ÷ throughput, so the scaling is exact; the page says so). A machine the planner cannot use (no
+ceilings, only collectives) has no tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from gpuplan_schema.results import MachineResults
+from planner.model.default_jobs import DEFAULT_AMOUNT, day_samples, default_job_spec
+from planner.model.jobs import DATASETS, PRECISIONS, TOKENS_PER_SAMPLE, parse_job
+from planner.model.plan import PlanError, build_predictor, load_source
+from planner.model.ranking import OK, RankedInstance, rank_instances
+from planner.model.scaling import build_scaling, gather_efficiencies
+
+AMOUNTS = (0.1, 1.0, 10.0)   # × the default job's samples: the tables computed at build time
+JOBS_NAME = "jobs.html"
+
+
+@dataclass(frozen=True)
+class ChooserData:
+    """What the page embeds: `instances` once (name, provider, GPUs, $/h), then compact rankings."""
+
+    instances: list[list]
+    workloads: list[dict]     # one per machine × workload: names, unit, precisions, default amount
+    tables: dict[str, dict]   # "machine|workload|precision|index" → {samples, rows}
+    datasets: dict[str, int]
+
+    def to_json(self) -> dict:
+        return {"instances": self.instances, "workloads": self.workloads, "tables": self.tables,
+                "datasets": self.datasets}
+
+
+def default_amount(workload: str, samples: float) -> dict:
+    """The amount the chooser starts at, in the unit a person would state it in."""
+    if workload in TOKENS_PER_SAMPLE and DEFAULT_AMOUNT.get(workload, "").startswith("tokens="):
+        return {"kind": "tokens", "value": samples * TOKENS_PER_SAMPLE[workload]}
+    if DEFAULT_AMOUNT.get(workload, "").startswith("epochs="):
+        spec = parse_job(default_job_spec(workload))
+        return {"kind": "epochs", "value": spec.samples / DATASETS["imagenet"], "dataset": "imagenet"}
+    return {"kind": "samples", "value": samples}
+
+
+def build_chooser(machines: Sequence[MachineResults]) -> ChooserData:
+    scaling = build_scaling(gather_efficiencies(machines))
+    instances: dict[str, int] = {}
+    rows_meta: list[list] = []
+    workloads, tables = [], {}
+    for machine in machines:
+        try:
+            source = load_source(machine)
+        except PlanError:
+            continue
+        for payload in machine.workloads:
+            base = parse_job(default_job_spec(payload.workload, "bf16", day_samples(payload))).samples
+            precisions = []
+            for precision in PRECISIONS:
+                if not any(p.precision == precision and p.status == "ok" for p in payload.points):
+                    continue
+                computed = [_table(source, payload.workload, precision, base * k, scaling, instances, rows_meta)
+                            for k in AMOUNTS]
+                if not any(t["rows"] and t["rows"][0][1] == 1 for t in computed):
+                    continue  # no instance runs it at this precision
+                precisions.append(precision)
+                for i, table in enumerate(computed):
+                    tables[f"{machine.machine}|{payload.workload}|{precision}|{i}"] = table
+            if precisions:
+                workloads.append({"machine": machine.machine, "gpu": machine.gpu_name, "workload": payload.workload,
+                                  "unit": payload.unit, "precisions": precisions, "amounts": len(AMOUNTS),
+                                  "tokens_per_sample": TOKENS_PER_SAMPLE.get(payload.workload),
+                                  "default": default_amount(payload.workload, base)})
+    return ChooserData(rows_meta, workloads, tables, dict(DATASETS))
+
+
+def _table(source, workload: str, precision: str, samples: float, scaling, index: dict[str, int],  # noqa: ANN001
+           meta: list[list]) -> dict:
+    job = parse_job(f"{workload} {precision} samples={samples:.6g}")
+    ranked = rank_instances(job, build_predictor(source, job), scaling=scaling)
+    return {"samples": job.samples, "rows": [_row(r, index, meta) for r in ranked]}
+
+
+def _row(r: RankedInstance, index: dict[str, int], meta: list[list]) -> list:
+    """[instance, ok (1/0), samples/s, hours, cost, pareto, hours low, hours high, unvalidated, reason if not ok]."""
+    key = f"{r.provider}/{r.instance}"
+    if key not in index:
+        index[key] = len(meta)
+        meta.append([r.instance, r.provider, f"{r.gpu_count} × {r.gpu}", r.price_usd_per_hour])
+    if r.status != OK:
+        return [index[key], 0, None, None, None, 0, None, None, 0, r.status.replace("_", " ")]
+    low, high = getattr(r, "hours_low", None), getattr(r, "hours_high", None)
+    return [index[key], 1, _round(r.samples_per_s), _round(r.hours), _round(r.cost_usd), int(r.pareto),
+            _round(low), _round(high), int(bool(getattr(r, "unvalidated", False))), ""]
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None else float(f"{x:.5g}")

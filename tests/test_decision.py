@@ -1,0 +1,91 @@
+"""The decision page: first in the report, one block per measured workload with its bound, its settings as
+Python and YAML, the throughput to expect and the instances for a default job (or the job asked for)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from paths import RESULTS
+
+from gpuplan_schema.results import load_machine_and_root
+from planner.model.default_jobs import nice_count, rank_workload_jobs
+from planner.model.jobs import parse_job
+from planner.model.plan import DEFAULT_JOB, report_plan
+from planner.render.report import render_report_html
+from planner.report.decision import DecisionSection
+from planner.report.frame import build_report
+
+H100 = RESULTS / "h100-80gb"
+
+
+def report_for(job: str = DEFAULT_JOB):  # noqa: ANN201 - a Report
+    machine, measured = load_machine_and_root(H100)
+    return build_report(machine, report_plan(machine, parse_job(job), measured), measured)
+
+
+@pytest.fixture(scope="module")
+def report():  # noqa: ANN201 - a Report
+    return report_for()
+
+
+def text(html: str) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
+
+
+def test_the_decision_section_comes_first_and_answers_for_every_workload(report):
+    first = report.sections[0]
+    assert isinstance(first, DecisionSection)
+    assert [b.workload for b in first.blocks] == ["conv-rollout", "gpt-small", "mlp-stgan", "resnet50", "sensor-cnn"]
+    for block in first.blocks:
+        assert block.python and "torch" in block.python and "DataLoader(" in block.python, block.workload
+        assert block.yaml and "batch_size:" in block.yaml and "allocator:" in block.yaml
+        assert block.throughput and block.throughput.low <= block.throughput.value <= block.throughput.high
+        roles = [p.role for p in block.picks]
+        assert roles[0] in ("fastest", "fastest and cheapest") and ("cheapest" in roles or len(roles) == 1)
+        assert all(p.hours > 0 and p.cost_usd > 0 for p in block.picks)
+        assert block.chart is not None and block.bound and block.why
+    # every H100 verdict is decided; mlp-stgan's tf32 point (unswept) is judged by the bf16 sweep's doublings
+    assert [b.bound for b in first.blocks].count("undetermined") == 0
+    mlp = next(b for b in first.blocks if b.workload == "mlp-stgan")
+    assert mlp.bound == "launch/latency-bound" and "(in the bf16 sweep) still gains +72.1%" in mlp.why
+
+
+def test_settings_follow_the_measurements(report):
+    blocks = {b.workload: b for b in report.sections[0].blocks}
+    resnet = blocks["resnet50"]
+    assert "channels_last" in resnet.python and "num_workers=15" in resnet.python  # the loader was measured
+    assert "torch.compile(model)" in resnet.python and "GradScaler" in resnet.python  # fp16: 4824 > 3946 img/s
+    assert "num_workers: not measured" in blocks["gpt-small"].python  # no loader measurement: said, not guessed
+    assert "expandable_segments:True" in blocks["gpt-small"].python  # its measured boundary grew ≥ 5 % with it
+    assert "expandable_segments" not in blocks["resnet50"].python  # resnet50's did not
+    assert resnet.job == "resnet50 fp16 epochs=100 dataset=imagenet" and blocks["gpt-small"].job.endswith("tokens=10B")
+    assert re.fullmatch(r"mlp-stgan tf32 samples=\de\d+", blocks["mlp-stgan"].job)  # a day on this GPU, stated
+
+
+def test_the_page_shows_the_snippets_and_the_instances_before_the_summary(report):
+    html = render_report_html(report)
+    start, summary = html.index('id="decision"'), html.index('id="summary"')
+    assert start < summary < html.index('id="contents"')
+    page = text(html[start:summary])
+    for workload in ("conv-rollout", "gpt-small", "mlp-stgan", "resnet50", "sensor-cnn"):
+        assert f"# {workload}" in page  # the YAML snippet's first line
+    assert page.count("DataLoader(dataset") == 5 and page.count("Fastest") >= 1
+    for block in report.sections[0].blocks:  # each workload's fastest and cheapest instance, named
+        assert all(p.instance in page for p in block.picks)
+
+
+def test_a_job_asked_for_replaces_its_workloads_default_and_the_instance_section_ranks_it():
+    report = report_for("gpt-small bf16 tokens=1B")
+    gpt = next(b for b in report.sections[0].blocks if b.workload == "gpt-small")
+    default = next(b for b in report_for().sections[0].blocks if b.workload == "gpt-small")
+    assert gpt.job == "gpt-small bf16 tokens=1B" and "--job" in gpt.job_note
+    assert gpt.picks[0].hours == pytest.approx(default.picks[0].hours / 10, rel=1e-6)
+    instances = next(s for s in report.sections if s.kind == "instances")
+    assert instances.job == "gpt-small bf16 tokens=1B"
+
+
+def test_default_jobs_rank_without_a_plan_only_for_a_plannable_machine():
+    machine, measured = load_machine_and_root(RESULTS / "h200-x2")
+    assert rank_workload_jobs(machine, None, measured) == {}
+    assert [nice_count(x) for x in (0.5, 3, 7.9, 1.65e11)] == [1.0, 2, 10, 2e11]
