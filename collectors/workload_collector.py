@@ -22,7 +22,10 @@ from gpuplan_schema.payloads import CeilingsPayload, OomBoundary, WorkloadPayloa
 from gpuplan_schema.progress import Progress
 from gpuplan_schema.schema import DocumentError, load_document
 
-NAME, VERSION = "workloads", "2"
+# 3: every timed point has host_issue_s, gpu_busy_s and step_syncs (collectors/host_time.py). A
+# document of version 2 stays valid for the planner (those fields None); a rerun measures it afresh
+# (load_earlier), since none of its points has them.
+NAME, VERSION = "workloads", "3"
 
 
 @dataclass(frozen=True)
