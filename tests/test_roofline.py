@@ -197,7 +197,7 @@ def test_ops_without_a_formula_are_listed(payloads):
 def test_export_rows_carry_op_name_in_variant_and_class_in_status(collected, payloads):
     rows = [r for r in iter_tidy_rows(load_machine(collected)) if r.collector == "roofline"]
     for name, p in payloads.items():
-        mine = [r for r in rows if r.workload == name]
+        mine = [r for r in rows if r.workload == name and r.batch == p.batch]
         for op in p.ops:
             by_metric = {r.metric: r for r in mine if r.variant == op.name}
             assert {r.status for r in by_metric.values()} == {op.op_class}

@@ -80,8 +80,6 @@ class WorkloadPoint:
             return f"batch is {self.batch}; a point's batch is at least 1"
         if self.status == "ok" and self.sweep != "probe" and (self.step_s is None or self.throughput_per_s is None):
             return "status is ok but a timed point's step_s or throughput_per_s is missing"
-        if min(self.gpu_busy_s or 0, self.step_syncs or 0) < 0:
-            return "gpu_busy_s and step_syncs are never negative"
         return None
 
 
