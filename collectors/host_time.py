@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import torch
@@ -77,12 +77,17 @@ def device_seconds(prof: profile) -> float:
 
 
 def device_events(prof: profile) -> list:
-    """The device's activities (kernels, copies, sets) in a finished profile. The raw kineto events are
-    read (building the profiler's event tree costs ~0.5 s for a transformer step); a range's device-side
-    span (a user annotation such as the optimizer's) is not a kernel and would count its kernels twice."""
+    """The device's activities in a finished profile. The raw kineto events are read (building the
+    profiler's event tree costs ~0.5 s for a transformer step)."""
+    return device_activities(prof.profiler.kineto_results.events())
+
+
+def device_activities(events: Iterable) -> list:
+    """Kernels, copies and sets: events on the CUDA device that are not a range's device-side span (a
+    `gpu_user_annotation`, such as the optimizer's, covers its kernels and would count them twice)."""
     cuda = torch.autograd.DeviceType.CUDA
-    return [e for e in prof.profiler.kineto_results.events()
-            if e.device_type() == cuda and not e.is_user_annotation()]
+    return [e for e in events if e.device_type() == cuda and not e.is_user_annotation()
+            and "annotation" not in str(e.activity_type())]
 
 
 def device_kernel_count(run: Callable[[], object], device: torch.device) -> int | None:

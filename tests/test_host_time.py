@@ -19,7 +19,7 @@ import torch
 from collectors.__main__ import main as collect_main
 from collectors.ceilings import VERSION as CEILINGS_VERSION
 from collectors.dispatch import measure_dispatch
-from collectors.host_time import gpu_busy, host_issue, measure_host_share
+from collectors.host_time import device_activities, gpu_busy, host_issue, measure_host_share
 from collectors.resume import why_complete
 from collectors.workload_collector import NAME, VERSION, iter_workload_documents, load_earlier
 from gpuplan_schema.payloads import CeilingsPayload, WorkloadPayload, WorkloadPoint
@@ -155,3 +155,34 @@ def test_a_negative_gpu_busy_time_names_the_file_and_field(tmp_path):
     path.write_text(text)
     with pytest.raises(DocumentError, match=r"bad\.json: payload\.points\[0\]\.gpu_busy_s: -1 is negative"):
         load_document(path)
+
+
+class KinetoLike:
+    """The four methods of torch's _KinetoEvent that device_activities reads (no CUDA device here)."""
+
+    def __init__(self, name: str, device: str, activity: str, ns: int, annotation: bool = False):
+        self._name, self._device, self._activity, self._ns, self._annotation = name, device, activity, ns, annotation
+
+    def device_type(self) -> torch.autograd.DeviceType:
+        return getattr(torch.autograd.DeviceType, self._device)
+
+    def activity_type(self) -> str:
+        return self._activity
+
+    def is_user_annotation(self) -> bool:
+        return self._annotation
+
+    def duration_ns(self) -> int:
+        return self._ns
+
+
+def test_gpu_busy_counts_kernels_copies_and_sets_but_not_range_spans_or_host_ops():
+    """The kinds of event kineto reports for an optimizer step on a GPU: the range's device-side span
+    covers the kernels below it, so counting it would double them."""
+    events = [KinetoLike("Optimizer.step#AdamW.step", "CPU", "user_annotation", 900, annotation=True),
+              KinetoLike("aten::_fused_adamw_", "CPU", "cpu_op", 800),
+              KinetoLike("Optimizer.step#AdamW.step", "CUDA", "gpu_user_annotation", 500, annotation=True),
+              KinetoLike("fused_adamw_kernel", "CUDA", "kernel", 300),
+              KinetoLike("Memcpy HtoD", "CUDA", "gpu_memcpy", 40),
+              KinetoLike("Memset", "CUDA", "gpu_memset", 10)]
+    assert [e.duration_ns() for e in device_activities(events)] == [300, 40, 10]
