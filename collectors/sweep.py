@@ -134,7 +134,8 @@ def _measure(workload: Workload, precision: str, batch: int, ctx: Context, varia
         achieved_flops_fraction=_fraction(flops, seconds, _flops_ceiling(ctx, precision)),
         achieved_bytes_fraction=_fraction(traffic.total_bytes if traffic else None, seconds, _bw_ceiling(ctx)),
         device_samples=sampler.result(), compile_s=compile_s, first_step_s=first_step_s,
-        host_issue_s=share.host_issue_s, gpu_busy_s=share.gpu_busy_s, step_syncs=share.step_syncs, **base)
+        host_issue_s=share.host_issue_s, gpu_busy_s=share.gpu_busy_s, step_syncs=share.step_syncs,
+        host_share_problem=share.problem, **base)
 
 
 def _memory_use(device: torch.device, nvml_used: int | None) -> MemoryUse | None:

@@ -74,6 +74,7 @@ class WorkloadPoint:
     host_issue_s: Stat | None = None
     gpu_busy_s: float | None = None
     step_syncs: int | None = None
+    host_share_problem: str | None = None  # why gpu_busy_s or step_syncs is missing on a GPU
 
     def check(self) -> str | None:
         if self.batch < 1:
