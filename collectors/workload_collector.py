@@ -22,11 +22,8 @@ from gpuplan_schema.payloads import CeilingsPayload, OomBoundary, WorkloadPayloa
 from gpuplan_schema.progress import Progress
 from gpuplan_schema.schema import DocumentError, load_document
 
-# 3: every timed point has host_issue_s, gpu_busy_s and step_syncs (collectors/host_time.py). A
-# document of version 2 stays valid for the planner (those fields None). It is not complete for a run
-# of version 3 (collectors/resume.py compares versions), so a rerun of the same profile continues it:
-# its boundary probes (untimed, the costly part, unchanged in meaning) are reused and its timed points
-# measured again, now with host and GPU time (load_earlier).
+# 3: timed points have host_issue_s, gpu_busy_s, step_syncs (collectors/host_time.py). A version 2
+# document stays valid (those fields None); a rerun continues it, reusing only its probes (load_earlier).
 NAME, VERSION = "workloads", "3"
 PROBES_REUSED_FROM = ("2",)
 
