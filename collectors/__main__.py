@@ -88,13 +88,16 @@ COLLECTORS = {
         Collector(environment.NAME, environment.VERSION, _environment,
                   "machine fingerprint: OS, CPU, RAM, versions, each GPU through NVML"),
         Collector(ceilings.NAME, ceilings.VERSION, _ceilings,
-                  "hardware roofs: matmul per dtype, memory and host-device bandwidth, launch latency"),
+                  "hardware roofs: matmul per dtype, memory and host-device bandwidth, launch latency, "
+                  "host dispatch speed"),
         Collector(workload_collector.NAME, workload_collector.VERSION, _workloads,
-                  "reference workloads: batch/sequence scaling to OOM, precisions, variants",
+                  "reference workloads: batch/sequence scaling to OOM, precisions, variants; host issue "
+                  "and GPU busy time per timed point",
                   stems=_per_workload("workload"),
                   matches=lambda payload, o: workload_collector.holds_allocator_boundaries(payload, o.profile)),
         Collector(roofline.NAME, roofline.VERSION, _roofline,
-                  "per-op roofline of each workload's main point: time, FLOPs, bytes, bound class per aten op",
+                  "per-op roofline of each workload at its main batch, a quarter and twice it: time, FLOPs, "
+                  "bytes, bound class per aten op",
                   stems=_per_workload("roofline")),
         Collector(dataloader_collector.NAME, dataloader_collector.VERSION, _dataloader,
                   "JPEG input pipeline: DataLoader workers, prefetch, pinned memory against host RAM and CPU"),
@@ -139,7 +142,9 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
                         help="measure everything again. Without it a rerun resumes: a document already complete "
                              "for this run (same collector version, a profile at least as large) is skipped, and "
                              "said so; a workload document of an interrupted run keeps its points and goes on "
-                             "from there. With it, documents are replaced as the new measurements come in")
+                             "from there (one of workloads collector 2 keeps its boundary probes and times its "
+                             "points again, for host and GPU time). With it, documents are replaced as the new "
+                             "measurements come in")
     parser.add_argument("--point-timeout", type=float, metavar="SECONDS", default=DEFAULT_POINT_TIMEOUT_S,
                         help="time limit of one workload point (build, first step, timed steps): a point still "
                              "running after it is recorded as an error, 'timed out after N s', and the "

@@ -6,11 +6,11 @@ import time
 
 import torch
 
-from collectors import bandwidth, matmul
+from collectors import bandwidth, dispatch, matmul
 from gpuplan_schema.payloads import CeilingsPayload
 from gpuplan_schema.progress import Progress
 
-NAME, VERSION = "ceilings", "2"
+NAME, VERSION = "ceilings", "3"  # 3: the host's dispatch speed (collectors/dispatch.py)
 
 
 def pick_device() -> torch.device:
@@ -18,8 +18,10 @@ def pick_device() -> torch.device:
 
 
 def device_name(device: torch.device) -> str:
-    if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else cpu_model()
+
+
+def cpu_model() -> str:
     from collectors.environment import describe_cpu
 
     return describe_cpu().model
@@ -36,8 +38,8 @@ def collect_ceilings(progress: Progress, device: torch.device | None = None,
     device = device or pick_device()
     started = time.perf_counter()
     space = matmul.search_space(device)
-    # Steps: one per dtype, then memory, host-device, launch latency.
-    progress.total = len(dtypes) + 3
+    # Steps: one per dtype, then memory, host-device, launch latency, dispatch.
+    progress.total = len(dtypes) + 4
     results = []
     for dtype in dtypes:
         results.append(matmul.search_dtype(dtype, device, space, on_shape=progress.note))
@@ -49,8 +51,10 @@ def collect_ceilings(progress: Progress, device: torch.device | None = None,
     progress.advance("host-device bandwidth")
     latency = bandwidth.launch_latency(device)
     progress.advance("launch latency")
+    issue = dispatch.measure_dispatch(device, cpu_model())
+    progress.advance(f"dispatch: {issue.op_issue_s.median * 1e6:.1f} µs per tiny op issued")
     return CeilingsPayload(
         device=device.type, device_name=device_name(device), matmul=results, memory=memory,
         host_device=links, launch_latency_s=latency, elapsed_s=time.perf_counter() - started,
-        l2_bytes=l2, threads=torch.get_num_threads() if device.type == "cpu" else None,
+        l2_bytes=l2, threads=torch.get_num_threads() if device.type == "cpu" else None, dispatch=issue,
     )

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 import torch
 
 from collectors.accounting import count_flops, estimate_traffic
+from collectors.host_time import measure_host_share
 from collectors.nvml_sampler import NvmlSampler
 from collectors.time_limit import PointTimeout, hard_limit, soft_limit
 from collectors.timing import TimingPlan, time_callable
@@ -118,6 +119,7 @@ def _measure(workload: Workload, precision: str, batch: int, ctx: Context, varia
     with NvmlSampler(ctx.device.index if ctx.device.type == "cuda" else None) as sampler:
         seconds = time_callable(step.run, ctx.device, ctx.plan(base["sweep"]))
     memory = _memory_use(ctx.device, sampler.max_used)
+    share = measure_host_share(step.run, ctx.device)  # after the timed loop: never inside its samples
     key = (workload.name, batch, base["seq_len"])
     if key not in ctx.flops_cache and not variant.compile:  # FLOPs depend on shapes, not on precision
         ctx.flops_cache[key] = float(count_flops(step))
@@ -131,7 +133,9 @@ def _measure(workload: Workload, precision: str, batch: int, ctx: Context, varia
         memory=memory, flops_per_step=flops, traffic=traffic,
         achieved_flops_fraction=_fraction(flops, seconds, _flops_ceiling(ctx, precision)),
         achieved_bytes_fraction=_fraction(traffic.total_bytes if traffic else None, seconds, _bw_ceiling(ctx)),
-        device_samples=sampler.result(), compile_s=compile_s, first_step_s=first_step_s, **base)
+        device_samples=sampler.result(), compile_s=compile_s, first_step_s=first_step_s,
+        host_issue_s=share.host_issue_s, gpu_busy_s=share.gpu_busy_s, step_syncs=share.step_syncs,
+        host_share_problem=share.problem, **base)
 
 
 def _memory_use(device: torch.device, nvml_used: int | None) -> MemoryUse | None:

@@ -22,7 +22,10 @@ from gpuplan_schema.payloads import CeilingsPayload, OomBoundary, WorkloadPayloa
 from gpuplan_schema.progress import Progress
 from gpuplan_schema.schema import DocumentError, load_document
 
-NAME, VERSION = "workloads", "2"
+# 3: timed points have host_issue_s, gpu_busy_s, step_syncs (collectors/host_time.py). A version 2
+# document stays valid (those fields None); a rerun continues it, reusing only its probes (load_earlier).
+NAME, VERSION = "workloads", "3"
+PROBES_REUSED_FROM = ("2",)
 
 
 @dataclass(frozen=True)
@@ -248,18 +251,25 @@ def collect_workload(name: str, profile: profiles.Profile, ctx: Context, progres
 
 
 def load_earlier(path: Path, device: torch.device) -> tuple[WorkloadPayload | None, str | None]:
-    """The document an earlier collection left at `path`, when its points can be reused here; else why not."""
+    """The document an earlier collection left at `path`, when its points can be reused here (of a
+    version 2 document, only the probes); else why not. The second item is a line to print, or None."""
     if not path.exists():
         return None, None
     try:
         doc = load_document(path)
     except DocumentError as e:
         return None, f"{e}; measuring afresh (the file is replaced)"
-    payload = doc.payload
-    if doc.collector.version != VERSION:
-        return None, f"{path}: made by workloads collector {doc.collector.version}, this is {VERSION}; measuring afresh"
+    payload, version = doc.payload, doc.collector.version
+    if version != VERSION and version not in PROBES_REUSED_FROM:
+        return None, f"{path}: made by workloads collector {version}, this is {VERSION}; measuring afresh"
     if not isinstance(payload, WorkloadPayload) or payload.device != device.type:
         return None, f"{path}: measured on another device type; measuring afresh"
+    if version != VERSION:
+        probes = [p for p in payload.points if p.sweep == "probe"]
+        # the wall time of the timed points measured then is not this document's: only the probes carry over
+        kept = replace(payload, points=probes, boundaries=[], complete=False, elapsed_s=0.0)
+        return kept, (f"{path}: made by workloads collector {version}, without host and GPU time: its "
+                      f"{len(probes)} boundary probes are reused, its timed points measured again")
     return payload, None
 
 

@@ -198,7 +198,7 @@ def test_ops_without_a_formula_are_listed(payloads):
 def test_export_rows_carry_op_name_in_variant_and_class_in_status(collected, payloads):
     rows = [r for r in iter_tidy_rows(load_machine(collected)) if r.collector == "roofline"]
     for name, p in payloads.items():
-        mine = [r for r in rows if r.workload == name]
+        mine = [r for r in rows if r.workload == name and r.batch == p.batch]
         for op in p.ops:
             by_metric = {r.metric: r for r in mine if r.variant == op.name}
             assert {r.status for r in by_metric.values()} == {op.op_class}
@@ -290,3 +290,65 @@ def test_cuda_attribution_counts_kernels_below_each_call_and_not_range_spans():
     assert calls[1].time_s == pytest.approx(45e-6) and [k for k, _ in calls[1].kernels] == ["implicit_gemm",
                                                                                           "nchwToNhwc"]
     assert all(c.matched for c in calls)
+
+
+# ── several batches (roofline collector 2) ──────────────────────────────────────────────────────
+
+def test_each_workload_is_profiled_at_a_quarter_and_twice_its_main_batch(payloads):
+    for name, p in payloads.items():
+        main = CPU_MAIN_BATCH[name]
+        assert [b.batch for b in p.profiled()] == [max(1, main // 4), main, 2 * main]
+        assert all(b.status == "ok" and b.steps == 3 and b.unmatched_calls == 0 for b in p.profiled())
+        assert next(b for b in p.profiled() if b.batch == main).ops == p.ops
+
+
+def test_each_batch_counts_its_own_work(payloads):
+    """mlp-stgan is Linear layers: every matmul (forward and both backward ones) scales with the batch, so
+    the profile at 8x the samples counts 8x the matmul FLOPs. (Times on this shared CPU are too noisy to
+    compare across batches; a GPU's are what the planner reads.)"""
+    small, _, large = payloads["mlp-stgan"].profiled()
+    flops = {b.batch: sum(op.flops or 0 for op in b.ops if op.name in ("aten::mm", "aten::addmm"))
+             for b in (small, large)}
+    assert flops[small.batch] > 0
+    assert flops[large.batch] == pytest.approx(flops[small.batch] * large.batch / small.batch)
+    assert large.class_time_s() and sum(large.class_time_s().values()) == pytest.approx(large.op_time_s)
+
+
+def test_export_has_op_and_class_rows_at_every_profiled_batch(collected, payloads):
+    rows = [r for r in iter_tidy_rows(load_machine(collected)) if r.collector == "roofline"]
+    for name, p in payloads.items():
+        for at in p.profiled():
+            mine = [r for r in rows if r.workload == name and r.batch == at.batch]
+            assert {r.variant for r in mine if r.metric == "op_time_s"} == {op.name for op in at.ops}
+            classes = {r.variant: r.value for r in mine if r.metric == "class_time_s"}
+            assert classes == pytest.approx(at.class_time_s())
+
+
+def test_a_user_workload_is_profiled_at_several_batches_with_its_variant(tmp_path):
+    folder = tmp_path / "cpu-test"
+    folder.mkdir()
+    shutil.copy(FIXTURE / "ceilings.json", folder / "ceilings.json")
+    example = str(Path(__file__).resolve().parent.parent / "examples" / "user_workload.py") + ":build"
+    args = ["--only", "roofline", "--out", str(tmp_path), "--machine", "cpu-test", "--workload", example]
+    assert collect_main(args) == 0
+    p = load_document(folder / "roofline-sensor-cnn.json").payload
+    main = p.batch
+    assert [(b.batch, b.status) for b in p.profiled()] == [(main // 4, "ok"), (main, "ok"), (2 * main, "ok")]
+    # a network with convolutions: its other batches run untuned, as the workloads sweep runs them
+    assert [b.variant for b in p.profiled()] == ["no_cudnn_benchmark", "default", "no_cudnn_benchmark"]
+    assert any(op.name == "aten::convolution" or "conv" in op.name for op in p.batches[-1].ops)
+
+
+def test_a_version_1_document_loads_with_its_main_batch_alone():
+    doc = load_document(Path(__file__).resolve().parent.parent / "results" / "h100-80gb" / "roofline-gpt-small.json")
+    assert doc.collector.version == "1" and doc.payload.batches == []
+    assert [b.batch for b in doc.payload.profiled()] == [doc.payload.batch]
+
+
+def test_a_bad_profiled_batch_names_the_file_and_field(collected, tmp_path):
+    raw = json.loads((collected / "roofline-mlp-stgan.json").read_text())
+    raw["payload"]["batches"][0]["batch"] = 0
+    path = tmp_path / "roofline-mlp-stgan.json"
+    path.write_text(json.dumps(raw))
+    with pytest.raises(DocumentError, match=r"roofline-mlp-stgan\.json: payload\.batches\[0\]: batch is 0"):
+        load_document(path)

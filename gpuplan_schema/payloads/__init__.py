@@ -6,7 +6,13 @@ One module per collector's document; this package re-exports every name, so code
 
 from __future__ import annotations
 
-from gpuplan_schema.payloads.ceilings import BandwidthCeiling, CeilingsPayload, MatmulCeiling, MatmulShape
+from gpuplan_schema.payloads.ceilings import (
+    BandwidthCeiling,
+    CeilingsPayload,
+    DispatchCeiling,
+    MatmulCeiling,
+    MatmulShape,
+)
 from gpuplan_schema.payloads.common import Allocator, Status
 from gpuplan_schema.payloads.dataloader import DataloaderPayload, EpochBoundary, LoaderPoint, SyntheticImages
 from gpuplan_schema.payloads.distributed import (
@@ -21,7 +27,15 @@ from gpuplan_schema.payloads.distributed import (
     RankStep,
 )
 from gpuplan_schema.payloads.environment import CpuInfo, EnvironmentPayload, GpuInfo
-from gpuplan_schema.payloads.roofline import KernelTime, OpClass, OpRoofline, RooflinePayload, RooflineRoofs
+from gpuplan_schema.payloads.roofline import (
+    KernelTime,
+    OpClass,
+    OpRoofline,
+    RooflineAtBatch,
+    RooflinePayload,
+    RooflineRoofs,
+    class_times,
+)
 from gpuplan_schema.payloads.workloads import (
     DeviceSamples,
     MemoryUse,
@@ -35,9 +49,9 @@ __all__ = [
     "PAYLOADS",
     "Allocator", "Status",
     "CpuInfo", "EnvironmentPayload", "GpuInfo",
-    "BandwidthCeiling", "CeilingsPayload", "MatmulCeiling", "MatmulShape",
+    "BandwidthCeiling", "CeilingsPayload", "DispatchCeiling", "MatmulCeiling", "MatmulShape",
     "DeviceSamples", "MemoryUse", "OomBoundary", "TrafficEstimate", "WorkloadPayload", "WorkloadPoint",
-    "KernelTime", "OpClass", "OpRoofline", "RooflinePayload", "RooflineRoofs",
+    "KernelTime", "OpClass", "OpRoofline", "RooflineAtBatch", "RooflinePayload", "RooflineRoofs", "class_times",
     "DataloaderPayload", "EpochBoundary", "LoaderPoint", "SyntheticImages",
     "CollectivePoint", "CollectivesPayload", "DdpPayload", "DdpPoint", "DdpWorkload", "GpuMatmul", "LaunchInfo",
     "NodeLayout",

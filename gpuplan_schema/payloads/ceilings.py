@@ -60,6 +60,33 @@ class BandwidthCeiling:
 
 
 @dataclass(frozen=True)
+class DispatchCeiling:
+    """How fast this host issues work through PyTorch (ceilings collector 3; collectors/dispatch.py).
+
+    `op_issue_s`: host seconds per tiny `torch.add` on small device tensors, issued back to back
+    without synchronising (dispatcher + launch; on a CPU the add itself runs too). `linear_step_issue_s`:
+    host seconds to issue a small nn.Linear forward and backward; `linear_step_kernels` the device
+    kernels one such step launches (profiler; None on a CPU), so `per_kernel_s` is the host's cost per
+    launched kernel in a real autograd step. The CPU's model and clock are read where the OS says them
+    (hosts differ: a ViT step host-bound at 23.9 ms on one H100 host took 14.2 ms on an H200 host).
+    """
+
+    op_issue_s: Stat
+    linear_step_issue_s: Stat
+    ops_per_sample: int
+    linear_step_kernels: int | None = None
+    cpu_model: str | None = None
+    cpu_mhz: float | None = None       # the clock /proc/cpuinfo reported right after the benchmark
+    cpu_max_mhz: float | None = None   # cpufreq's cpuinfo_max_freq, where the OS exposes it
+
+    @property
+    def per_kernel_s(self) -> float | None:
+        if not self.linear_step_kernels:
+            return None
+        return self.linear_step_issue_s.median / self.linear_step_kernels
+
+
+@dataclass(frozen=True)
 class CeilingsPayload:
     device: Literal["cuda", "cpu"]
     device_name: str
@@ -70,3 +97,4 @@ class CeilingsPayload:
     elapsed_s: float
     l2_bytes: int | None = None
     threads: int | None = None
+    dispatch: DispatchCeiling | None = None  # None in documents of ceilings collector 2 and before

@@ -70,9 +70,52 @@ class RooflineRoofs:
     missing: list[str] = field(default_factory=list)
 
 
+def class_times(ops: list[OpRoofline], unattributed_s: float = 0.0) -> dict[str, float]:
+    """Measured seconds per step by class; device time outside any recorded op under "unattributed"."""
+    shares: dict[str, float] = {}
+    for op in ops:
+        shares[op.op_class] = shares.get(op.op_class, 0.0) + op.time_s.median
+    if unattributed_s:
+        shares["unattributed"] = unattributed_s
+    return shares
+
+
+@dataclass(frozen=True)
+class RooflineAtBatch:
+    """The same step profiled at one batch (roofline collector 2): what the main batch's fields say, for
+    this batch. `variant` is the step's settings as the workloads collector names them: a network with
+    convolutions runs its other batches without cuDNN autotuning (`no_cudnn_benchmark`, as the
+    workloads collector's batch sweep does; autotuning each new shape costs 5-20 s on an H100)."""
+
+    batch: int
+    status: Status
+    variant: str = "default"
+    reason: str | None = None
+    steps: int = 0
+    step_s: Stat | None = None
+    unattributed_s: float = 0.0
+    unmatched_calls: int = 0
+    ops: list[OpRoofline] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+    def check(self) -> str | None:
+        if self.batch < 1:
+            return f"batch is {self.batch}; a profiled batch is at least 1"
+        return None
+
+    @property
+    def op_time_s(self) -> float:
+        return sum(op.time_s.median for op in self.ops)
+
+    def class_time_s(self) -> dict[str, float]:
+        return class_times(self.ops, self.unattributed_s)
+
+
 @dataclass(frozen=True)
 class RooflinePayload:
-    """Per-operation roofline of one workload at its main configuration (batch, bf16).
+    """Per-operation roofline of one workload at its main configuration (batch, bf16), and (collector
+    version 2) at a few other batches in `batches` (main/4 and 2 x main where they fit; empty in
+    version 1 documents). `profiled()` lists all of them, the main one included, by batch.
 
     `timer` says what the op times are: "cuda" is device time of each op's kernels (CUPTI through
     torch.profiler), "cpu" the op's wall time on the CPU. `step_s` is the step timed without the
@@ -96,6 +139,14 @@ class RooflinePayload:
     unattributed_s: float = 0.0
     unmatched_calls: int = 0
     ops: list[OpRoofline] = field(default_factory=list)
+    batches: list[RooflineAtBatch] = field(default_factory=list)
+    variant: str = "default"
+
+    def profiled(self) -> list[RooflineAtBatch]:
+        """Every profiled batch by batch size: the main one (as a RooflineAtBatch) and the others."""
+        main = RooflineAtBatch(self.batch, self.status, self.variant, self.reason, self.steps, self.step_s,
+                               self.unattributed_s, self.unmatched_calls, self.ops, self.elapsed_s)
+        return sorted([main, *self.batches], key=lambda b: b.batch)
 
     @property
     def op_time_s(self) -> float:

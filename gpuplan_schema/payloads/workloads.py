@@ -43,7 +43,14 @@ class DeviceSamples:
 @dataclass(frozen=True)
 class WorkloadPoint:
     """One measured configuration. `sweep` says why it was measured: batch, sequence, variant, repeat, or
-    probe (an untimed run of the out-of-memory boundary search: status and peak memory only)."""
+    probe (an untimed run of the out-of-memory boundary search: status and peak memory only).
+
+    Host and device shares of a timed step (collectors/host_time.py; None in documents of workloads
+    collector 2 and before, and for probes): `host_issue_s` is the host's wall time to issue one step
+    (its Python call, no synchronisation), `gpu_busy_s` the device time of its kernels per step
+    (torch.profiler; None on a CPU), `step_syncs` the synchronising CUDA calls in one step (0: the
+    host runs ahead of the GPU; more: it waits for it inside the step, so host_issue_s ≈ step_s).
+    """
 
     sweep: Literal["batch", "sequence", "variant", "repeat", "probe"]
     precision: str
@@ -64,6 +71,10 @@ class WorkloadPoint:
     compile_s: float | None = None
     first_step_s: float | None = None  # wall time of the first step: allocation, cudnn autotuning, compiling
     wall_s: float | None = None        # wall time the collector spent on this point, all included
+    host_issue_s: Stat | None = None
+    gpu_busy_s: float | None = None
+    step_syncs: int | None = None
+    host_share_problem: str | None = None  # why gpu_busy_s or step_syncs is missing on a GPU
 
     def check(self) -> str | None:
         if self.batch < 1:

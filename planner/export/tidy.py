@@ -47,6 +47,11 @@ def iter_ceilings_rows(ctx: RowContext, payload: CeilingsPayload) -> Iterator[Ti
         yield _bandwidth_row(ctx, f"{b.name}_bytes_per_s", b)
     status = "ok" if payload.launch_latency_s is not None else "skipped"
     yield ctx.row("launch_latency_s", "s", payload.launch_latency_s, status)
+    if payload.dispatch is not None:  # ceilings collector 3: the host's dispatch speed
+        yield ctx.row("dispatch_op_s", "s", payload.dispatch.op_issue_s)
+        yield ctx.row("dispatch_linear_step_s", "s", payload.dispatch.linear_step_issue_s)
+        if payload.dispatch.per_kernel_s is not None:
+            yield ctx.row("dispatch_per_kernel_s", "s", _single(payload.dispatch.per_kernel_s))
 
 
 def _matmul_rows(ctx: RowContext, m: MatmulCeiling) -> Iterator[TidyRow]:
@@ -71,6 +76,8 @@ def iter_workload_rows(ctx: RowContext, payload: WorkloadPayload) -> Iterator[Ti
         yield ctx.row("step_s", "s", p.step_s, p.status, **keys)
         if p.status != "ok":
             continue
+        if p.host_issue_s is not None:  # workloads collector 3: the host's share of the step
+            yield ctx.row("host_issue_s", "s", p.host_issue_s, **keys)
         yield from _plain_rows(ctx, keys, p)
     for b in payload.boundaries:
         variant = "+".join(part for part, on in ((b.allocator, b.allocator != "default"), ("capped", b.capped)) if on)
@@ -99,7 +106,8 @@ def _plain_rows(ctx: RowContext, keys: dict, p: WorkloadPoint) -> Iterator[TidyR
               ("flops_per_step", "FLOP", p.flops_per_step),
               ("bytes_per_step_est", "B", p.traffic.total_bytes if p.traffic else None),
               ("achieved_flops_fraction", "1", p.achieved_flops_fraction),
-              ("achieved_bytes_fraction", "1", p.achieved_bytes_fraction)]
+              ("achieved_bytes_fraction", "1", p.achieved_bytes_fraction),
+              ("gpu_busy_s", "s", p.gpu_busy_s), ("step_syncs", "calls", p.step_syncs)]
     for metric, unit, value in values:
         if value is not None:
             yield TidyRow(ctx.machine, ctx.gpu, ctx.collector, metric=metric, value=float(value), unit=unit,
@@ -108,12 +116,20 @@ def _plain_rows(ctx: RowContext, keys: dict, p: WorkloadPoint) -> Iterator[TidyR
 
 @exporter("roofline")
 def iter_roofline_rows(ctx: RowContext, payload: RooflinePayload) -> Iterator[TidyRow]:
-    """One group of rows per op (per step): the op's name in `variant`, its class in `status`."""
-    keys = dict(workload=payload.workload, precision=payload.precision, batch=payload.batch)
-    if payload.status != "ok":
-        yield ctx.row("op_time_s", "s", None, payload.status, **keys)
-        return
-    for op in payload.ops:
+    """One group of rows per op (per step) at each profiled batch: the op's name in `variant`, its class
+    in `status`; and the measured time per class (`class_time_s`, the class in `variant`)."""
+    for at in payload.profiled():
+        keys = dict(workload=payload.workload, precision=payload.precision, batch=at.batch)
+        if at.status != "ok":
+            yield ctx.row("op_time_s", "s", None, at.status, **keys)
+            continue
+        yield from _op_rows(ctx, keys, at.ops)
+        for name, seconds in at.class_time_s().items():
+            yield ctx.row("class_time_s", "s", _single(seconds), variant=name, **keys)
+
+
+def _op_rows(ctx: RowContext, keys: dict, ops: list) -> Iterator[TidyRow]:
+    for op in ops:
         yield ctx.row("op_time_s", "s", op.time_s, op.op_class, variant=op.name, **keys)
         values = [("op_flops", "FLOP", op.flops), ("op_bytes", "B", op.bytes),
                   ("arithmetic_intensity", "FLOP/B", op.intensity), ("op_expected_s", "s", op.expected_s)]
@@ -121,6 +137,8 @@ def iter_roofline_rows(ctx: RowContext, payload: RooflinePayload) -> Iterator[Ti
             if value is not None:  # an op without a FLOP formula has no FLOP or intensity row
                 yield TidyRow(ctx.machine, ctx.gpu, ctx.collector, metric=metric, value=float(value), unit=unit,
                               n=op.time_s.n, status=op.op_class, variant=op.name, **keys)
+
+
 def loader_variant(workers: int, prefetch: int | None, pin_memory: bool, persistent: bool = False,
                    epoch: int | None = None) -> str:
     """`workers=4,prefetch=2,pin=1,persistent=0` (prefetch `none` with 0 workers), `,epoch=2` for the epoch
