@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from paths import REPO
 
 from planner.model.bound import bound_of
 from planner.model.performance import Rates, ceiling_floor_s, measured_rates, predict_point, scale_factor, target_rates
@@ -131,3 +132,22 @@ def test_plan_verdict_and_roofline_section_say_the_same_bound_for_gpt_small_bf16
     assert verdict.bound == planned.verdict_name == "compute-bound"
     largest = max(roofline.shares, key=lambda s: s.fraction)
     assert largest.name == "math-bound" and roofline.bound.share == pytest.approx(largest.fraction)
+
+
+def test_a_roofline_document_with_several_batches_gives_a_split_at_each():
+    """Roofline collector 2 profiles main/4, main and 2× main inside one document; each is a split."""
+    import dataclasses
+
+    from gpuplan_schema.payloads.roofline import RooflineAtBatch
+    from gpuplan_schema.schema import load_document
+    from planner.model.split import roofline_splits
+
+    doc = load_document(REPO / "results" / "h100-80gb" / "roofline-gpt-small.json").payload
+    half_ops = [dataclasses.replace(op, time_s=dataclasses.replace(op.time_s, median=op.time_s.median / 2))
+                for op in doc.ops]
+    other = RooflineAtBatch(doc.batch // 2, "ok", doc.variant, None, doc.steps,
+                            dataclasses.replace(doc.step_s, median=doc.step_s.median / 2), 0.0, 0, half_ops)
+    splits = roofline_splits([dataclasses.replace(doc, batches=[other])], doc.workload, doc.precision)
+    assert sorted(splits) == [doc.batch // 2, doc.batch]
+    assert splits[doc.batch // 2].math_class == pytest.approx(splits[doc.batch].math_class, rel=1e-6)
+    assert splits[doc.batch // 2].basis == f"roofline {doc.precision} batch {doc.batch // 2}"

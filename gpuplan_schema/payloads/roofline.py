@@ -148,6 +148,9 @@ class RooflinePayload:
                                self.unattributed_s, self.unmatched_calls, self.ops, self.elapsed_s)
         return sorted([main, *self.batches], key=lambda b: b.batch)
 
+    def profiled_at(self, batch: int) -> RooflineAtBatch:
+        return next(b for b in self.profiled() if b.batch == batch)
+
     @property
     def op_time_s(self) -> float:
         """Measured time of all recorded ops per step (medians summed)."""

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from gpuplan_schema.payloads import RooflinePayload, WorkloadPoint
-from planner.model.roofline import step_total_s
+from gpuplan_schema.payloads.roofline import RooflineAtBatch
 
 PLAIN_VARIANTS = ("default", "no_cudnn_benchmark")
 COMPILED = "compile"
@@ -51,15 +51,22 @@ class StepSplit:
 
 
 def split_from_roofline(payload: RooflinePayload) -> StepSplit | None:
-    total = step_total_s(payload)
-    if payload.status != "ok" or total <= 0 or not payload.ops:
+    """The split of the roofline document's main batch."""
+    return split_from_profile(payload.profiled_at(payload.batch), payload.precision)
+
+
+def split_from_profile(profile: RooflineAtBatch, precision: str) -> StepSplit | None:
+    """The split of one profiled batch: each op's time by its class, the step's time in no op as the host's."""
+    op_time = sum(op.time_s.median for op in profile.ops)
+    total = max(profile.step_s.median if profile.step_s else 0.0, op_time)
+    if profile.status != "ok" or total <= 0 or not profile.ops:
         return None
     math_roof: dict[str, float] = {}
     memory_roof = latency = math_class = memory_class = 0.0
-    for op in payload.ops:
+    for op in profile.ops:
         t = op.time_s.median / total
         if op.op_class == "math-bound":
-            dtype = op.dtype or payload.precision
+            dtype = op.dtype or precision
             math_roof[dtype] = math_roof.get(dtype, 0.0) + min(t, (op.math_s or 0.0) / total)
             math_class += t
         elif op.op_class == "memory-bound":
@@ -67,10 +74,10 @@ def split_from_roofline(payload: RooflinePayload) -> StepSplit | None:
             memory_class += t
         elif op.op_class == "latency-bound":
             latency += t
-    host = max(0.0, 1 - payload.op_time_s / total)
+    host = max(0.0, 1 - op_time / total)
     below = max(0.0, 1 - host - latency - sum(math_roof.values()) - memory_roof)
     return StepSplit(host, math_roof, memory_roof, latency, below, math_class, memory_class,
-                     f"roofline {payload.precision} batch {payload.batch}")
+                     f"roofline {precision} batch {profile.batch}")
 
 
 def split_from_counts(point: WorkloadPoint, flops_fraction: float | None, bytes_fraction: float | None) -> StepSplit:
@@ -132,9 +139,10 @@ def roofline_splits(rooflines: list[RooflinePayload], workload: str, precision: 
     out = {}
     for r in rooflines:
         if r.workload == workload and r.precision == precision and r.device == "cuda":
-            split = split_from_roofline(r)
-            if split:
-                out[r.batch] = split
+            for profile in r.profiled():  # the main batch and, from roofline collector 2, a few others
+                split = split_from_profile(profile, r.precision)
+                if split:
+                    out[profile.batch] = split
     return out
 
 
