@@ -99,8 +99,17 @@ def device_activities(events: Iterable) -> list:
     """Kernels, copies and sets: events on the CUDA device that are not a range's device-side span (a
     `gpu_user_annotation`, such as the optimizer's, covers its kernels and would count them twice)."""
     cuda = torch.autograd.DeviceType.CUDA
-    return [e for e in events if e.device_type() == cuda and not e.is_user_annotation()
-            and "annotation" not in str(e.activity_type())]
+    return [e for e in events if e.device_type() == cuda and not is_annotation(e)]
+
+
+def is_annotation(event: object) -> bool:
+    """A range's span rather than device work. The kineto event's accessors differ between torch releases
+    (2.11, on the GPU hosts, has no `activity_type`): each is asked only where it exists."""
+    user = getattr(event, "is_user_annotation", None)
+    if user is not None and user():
+        return True
+    kind = getattr(event, "activity_type", None)
+    return kind is not None and "annotation" in str(kind())
 
 
 def device_kernel_count(run: Callable[[], object], device: torch.device) -> int | None:

@@ -188,3 +188,25 @@ def test_gpu_busy_counts_kernels_copies_and_sets_but_not_range_spans_or_host_ops
               KinetoLike("Memcpy HtoD", "CUDA", "gpu_memcpy", 40),
               KinetoLike("Memset", "CUDA", "gpu_memset", 10)]
     assert [e.duration_ns() for e in device_activities(events)] == [300, 40, 10]
+
+
+class KinetoWithoutActivityType(KinetoLike):
+    """torch 2.11's _KinetoEvent, on the GPU hosts, has no `activity_type` (2.13's has)."""
+
+    activity_type = None
+
+
+def test_gpu_busy_reads_the_events_of_a_torch_without_activity_type():
+    # regression: the first H100 run failed every gpu_busy_s and the dispatch benchmark with
+    # "'_KinetoEvent' object has no attribute 'activity_type'"
+    events = [KinetoWithoutActivityType("Optimizer.step#AdamW.step", "CUDA", "", 500, annotation=True),
+              KinetoWithoutActivityType("fused_adamw_kernel", "CUDA", "", 300),
+              KinetoWithoutActivityType("aten::mm", "CPU", "", 100)]
+    assert [e.duration_ns() for e in device_activities(events)] == [300]
+
+
+def test_device_activities_read_a_real_profile():
+    """The real kineto events of this torch (CPU only here: no device activity, and no error)."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        torch.ones(64, 64) @ torch.ones(64, 64)
+    assert device_activities(prof.profiler.kineto_results.events()) == []
