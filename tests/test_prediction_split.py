@@ -151,3 +151,11 @@ def test_a_roofline_document_with_several_batches_gives_a_split_at_each():
     assert sorted(splits) == [doc.batch // 2, doc.batch]
     assert splits[doc.batch // 2].math_class == pytest.approx(splits[doc.batch].math_class, rel=1e-6)
     assert splits[doc.batch // 2].basis == f"roofline {doc.precision} batch {doc.batch // 2}"
+
+
+def test_the_host_share_follows_the_target_hosts_measured_dispatch_speed():
+    split = StepSplit(0.6, {"bf16": 0.3}, 0.1, 0.0, 0.0, 0.3, 0.1, "synthetic")
+    fast = Rates({"bf16": 1e15}, 3e12, "h100", host_kernel_s=50e-6)
+    same_gpu_faster_host = replace(fast, host_kernel_s=40e-6)
+    assert scale_factor(split, fast, same_gpu_faster_host) == pytest.approx(0.6 * 0.8 + 0.3 + 0.1)
+    assert scale_factor(split, fast, replace(fast, host_kernel_s=None)) == pytest.approx(1.0)  # not measured: kept

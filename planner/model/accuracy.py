@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from gpuplan_schema.payloads import Allocator
 from gpuplan_schema.results import MachineResults
 from planner.model.memory import fit_memory
-from planner.model.performance import iter_predictions, measured_rates, naive_step, target_rates
+from planner.model.performance import iter_predictions, measured_rates, naive_step, on_host, target_rates
 from planner.model.split import machine_rooflines
 from planner.specs import match_gpu
 
@@ -158,7 +158,9 @@ def build_accuracy(source: MachineResults, target: MachineResults) -> AccuracyTa
     s_spec, t_spec = match_gpu(source.gpu_name or ""), match_gpu(target.gpu_name or "")
     assert s_spec and t_spec and source.ceilings
     s_rates = measured_rates(source.ceilings)
-    t_rates = target_rates(s_rates, s_spec, t_spec)
+    # the target is a measured machine: its own host's dispatch speed carries the host's share of the step
+    t_host = measured_rates(target.ceilings) if target.ceilings else None
+    t_rates = on_host(target_rates(s_rates, s_spec, t_spec), t_host)
     rows, capacity = [], []
     rooflines = machine_rooflines(source)
     for payload in source.workloads:

@@ -21,7 +21,7 @@ sum of roofs, so the larger of the two): such a step is raised to that floor and
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpuplan_schema.payloads import CeilingsPayload, RooflinePayload, WorkloadPayload, WorkloadPoint
 from planner.model.bound import Bound, bound_of
@@ -40,6 +40,8 @@ class Rates:
     bytes_per_s: float
     basis: str
     launch_s: float | None = None
+    host_kernel_s: float | None = None   # host seconds to issue one kernel of an autograd step (the dispatch
+                                         # benchmark); None: this host's speed was not measured
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,14 @@ def measured_rates(ceilings: CeilingsPayload) -> Rates:
     flops = {m.dtype: m.flops_per_s.median for m in ceilings.matmul if m.flops_per_s}
     copy = next((b.bytes_per_s.median for b in ceilings.memory if b.name == "copy" and b.bytes_per_s), 0.0)
     launch = ceilings.launch_latency_s.median if ceilings.launch_latency_s else None
-    return Rates(flops, copy, "measured ceilings", launch)
+    host = ceilings.dispatch.per_kernel_s if ceilings.dispatch else None
+    return Rates(flops, copy, "measured ceilings", launch, host)
+
+
+def on_host(rates: Rates, host: Rates | None) -> Rates:
+    """`rates` with the host of a measured machine (its dispatch speed), where that machine measured one: a
+    target that is a measured machine, or an instance whose host was measured elsewhere."""
+    return replace(rates, host_kernel_s=host.host_kernel_s) if host and host.host_kernel_s else rates
 
 
 def datasheet_efficiency(source: Rates, spec: GpuSpec) -> tuple[dict[str, float], float]:
@@ -132,7 +141,15 @@ def scale_factor(split: StepSplit, source: Rates, target: Rates) -> float | None
     math = sum(s * source.flops_per_s[d] / target.flops_per_s[d] for d, s in split.math_roof.items() if s)
     memory = split.memory_roof * source.bytes_per_s / target.bytes_per_s if split.memory_roof else 0.0
     latency = split.latency * ((source.launch_s / target.launch_s) if source.launch_s and target.launch_s else 1.0)
-    return split.host + math + memory + latency + split.below_roof
+    return split.host * host_ratio(source, target) + math + memory + latency + split.below_roof
+
+
+def host_ratio(source: Rates, target: Rates) -> float:
+    """How much longer the target's host takes to issue the same kernels: the ratio of the two hosts' measured
+    dispatch speed; 1 (the source's host) where either was not measured."""
+    if source.host_kernel_s and target.host_kernel_s:
+        return target.host_kernel_s / source.host_kernel_s
+    return 1.0
 
 
 def ceiling_floor_s(point: WorkloadPoint, target_spec: GpuSpec) -> float:
