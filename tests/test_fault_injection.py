@@ -168,7 +168,7 @@ def test_ctrl_c_stops_at_the_next_point_and_the_printed_command_resumes(tmp_path
 def test_ctrl_c_through_gpuplan_collect_prints_the_gpuplan_command(tmp_path, capfd):
     out = tmp_path / "results"
     args = ["collect", "--only", "workloads", "--workload", sleeper(tmp_path), "--profile", "standard",
-            "--machine", "m", "--point-timeout", "3", "--out", str(out)]
+            "--machine", "m", "--point-timeout", "10", "--out", str(out)]  # batch 1 takes seconds on a busy CPU
     path = out / "m" / "workload-sleeper.json"
 
     def press_ctrl_c() -> None:  # once batch 1 is saved: batch 2 then hangs until its time limit

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from paths import REPO, RESULTS
 
 from collectors.__main__ import main as collect_main
 from collectors.ceilings import VERSION as CEILINGS_VERSION
@@ -29,9 +30,8 @@ from gpuplan_schema.schema import DocumentError, build_document, load_document, 
 from planner.export.tidy import iter_tidy_rows
 
 CPU = torch.device("cpu")
-RESULTS = Path(__file__).resolve().parent.parent / "results"
 OLD_WORKLOAD = RESULTS / "h100-80gb" / "workload-gpt-small.json"   # workloads collector 2
-OLD_CEILINGS = RESULTS / "h100-80gb" / "ceilings.json"             # ceilings collector 2
+OLD_CEILINGS = REPO / "tests" / "fixtures" / "older" / "ceilings-v2-h100.json"  # ceilings collector 2
 
 
 def quiet() -> Progress:

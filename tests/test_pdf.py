@@ -56,10 +56,13 @@ def test_pdf_has_every_section_of_the_report_in_order(report, pages):
 
 
 def test_contents_page_gives_the_page_each_section_starts_on(report, a4, pages):
-    # The decision page fills pages 1 and 2 (all five workloads), then the summary, then the contents.
-    assert "The answer: settings and instances per workload" in pages[0] and "sensor-cnn" in pages[1]
+    # Page 1 answers for every workload (settings, fastest and cheapest instance); the decision page's blocks
+    # follow, then the summary, then the contents.
+    measured = [b.workload for b in report.sections[0].blocks]
+    assert "The answer: settings and instances per workload" in pages[0] and len(measured) >= 5
+    assert all(workload.split("-")[0] in pages[0] for workload in measured)  # "wide-" may wrap in its cell
     summary = next(i for i, text in enumerate(pages) if "Three things to change" in text)
-    assert summary == 2 and all("Contents" not in text for text in pages[:summary + 1])
+    assert all("Contents" not in text for text in pages[:summary + 1])
     at = summary + 1
     contents = PdfReader(a4).pages[at].extract_text()  # one line per entry: "Roofline ...... 6"
     assert contents.lstrip().startswith("Contents")

@@ -162,12 +162,19 @@ def test_plan_text_leads_with_the_answer_of_each_workload():
     run = gpuplan("plan", "results/h100-80gb", "--target", "H200")
     assert run.returncode == 0, run.stderr
     lines = run.stdout.splitlines()
+    folder = REPO / "results" / "h100-80gb"
+    measured = sorted(p.stem.removeprefix("workload-") for p in folder.glob("workload-*.json"))
+    summary = lines.index("The answer, one line per workload (the blocks below say why):")
+    assert [line.split(":")[0].strip() for line in lines[summary + 1:summary + 1 + len(measured)]] == measured
+    assert summary + len(measured) < SCREEN  # every workload's settings and throughput on the first screen
     heads = [i for i, line in enumerate(lines) if " on H100 SXM (measured): batch " in line]
-    assert len(heads) == 5 and heads[-1] < SCREEN and heads[0] < 5
+    assert len(heads) == len(measured)
     resnet = next(line for line in lines if line.startswith("resnet50 on H100 SXM"))
     assert "fp16 autocast" in resnet and "torch.compile (+38%)" in resnet and "channels_last" in resnet
     table = lines.index(next(line for line in lines if line.startswith("Largest batch that fits")))
-    assert len(lines) - table == 2 + 17  # header, column names, one row per workload × precision measured
+    plan = __import__("json").loads(gpuplan("plan", "results/h100-80gb", "--target", "H200", "--json").stdout)
+    rows = {(c["workload"], c["precision"]) for c in plan["targets"][0]["capacity"]}
+    assert len(lines) - table == 2 + len(rows)  # header, column names, one row per workload × precision fitted
     assert "max batch" not in run.stdout  # the per-figure lines are --verbose's
     verbose = gpuplan("plan", "results/h100-80gb", "--target", "H200", "--verbose").stdout
     assert verbose.splitlines()[1:len(lines)] == lines[1:] and "max batch resnet50      fp16" in verbose

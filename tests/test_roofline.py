@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 import vl_convert
-from paths import FIXTURES
+from paths import FIXTURES, REPO
 from torch.autograd import DeviceType
 from torch.autograd.profiler_util import FunctionEvent
 from torch.utils.flop_counter import flop_registry
@@ -340,7 +340,7 @@ def test_a_user_workload_is_profiled_at_several_batches_with_its_variant(tmp_pat
 
 
 def test_a_version_1_document_loads_with_its_main_batch_alone():
-    doc = load_document(Path(__file__).resolve().parent.parent / "results" / "h100-80gb" / "roofline-gpt-small.json")
+    doc = load_document(REPO / "tests" / "fixtures" / "older" / "roofline-v1-gpt-small-h100.json")
     assert doc.collector.version == "1" and doc.payload.batches == []
     assert [b.batch for b in doc.payload.profiled()] == [doc.payload.batch]
 

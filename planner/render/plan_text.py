@@ -27,6 +27,9 @@ def render_plan_text(plan: Plan, *, verbose: bool = False, top: int = DEFAULT_TO
     lines = [f"Plan from {plan.machine} ({plan.source_gpu.name}, measured): settings first; "
              f"{'every figure follows' if verbose else '--verbose for every figure and reason'}"]
     order = list(measured.settings)
+    if not plan.job:  # the whole answer on the first screen, whatever the number of workloads
+        lines += ["", "The answer, one line per workload (the blocks below say why):",
+                  *(render_summary_line(a) for a in answers if a.measured and a.workload in order)]
     if plan.job:
         order = [w for w in order if w == plan.job.workload] + [w for w in order if w != plan.job.workload]
         lines += render_workload(plan, plan.job.workload, answers)
@@ -76,6 +79,12 @@ def first_sentence(text: str, limit: int = 160) -> str:
     """A long measured reason in one line: its first sentence (--verbose prints it whole)."""
     head = text.split(". ")[0]
     return head if len(head) <= limit else head[:limit - 1] + "…"
+
+
+def render_summary_line(a: WorkloadAnswer) -> str:
+    expected = f" → {throughput_range(a)} {a.expected.unit}/s, {a.expected.bound_words.split(' (')[0]}" \
+        if a.expected else ""
+    return f"   {a.workload}: {settings_line(a)}{expected}"
 
 
 def settings_line(a: WorkloadAnswer) -> str:

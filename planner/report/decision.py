@@ -181,8 +181,13 @@ def _band(r: RankedInstance, name: str) -> tuple[float, float] | None:
 
 
 def expected_throughput(payload: WorkloadPayload, s: Settings | None) -> Throughput | None:
-    """The measured point closest to the recommended settings: the compiled trial when compile is recommended,
-    else the sweep point at the recommended batch, else the default trial; the band is its step time's IQR."""
+    """What `gpuplan plan` expects with the recommended settings (planner/model/expect.py: the measured sweep at
+    the recommended batch with the separately measured precision and compile gains, and the range between);
+    where the plan has none, the measured point closest to the settings, its band the step time's IQR."""
+    expected = s.answer.expected if s else None
+    if expected is not None:
+        return Throughput(expected.throughput_per_s, expected.low_per_s, expected.high_per_s,
+                          unit_label(payload.unit), expected.basis)
     ok = [p for p in payload.points if p.status == "ok" and p.step_s and p.throughput_per_s and p.seq_len is None
           and p.sweep in ("variant", "batch")]
     precision = s.precision if s else None
