@@ -99,7 +99,7 @@ def test_the_readme_is_a_front_page():
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert readme.count("\n") < 250
     assert "../shared" not in readme and "make setup report" in readme and "make test" in readme
-    assert "`gpuplan plan" in readme and "docs/report-h100.png" in readme
+    assert "`gpuplan plan" in readme and "docs/report-first-screen.png" in readme
     assert tables.LOAD_EXAMPLE in readme
     for link in re.findall(r"\]\((docs/[^)#]+)", readme):
         assert (REPO / link).exists(), link
