@@ -4,9 +4,11 @@ tidy frame) where a pivot says it shortest; the typed payloads where a figure ne
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pandas as pd
 
-from gpuplan_schema.payloads import WorkloadPayload
+from gpuplan_schema.payloads import WorkloadPayload, WorkloadPoint
 from gpuplan_schema.results import MachineResults
 from planner.export.frame import machines_frame
 from planner.model.accuracy import build_accuracy, iter_accuracy_tables, render_markdown
@@ -87,51 +89,44 @@ def _boundary(payload: WorkloadPayload, precision: str) -> str:
     return text + (f" ({expandable.max_batch} expandable)" if expandable and expandable.max_batch else "")
 
 
-def workloads_main(machines: list[MachineResults]) -> str:
-    """Each workload's bf16 main point and its boundaries on each GPU machine."""
+def _per_workload(machines: list[MachineResults], cell: Callable[[WorkloadPayload, WorkloadPoint], str],
+                  first: str) -> str:
+    """A row per workload and a column per GPU machine: `cell` of the workload's bf16 main point there."""
     gpus = _gpu_machines(machines)
-    names = sorted({w.workload for m in gpus for w in m.workloads})
     rows = []
-    for name in names:
-        cells = []
-        for m in gpus:
-            w = next((w for w in m.workloads if w.workload == name), None)
-            p = _main_bf16(w) if w else None
-            if p is None:
-                cells.append("–")
-                continue
-            tokens = f", {p.tokens_per_s / 1e3:.0f} k tokens/s" if p.tokens_per_s else ""
-            cells.append(f"batch {p.batch}: {p.step_s.median * 1e3:.3g} ms, {p.throughput_per_s:.4g} {w.unit}/s"
-                         f"{tokens}; max batch bf16 {_boundary(w, 'bf16')}, fp32 {_boundary(w, 'fp32')}")
-        rows.append([f"`{name}`", *cells])
-    return _table(["workload (bf16, main batch)"] + [_heading(m) for m in gpus], rows)
-
-
-def variants(machines: list[MachineResults]) -> str:
-    """At bf16 and the main batch: the step, its repeat in the same collection, and torch.compile's step."""
-    gpus = _gpu_machines(machines)
-    names = sorted({w.workload for m in gpus for w in m.workloads})
-    rows = []
-    for name in names:
+    for name in sorted({w.workload for m in gpus for w in m.workloads}):
         cells = []
         for m in gpus:
             w = next((w for w in m.workloads if w.workload == name), None)
             main = _main_bf16(w) if w else None
-            if main is None:
-                cells.append("–")
-                continue
-            same = [p for p in w.points if p.batch == main.batch and p.precision == "bf16" and p.status == "ok"]
-            repeat = next((p for p in same if p.sweep == "repeat"), None)
-            compiled = next((p for p in same if p.variant == "compile"), None)
-            step = main.step_s.median
-            text = f"{step * 1e3:.4g} ms"
-            if repeat:
-                text += f", repeat {repeat.step_s.median * 1e3:.4g} ms ({repeat.step_s.median / step - 1:+.1%})"
-            if compiled:
-                text += f", compiled {compiled.step_s.median * 1e3:.4g} ms ({step / compiled.step_s.median:.2f}×)"
-            cells.append(text)
+            cells.append(cell(w, main) if w and main else "–")
         rows.append([f"`{name}`", *cells])
-    return _table(["workload (bf16, main batch): step"] + [_heading(m) for m in gpus], rows)
+    return _table([first] + [_heading(m) for m in gpus], rows)
+
+
+def workloads_main(machines: list[MachineResults]) -> str:
+    """Each workload's bf16 main point and its boundaries on each GPU machine."""
+    def cell(w: WorkloadPayload, p: WorkloadPoint) -> str:
+        tokens = f", {p.tokens_per_s / 1e3:.0f} k tokens/s" if p.tokens_per_s else ""
+        return (f"batch {p.batch}: {p.step_s.median * 1e3:.3g} ms, {p.throughput_per_s:.4g} {w.unit}/s"
+                f"{tokens}; max batch bf16 {_boundary(w, 'bf16')}, fp32 {_boundary(w, 'fp32')}")
+    return _per_workload(machines, cell, "workload (bf16, main batch)")
+
+
+def variants(machines: list[MachineResults]) -> str:
+    """At bf16 and the main batch: the step, its repeat in the same collection, and torch.compile's step."""
+    def cell(w: WorkloadPayload, main: WorkloadPoint) -> str:
+        same = [p for p in w.points if p.batch == main.batch and p.precision == "bf16" and p.status == "ok"]
+        repeat = next((p for p in same if p.sweep == "repeat"), None)
+        compiled = next((p for p in same if p.variant == "compile"), None)
+        step = main.step_s.median
+        text = f"{step * 1e3:.4g} ms"
+        if repeat:
+            text += f", repeat {repeat.step_s.median * 1e3:.4g} ms ({repeat.step_s.median / step - 1:+.1%})"
+        if compiled:
+            text += f", compiled {compiled.step_s.median * 1e3:.4g} ms ({step / compiled.step_s.median:.2f}×)"
+        return text
+    return _per_workload(machines, cell, "workload (bf16, main batch): step")
 
 
 def headline(machines: list[MachineResults]) -> str:

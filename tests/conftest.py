@@ -8,10 +8,12 @@ a mixed module the fixtures that collect or lay out a PDF; a test may also carry
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from paths import FIXTURES, RESULTS
+from paths import FIXTURES, REPO, RESULTS
 
 from gpuplan_schema.results import MachineResults, load_machine, load_results_root
 
@@ -38,6 +40,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         module = Path(str(item.fspath)).name
         if module in SLOW_MODULES or SLOW_FIXTURES.get(module, set()) & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(scope="module")
+def in_repo() -> Iterator[Path]:
+    """The working directory is the repository root for the module: workload files are given by their path
+    relative to it, as the docs show them."""
+    saved = Path.cwd()
+    os.chdir(REPO)
+    try:
+        yield REPO
+    finally:
+        os.chdir(saved)
 
 
 @pytest.fixture(scope="session")

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import importlib.util
 import math
-import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -45,15 +43,7 @@ def _load_regimes():
 regimes = _load_regimes()
 
 
-@pytest.fixture(scope="module", autouse=True)
-def in_repo() -> Iterator[Path]:
-    """The examples' paths are relative to the repository root, as the docs show them."""
-    saved = Path.cwd()
-    os.chdir(REPO)
-    try:
-        yield REPO
-    finally:
-        os.chdir(saved)
+pytestmark = pytest.mark.usefixtures("in_repo")  # conftest.py: paths as the docs give them
 
 
 def tiny(name: str) -> Workload:

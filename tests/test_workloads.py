@@ -9,10 +9,8 @@ run in parallel, since each one imports torch.
 from __future__ import annotations
 
 import io
-import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -39,15 +37,6 @@ CPU = torch.device("cpu")
 STATUSES = {"ok", "oom", "skipped", "error"}
 
 
-@pytest.fixture(scope="module")
-def in_repo() -> Iterator[Path]:
-    """The CLI takes the example's path relative to the repository root, as docs/user-workloads.md shows it."""
-    saved = Path.cwd()
-    os.chdir(REPO)
-    try:
-        yield REPO
-    finally:
-        os.chdir(saved)
 
 
 def quiet_progress() -> Progress:
