@@ -33,7 +33,7 @@ setup: system-packages venv
 	@$(PYTHON) -c "import torch" 2>/dev/null \
 		&& echo "torch present: $$($(PYTHON) -c 'import torch; print(torch.__version__)')" \
 		|| $(PIP) install "torch==$(TORCH_VERSION)"
-	$(PIP) install -e ".[test]"
+	$(PIP) install -e ".[test,parquet]"
 
 venv:
 	@$(PYTHON) -c "" 2>/dev/null || python3 -m venv --system-site-packages $(VENV) \

@@ -61,7 +61,7 @@ def test_importing_planner_does_not_import_pandas():
 
 
 def test_parquet_round_trips_the_typed_frame(tmp_path, capsys):
-    pytest.importorskip("pyarrow")
+    pytest.importorskip("pyarrow")  # `make setup` installs it (the parquet extra); a bare install may not
     out = tmp_path / "tidy.parquet"
     assert main(["export", str(FIXTURES), "--parquet", "-o", str(out)]) == 0
     back, frame = pd.read_parquet(out), load_results(FIXTURES)
