@@ -223,7 +223,9 @@ def cmd_specs(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog=PROG, description="GPU capacity planner: measure a GPU, export and report what bounds a workload.",
+        prog=PROG, description="GPU capacity planner: measure a GPU, then get the settings to run each workload "
+                               "with and the instance to rent for a job (gpuplan plan), with the evidence in a "
+                               "report and a site.",
         epilog=f"Run `{PROG} COMMAND --help` for the options of a command.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     collect = sub.add_parser("collect", help=COLLECT_HELP, add_help=False, prefix_chars="\0",
