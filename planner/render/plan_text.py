@@ -78,7 +78,12 @@ def render_workload(plan: Plan, workload: str, answers: list[WorkloadAnswer]) ->
 def first_sentence(text: str, limit: int = 160) -> str:
     """A long measured reason in one line: its first sentence (--verbose prints it whole)."""
     head = text.split(". ")[0]
-    return head if len(head) <= limit else head[:limit - 1] + "…"
+    if len(head) <= limit:
+        return head
+    # cut at the last clause that fits, never inside a figure: "…: its best, 3873 images…" says nothing
+    clause = max(head.rfind(sep, 0, limit - 1) for sep in (": ", "; "))
+    cut = clause if clause > 0 else head.rfind(", ", 0, limit - 1)
+    return (head[:cut] if cut > 0 else head[:limit - 1]) + " …"
 
 
 def render_summary_line(a: WorkloadAnswer) -> str:
