@@ -11,7 +11,7 @@ from paths import RESULTS
 from gpuplan_schema.results import load_machine_and_root
 from planner.model.default_jobs import nice_count, rank_workload_jobs
 from planner.model.jobs import parse_job
-from planner.model.plan import DEFAULT_JOB, report_plan
+from planner.model.plan import DEFAULT_JOB, build_plan, report_plan
 from planner.render.report import render_report_html
 from planner.report.decision import DecisionSection
 from planner.report.frame import build_report
@@ -92,3 +92,18 @@ def test_default_jobs_rank_without_a_plan_only_for_a_plannable_machine():
     machine, measured = load_machine_and_root(RESULTS / "h200-x2")
     assert rank_workload_jobs(machine, None, measured) == {}
     assert [nice_count(x) for x in (0.5, 3, 7.9, 1.65e11)] == [1.0, 2, 10, 2e11]
+
+
+def test_the_decision_page_ranks_a_job_as_gpuplan_plan_does():
+    """Regression: the page and the chooser ranked through their own set-up, without the bands, the validated
+    GPUs or the limit of what an instance's vCPUs feed (a 4-vCPU instance could top ResNet-50 there)."""
+    machine, measured = load_machine_and_root(H100)
+    job = parse_job(DEFAULT_JOB)
+    plan = build_plan(machine, ["H100 SXM"], job, measured)
+    page = rank_workload_jobs(machine, job, measured)["resnet50"]
+
+    def key(rows: list) -> list[tuple]:
+        return [(r.instance, r.hours, r.hours_low, r.limited_by, r.validated) for r in rows]
+
+    assert key(page.rows) == key(plan.ranking)
+    assert any(r.limited_by == "input" for r in page.rows)

@@ -5,7 +5,7 @@ a job a person would plausibly run: ResNet-50 for 100 ImageNet epochs, gpt-small
 workload (the MLP, the rollout, user workloads) gets "a day on this GPU": the samples the measured GPU processes
 in 24 hours at its fastest measured point, rounded to 1, 2 or 5 × 10^k, so that its hours read in hours, not
 seconds; the job's `samples=` states the count. A job the user asked for (`--job`) replaces its workload's
-default. The ranking multiplies the same predictor as `gpuplan plan --job` (build_predictor).
+default. The ranking is `gpuplan plan --job`'s (planner/model/plan.py JobRanker: bands, scaling, vCPU feed).
 """
 
 from __future__ import annotations
@@ -17,9 +17,8 @@ from dataclasses import dataclass
 from gpuplan_schema.payloads import WorkloadPayload
 from gpuplan_schema.results import MachineResults
 from planner.model.jobs import Job, parse_job
-from planner.model.plan import MAIN_PRECISION, PlanError, build_predictor, load_source
-from planner.model.ranking import OK, RankedInstance, rank_instances
-from planner.model.scaling import build_scaling, gather_efficiencies
+from planner.model.plan import MAIN_PRECISION, PlanError, build_ranker
+from planner.model.ranking import OK, RankedInstance
 
 DAY_S = 24 * 3600
 DEFAULT_SAMPLES = "a day on this GPU"
@@ -71,12 +70,11 @@ def rank_workload_jobs(machine: MachineResults, asked: Job | None = None, measur
     """Per measured workload: the ranking of `asked` when it is that workload's job, else of its default job at
     `precisions[workload]` (the recommended precision; bf16 when it is absent or ranks no instance)."""
     try:
-        source = load_source(machine)
+        ranker = build_ranker(machine, measured)
     except PlanError:
         return {}
-    scaling = build_scaling(gather_efficiencies(measured))
     out = {}
-    for payload in source.machine.workloads:
+    for payload in machine.workloads:
         name = payload.workload
         if asked is not None and asked.workload == name:
             jobs = [(asked, True)]
@@ -86,7 +84,7 @@ def rank_workload_jobs(machine: MachineResults, asked: Job | None = None, measur
             precisions_tried = dict.fromkeys((wanted, MAIN_PRECISION))
             jobs = [(parse_job(default_job_spec(name, p, samples)), False) for p in precisions_tried]
         for job, is_asked in jobs:
-            ranking = JobRanking(job, rank_instances(job, build_predictor(source, job), scaling=scaling), is_asked)
+            ranking = JobRanking(job, ranker.rank(job), is_asked)
             if ranking.ok or is_asked or job is jobs[-1][0]:
                 out[name] = ranking
                 break

@@ -16,6 +16,7 @@ from gpuplan_schema.results import MachineResults
 from gpuplan_schema.schema import DocumentError
 from planner.model.accuracy import comparable
 from planner.model.advice import MAIN_PRECISION, REFERENCE_BATCH, advise_workload  # noqa: F401 - re-exported
+from planner.model.assumed_scaling import ScalingProvider
 from planner.model.bands import BandTable, band_table_for, measured_band, with_band
 from planner.model.crossarch import CrossCheck, build_crosscheck
 from planner.model.dataloader_verdict import build_feed_verdicts
@@ -27,7 +28,7 @@ from planner.model.memory import MemoryFit, fit_memory
 from planner.model.nodes import NodeRow, build_node_ranking
 from planner.model.performance import Prediction, Rates, iter_predictions, measured_rates, predict_point, target_rates
 from planner.model.presets import Preset, render_presets_yaml
-from planner.model.ranking import ASSUMPTIONS, Estimate, RankedInstance, no_feed_limit, rank_instances
+from planner.model.ranking import ASSUMPTIONS, Estimate, Predictor, RankedInstance, no_feed_limit, rank_instances
 from planner.model.recommend import Recommendation
 from planner.model.scaling import build_scaling, gather_efficiencies
 from planner.model.settings import Settings
@@ -276,12 +277,8 @@ def build_plan(machine: MachineResults, targets: list[str] | None = None, job: J
     """The plan of one measured machine. `measured`: the machines (loaded once, the source among them or
     not) whose measurements the plan may cite: multi-GPU efficiencies, and the accuracy residuals that set
     the prediction bands."""
-    source = load_source(machine)
-    machines = list({m.machine: m for m in (machine, *measured)}.values())
-    check = build_crosscheck(machine)
-    validated = (check.validated_gpus() if check else set()) | {g.name for m in machines if comparable(m)
-                                                                 and (g := match_gpu(m.gpu_name or ""))}
-    source = replace(source, bands=band_table_for(machines), validated=frozenset(validated))
+    machines = all_machines(machine, measured)
+    source, check = prepare_source(machine, machines)
     names = targets or [source.spec.name, *(t for t in DEFAULT_TARGETS if t != source.spec.name)]
     built = [build_source_target(source, source.spec.name, 1)]
     for name in dict.fromkeys(names):
@@ -292,11 +289,44 @@ def build_plan(machine: MachineResults, targets: list[str] | None = None, job: J
                      else build_target(source, label, gpu, count, built[0]))
     if job is None:
         return Plan(machine.machine, source.spec, built, None, [], check)
-    scaling = build_scaling(gather_efficiencies(measured))
+    ranker = JobRanker(source, build_scaling(gather_efficiencies(measured)))
     predict = build_predictor(source, job)
-    ranking = rank_instances(job, predict, scaling=scaling, feed=build_feed(source, job))
-    nodes = build_node_ranking(job, predict, machines, scaling=scaling)
-    return Plan(machine.machine, source.spec, built, job, ranking, check, ASSUMPTIONS, nodes)
+    nodes = build_node_ranking(job, predict, machines, scaling=ranker.scaling)
+    return Plan(machine.machine, source.spec, built, job, ranker.rank(job, predict), check, ASSUMPTIONS, nodes)
+
+
+def all_machines(machine: MachineResults, measured: Sequence[MachineResults]) -> list[MachineResults]:
+    return list({m.machine: m for m in (machine, *measured)}.values())
+
+
+def prepare_source(machine: MachineResults, machines: Sequence[MachineResults]) -> tuple[Source, CrossCheck | None]:
+    """The source with what its predictions carry: bands from the residuals of `machines`, and the GPUs a
+    published cross-architecture check (or a measurement among `machines`) validates."""
+    source = load_source(machine)
+    check = build_crosscheck(machine)
+    validated = (check.validated_gpus() if check else set()) | {g.name for m in machines if comparable(m)
+                                                                 and (g := match_gpu(m.gpu_name or ""))}
+    return replace(source, bands=band_table_for(machines), validated=frozenset(validated)), check
+
+
+@dataclass(frozen=True)
+class JobRanker:
+    """Instances ranked for any job of one measured machine, as `gpuplan plan --job` ranks them: predictions
+    with their bands, the measured multi-GPU scaling, and the limit of what each instance's vCPUs feed. The
+    report's decision page and the site's job chooser rank through it too."""
+
+    source: Source
+    scaling: ScalingProvider
+
+    def rank(self, job: Job, predict: Predictor | None = None) -> list[RankedInstance]:
+        return rank_instances(job, predict or build_predictor(self.source, job), scaling=self.scaling,
+                              feed=build_feed(self.source, job))
+
+
+def build_ranker(machine: MachineResults, measured: Sequence[MachineResults] = ()) -> JobRanker:
+    """Raises PlanError for a machine the planner cannot use."""
+    source, _ = prepare_source(machine, all_machines(machine, measured))
+    return JobRanker(source, build_scaling(gather_efficiencies(measured)))
 
 
 def build_feed(source: Source, job: Job):  # noqa: ANN201 - a FeedProvider

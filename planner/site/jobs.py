@@ -17,9 +17,8 @@ from dataclasses import dataclass
 from gpuplan_schema.results import MachineResults
 from planner.model.default_jobs import DEFAULT_AMOUNT, day_samples, default_job_spec
 from planner.model.jobs import DATASETS, PRECISIONS, TOKENS_PER_SAMPLE, parse_job
-from planner.model.plan import PlanError, build_predictor, load_source
-from planner.model.ranking import OK, RankedInstance, rank_instances
-from planner.model.scaling import build_scaling, gather_efficiencies
+from planner.model.plan import JobRanker, PlanError, build_ranker
+from planner.model.ranking import OK, RankedInstance
 
 AMOUNTS = (0.1, 1.0, 10.0)   # × the default job's samples: the tables computed at build time
 JOBS_NAME = "jobs.html"
@@ -50,13 +49,12 @@ def default_amount(workload: str, samples: float) -> dict:
 
 
 def build_chooser(machines: Sequence[MachineResults]) -> ChooserData:
-    scaling = build_scaling(gather_efficiencies(machines))
     instances: dict[str, int] = {}
     rows_meta: list[list] = []
     workloads, tables = [], {}
     for machine in machines:
         try:
-            source = load_source(machine)
+            ranker = build_ranker(machine, machines)
         except PlanError:
             continue
         for payload in machine.workloads:
@@ -65,7 +63,7 @@ def build_chooser(machines: Sequence[MachineResults]) -> ChooserData:
             for precision in PRECISIONS:
                 if not any(p.precision == precision and p.status == "ok" for p in payload.points):
                     continue
-                computed = [_table(source, payload.workload, precision, base * k, scaling, instances, rows_meta)
+                computed = [_table(ranker, payload.workload, precision, base * k, instances, rows_meta)
                             for k in AMOUNTS]
                 if not any(t["rows"] and t["rows"][0][1] == 1 for t in computed):
                     continue  # no instance runs it at this precision
@@ -80,10 +78,10 @@ def build_chooser(machines: Sequence[MachineResults]) -> ChooserData:
     return ChooserData(rows_meta, workloads, tables, dict(DATASETS))
 
 
-def _table(source, workload: str, precision: str, samples: float, scaling, index: dict[str, int],  # noqa: ANN001
+def _table(ranker: JobRanker, workload: str, precision: str, samples: float, index: dict[str, int],
            meta: list[list]) -> dict:
     job = parse_job(f"{workload} {precision} samples={samples:.6g}")
-    ranked = rank_instances(job, build_predictor(source, job), scaling=scaling)
+    ranked = ranker.rank(job)
     return {"samples": job.samples, "rows": [_row(r, index, meta) for r in ranked]}
 
 
