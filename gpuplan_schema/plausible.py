@@ -24,6 +24,9 @@ from __future__ import annotations
 import re
 
 MAX_MAGNITUDE = 1e30
+# A whole number beyond this fits no 64-bit integer column (pandas' Int64, Parquet) a reader keeps counts in;
+# no batch, count or byte total of a real run comes near it.
+MAX_INTEGER = 2**62
 MAX_SECONDS = 1e7
 MAX_FRACTION = 1e3
 # (`batch` is not here: a skipped dataloader document says batch 0; a workload point's is checked by the point)
@@ -50,6 +53,8 @@ def number_problem(value: float, field: str) -> str | None:
         return f"{value:g} is negative; a document holds measured quantities, sizes and counts, never below 0"
     if abs(value) > MAX_MAGNITUDE:
         return f"{value:.3g} is beyond any plausible measurement (at most {MAX_MAGNITUDE:g})"
+    if isinstance(value, int) and value > MAX_INTEGER:
+        return f"{value} is beyond any plausible count (at most 2**62)"
     if name.endswith("_s") and not name.endswith("_per_s") and value > MAX_SECONDS:
         return f"{value:.3g} s is longer than any collection runs (at most {MAX_SECONDS:g} s)"
     if (name.endswith("_fraction") or name in FRACTIONS) and value > MAX_FRACTION:

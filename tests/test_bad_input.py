@@ -74,6 +74,8 @@ BAD_DOCUMENTS: dict[str, tuple[Callable[[bytes], bytes], str, str]] = {
     "absurd-duration": (point("wall_s", 3e9), "payload.points[0].wall_s", "longer than any collection runs"),
     "absurd-number": (point("flops_per_step", 1e300), "payload.points[0].flops_per_step",
                       "beyond any plausible measurement"),
+    # regression: 2**63 passed the magnitude check and overflowed the site's Int64 CSV column (a fuzz case)
+    "batch-beyond-int64": (point("batch", 2**63), "payload.points[0].batch", "beyond any plausible count"),
     "huge-integer": (lambda data: data.replace(b'"parameters": ', b'"parameters": 1' + b"0" * 5000 + b', "x": ', 1),
                      "", "Exceeds the limit"),
     "ok-without-time": (point("step_s", None), "payload.points[0]", "status is ok but a timed point's step_s"),
