@@ -26,16 +26,7 @@ read -r -a BUILTINS <<< "${ISSUE18_BUILTINS:-gpt-small resnet50 mlp-stgan conv-r
 START=$(date +%s)
 declare -a REPORT=()
 
-step() {  # step NAME LIMIT_S ARGS...: one collector run under a SIGINT time limit, its log kept, its wall said
-  local name=$1 limit=$2; shift 2
-  local t0=$(date +%s)
-  timeout -s INT -k 20 "$limit" python3 -m collectors --out "$OUT" --machine "$MACHINE" "$@" \
-    > "$DIR/log-$name.txt" 2>&1
-  local rc=$? t1=$(date +%s)
-  REPORT+=("$(printf '%-28s rc %-4s %4d s' "$name" "$rc" $((t1 - t0)))")
-  echo "== $name: rc $rc in $((t1 - t0)) s (total $((t1 - START)) s)"
-  tr '\r' '\n' < "$DIR/log-$name.txt" | grep -v '^[a-z]* *\[' | tail -6
-}
+source "$(dirname "$0")/collect_step.sh"  # step NAME LIMIT_S ARGS...
 
 step environment 60 --only environment
 step ceilings 120 --only ceilings --fresh

@@ -54,12 +54,17 @@ def cmd_collect(args: argparse.Namespace) -> int:
 
 # ── validate ────────────────────────────────────────────────────────────────────────────────
 
+# A machine folder's `diagnostics/` holds benchmark outputs that are not result documents (e.g.
+# benchmarks/host_noise.py's): the loaders read only the folder's own *.json, and validate skips it.
+DIAGNOSTICS = "diagnostics"
+
+
 def iter_validate_targets(path: Path) -> list[Path]:
-    """The documents a path names: the file itself, or every *.json under a folder."""
+    """The documents a path names: the file itself, or every *.json under a folder (not `diagnostics/`)."""
     if not path.is_dir():
         return [path]
     found = sorted(p for p in path.rglob("*.json")
-                   if not any(part.startswith(".") for part in p.relative_to(path).parts))
+                   if not any(part.startswith(".") or part == DIAGNOSTICS for part in p.relative_to(path).parts))
     if not found:
         raise DocumentError(path, "", "holds no result documents (*.json)")
     return found

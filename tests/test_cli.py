@@ -71,6 +71,18 @@ def test_validate_reports_each_bad_document_and_every_good_one(tmp_path, capsys)
     assert "absent.json: no such file" in err
 
 
+def test_validate_and_the_loaders_skip_a_machines_diagnostics_folder(capsys):
+    """The committed machines keep benchmark outputs (not result documents) in `diagnostics/`: validate
+    passes over them, and loading the machine reads only its own documents."""
+    from gpuplan_schema.results import load_machine
+    folder = ROOT / "results" / "h100-80gb"
+    assert (folder / "diagnostics" / "host-noise.json").is_file()
+    assert main(["validate", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert "diagnostics" not in out and "ok " in out
+    assert "host-noise" not in str(list(load_machine(folder).documents))
+
+
 # ── export ──────────────────────────────────────────────────────────────────────────────────
 
 def test_export_csv_to_stdout(capsys):
