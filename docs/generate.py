@@ -45,6 +45,7 @@ GENERATORS: dict[str, Callable[[list[MachineResults]], str]] = {
     "node-ranking": tables.node_ranking,
     "accuracy-regimes": tables.accuracy_regimes,
     "accuracy-crossarch": tables.accuracy_crossarch,
+    "below-roof-candidates": tables.below_roof_candidates,
     "accuracy-h100-h200": tables.accuracy_tables,
     "collectives": tables.collectives,
     "ddp": tables.ddp,

@@ -4,7 +4,10 @@ tidy frame) where a pivot says it shortest; the typed payloads where a figure ne
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import pandas as pd
 
@@ -232,6 +235,16 @@ def accuracy_summary(machines: list[MachineResults]) -> str:
 def accuracy_regimes(machines: list[MachineResults]) -> str:
     """H100 ↔ H200 errors by regime (the source configuration's bound), the naive answers beside them."""
     return render_regimes(iter_accuracy_tables([_by(machines, SOURCE), _by(machines, TARGET)]))
+
+
+def below_roof_candidates(machines: list[MachineResults]) -> str:
+    """Each candidate model of the below-roof part on the published rows and the H100 ↔ H200 pair
+    (benchmarks/below_roof_candidates.py, a script: loaded from its file)."""
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "below_roof_candidates.py"
+    spec = importlib.util.spec_from_file_location("below_roof_candidates", path)
+    module = sys.modules.setdefault(spec.name, importlib.util.module_from_spec(spec))  # type: ignore[union-attr,arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]  (registered first: its dataclass looks itself up)
+    return module.render_candidates(machines)
 
 
 def accuracy_crossarch(machines: list[MachineResults]) -> str:

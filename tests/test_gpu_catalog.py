@@ -153,6 +153,38 @@ def test_no_entry_rests_on_third_party_sources_alone_for_datacenter_parts():
         assert not source.startswith("third-party"), name
 
 
+# fp32 lanes per SM by compute capability: 64 on Volta, Turing and GA100; 128 on GA10x, Ada, Hopper, Blackwell
+FP32_LANES = {"7.0": 64, "7.5": 64, "8.0": 64, "8.6": 128, "8.9": 128, "9.0": 128, "10.0": 128}
+
+
+def test_boost_clocks_parse_and_name_their_source():
+    for spec in load_gpu_catalog():
+        if spec.boost_clock_mhz is None:
+            assert spec.boost_clock_source is None and spec.sm_cycles_per_s is None, spec.name
+            continue
+        assert 1000 <= spec.boost_clock_mhz <= 3000 and spec.boost_clock_source, spec.name
+    assert match_gpu("H100 SXM").boost_clock_mhz == 1980 and match_gpu("A100 80GB SXM").boost_clock_mhz == 1410
+    assert match_gpu("H100 SXM").sm_cycles_per_s == pytest.approx(132 * 1980e6)
+    assert [s.name for s in load_gpu_catalog() if s.boost_clock_mhz is None] == ["B200"]  # no source found
+
+
+def test_every_nvidia_clock_gives_the_datasheet_fp32_rate():
+    """fp32 = SMs × fp32 lanes per SM × 2 (an FMA) × boost clock: a typo in a clock or an SM count shows."""
+    for spec in load_gpu_catalog():
+        if spec.sm_cycles_per_s is None:
+            continue
+        lanes = FP32_LANES[spec.compute_capability]
+        assert spec.sm_cycles_per_s * lanes * 2 == pytest.approx(spec.flops_per_s["fp32"], rel=0.025), spec.name
+
+
+def test_the_measured_sm_clock_matches_the_catalog():
+    """The H100 and H200 clocks cite NVML's max SM clock of the committed environment documents."""
+    for machine, name in (("h100-80gb", "H100 SXM"), ("h200", "H200 SXM")):
+        env = load_document(SPECS_DIR.parent.parent / "results" / machine / "environment.json").payload
+        assert env.gpus[0].sm_clock_max_hz == match_gpu(name).boost_clock_mhz * 1e6
+        assert env.gpus[0].sm_count == match_gpu(name).sm_count
+
+
 # ── validation: a broken catalog names the file and the field ──────────────────────────────
 
 def _write_catalog(tmp_path, change):
@@ -172,6 +204,9 @@ def _write_catalog(tmp_path, change):
     (lambda g: g[2].update(source=""), "gpus[2].source", "non-empty text"),
     (lambda g: g[4].update(colour="red"), "gpus[4]", "unknown colour"),
     (lambda g: g[5]["aliases"].append("Tesla T4"), "gpus[5].aliases", "'Tesla T4' also names 'T4'"),
+    (lambda g: g[6].update(boost_clock_mhz="2 GHz"), "gpus[6].boost_clock_mhz", "must be a number > 0 or null"),
+    (lambda g: g[6].update(boost_clock_source=None), "gpus[6].boost_clock_source", "non-empty text"),
+    (lambda g: g[6].update(boost_clock_mhz=None), "gpus[6].boost_clock_source", "null where boost_clock_mhz is null"),
 ])
 def test_a_broken_gpu_catalog_names_file_and_field(tmp_path, change, field, problem):
     path = _write_catalog(tmp_path, change)

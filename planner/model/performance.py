@@ -7,12 +7,18 @@ roof) and each part is scaled by its own measured ratio (DESIGN.md: not one spec
                           + Σ_dtype math_roof[d] · F_src[d] / F_tgt[d]  matmul rate of the op's dtype
                           + memory_roof · B_src / B_tgt                 copy bandwidth
                           + latency · L_src / L_tgt                     launch latency (same unless known)
-                          + below_roof )                                held at the source's speed
+                          + below_roof · S_src / S_tgt )                SM count × boost clock
 
 F and B on the source are measured (`ceilings.json`); the target's are its datasheet's dense figures × the
 source's measured-to-datasheet efficiency, so that both sides are rates a program reaches. No part is
 scaled by a spec figure that nothing measured ties to it: the fp32 CUDA-core ratio the model once used
 for "the rest" made an A100 0.32× an H100 on ResNet-50 (published: 0.58–0.60).
+
+Below roof: an op slower than both its roofs is held back by what its SMs do per cycle (occupancy, the
+reductions of a normalisation, fp32 arithmetic, waiting on its own loads), not by the datasheet rate of a
+roof, so that time scales with the SMs' cycles: S = SM count × boost clock (the warp-instruction issue rate
+up to the four schedulers every NVIDIA SM since Volta has). Its time is kept the source's where either GPU
+lacks a clock (`sm_time_ratio` 1). Candidates and their errors: docs/prediction-model.md.
 
 Ceiling check: no prediction is faster than the target's datasheet roofs allow for the measured mix
 (the point's FLOPs at the datasheet matmul rate plus its bytes at the datasheet bandwidth; a roof, not a
@@ -42,6 +48,8 @@ class Rates:
     launch_s: float | None = None
     host_kernel_s: float | None = None   # host seconds to issue one kernel of an autograd step (the dispatch
                                          # benchmark); None: this host's speed was not measured
+    sm_time_ratio: float = 1.0           # target / source time of below-roof work: source SM·clock / this GPU's
+                                         # (datasheets); 1 on the source itself or where a clock is unknown
 
 
 @dataclass(frozen=True)
@@ -104,11 +112,20 @@ def datasheet_efficiency(source: Rates, spec: GpuSpec) -> tuple[dict[str, float]
 
 def target_rates(source: Rates, source_spec: GpuSpec, target: GpuSpec) -> Rates:
     """The target's datasheet × the source's measured-to-datasheet efficiency; its launch latency is
-    assumed the source's (nothing in the catalog says otherwise)."""
+    assumed the source's (nothing in the catalog says otherwise); its below-roof time scales with the two
+    datasheets' SM cycles per second."""
     flops_eff, bw_eff = datasheet_efficiency(source, source_spec)
     flops = {d: target.flops_per_s[d] * e for d, e in flops_eff.items() if d in target.flops_per_s}
     return Rates(flops, target.memory_bandwidth_bytes_per_s * bw_eff,
-                 f"{target.name} datasheet × {source_spec.name}'s measured efficiency", source.launch_s)
+                 f"{target.name} datasheet × {source_spec.name}'s measured efficiency", source.launch_s,
+                 sm_time_ratio=sm_time_ratio(source_spec, target))
+
+
+def sm_time_ratio(source: GpuSpec, target: GpuSpec) -> float:
+    """How much longer the target's SMs take for the source's below-roof work: source SM·clock / target's.
+    1 (the source's speed, the model before clocks were catalogued) where either GPU has no SM·clock."""
+    s, t = source.sm_cycles_per_s, target.sm_cycles_per_s
+    return s / t if s and t else 1.0
 
 
 def count_fractions(point: WorkloadPoint, payload: WorkloadPayload, source: Rates) -> tuple[float, float] | None:
@@ -141,7 +158,8 @@ def scale_factor(split: StepSplit, source: Rates, target: Rates) -> float | None
     math = sum(s * source.flops_per_s[d] / target.flops_per_s[d] for d, s in split.math_roof.items() if s)
     memory = split.memory_roof * source.bytes_per_s / target.bytes_per_s if split.memory_roof else 0.0
     latency = split.latency * ((source.launch_s / target.launch_s) if source.launch_s and target.launch_s else 1.0)
-    return split.host * host_ratio(source, target) + math + memory + latency + split.below_roof
+    below = split.below_roof * target.sm_time_ratio  # relative to the source already (target_rates)
+    return split.host * host_ratio(source, target) + math + memory + latency + below
 
 
 def host_ratio(source: Rates, target: Rates) -> float:

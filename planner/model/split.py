@@ -6,8 +6,8 @@
     memory roof memory-bound ops' time at the copy-bandwidth roof (their bytes at the measured bandwidth)
     latency     latency-bound ops (a launch each, too small to reach either roof)
     below roof  the rest of the ops' time: they run slower than their roof (low occupancy, reductions,
-                fp32 arithmetic in a normalisation). Nothing we measure says how that part changes on
-                another GPU, so it is held at the source's speed and the error band says so.
+                fp32 arithmetic in a normalisation). No roof bounds it, so performance.py scales it with the
+                SMs' cycles per second (SM count × boost clock), the source's speed where a clock is unknown.
 
 Two bases. `roofline`: the per-op document of the same workload and precision (each op's time by its
 class, the roof part from its FLOPs and bytes), taken at the nearest measured batch at or above half

@@ -24,6 +24,8 @@ class GpuSpec:
     tf32, fp16, bf16, fp8; a dtype the GPU lacks is absent here (null in gpus.json).
     `peer_bytes_per_s` is the GPU-to-GPU link (NVLink, NVLink bridge, Infinity Fabric) as the
     datasheet counts it (both directions, all links); None where GPUs talk over PCIe only.
+    `boost_clock_mhz` is the SM (engine) boost clock the datasheet names, `boost_clock_source` where it was
+    read; both None where no source gives one.
     """
 
     name: str
@@ -40,6 +42,8 @@ class GpuSpec:
     nvlink_generation: int | None = None
     peer_bytes_per_s: float | None = None
     pcie_generation: int | None = None
+    boost_clock_mhz: float | None = None
+    boost_clock_source: str | None = None
 
     @property
     def supports_bf16(self) -> bool:
@@ -49,6 +53,15 @@ class GpuSpec:
     @property
     def supports_fp8(self) -> bool:
         return "fp8" in self.flops_per_s
+
+    @property
+    def sm_cycles_per_s(self) -> float | None:
+        """SM count × boost clock: how many SM-cycles the GPU runs per second. Every NVIDIA SM from Volta on
+        issues from four warp schedulers, one warp instruction each per cycle, so this is the instruction issue
+        rate up to a constant shared by all of them. None without a clock, or for an AMD GPU (a CU is not an
+        SM: another issue width), where no cross-vendor ratio is meaningful."""
+        cuda = (self.compute_capability or "")[:1].isdigit()
+        return self.sm_count * self.boost_clock_mhz * 1e6 if cuda and self.sm_count and self.boost_clock_mhz else None
 
     @property
     def is_third_party_sourced(self) -> bool:
@@ -77,7 +90,16 @@ def read_gpu(reader: EntryReader) -> GpuSpec:
         tdp_w=reader.number("tdp_w", nullable=True), link=reader.text("link", nullable=True),
         compute_capability=reader.text("compute_capability", nullable=True),
         flops_per_s={d: v for d, v in rates.items() if v is not None}, source=reader.text("source"),
-        peer_bytes_per_s=reader.number("peer_bytes_per_s", nullable=True), **whole)
+        peer_bytes_per_s=reader.number("peer_bytes_per_s", nullable=True), **whole, **_clock(reader))
+
+
+def _clock(reader: EntryReader) -> dict[str, float | str | None]:
+    """The boost clock and its source: both given, or both null (a clock nobody can check is refused)."""
+    mhz = reader.number("boost_clock_mhz", nullable=True)
+    source = reader.text("boost_clock_source", nullable=mhz is None)
+    if mhz is None and source is not None:
+        raise reader.fail("boost_clock_source", "must be null where boost_clock_mhz is null")
+    return {"boost_clock_mhz": mhz, "boost_clock_source": source}
 
 
 def read_gpu_catalog(path: Path) -> tuple[GpuSpec, ...]:

@@ -72,6 +72,7 @@ def gpu_to_dict(spec: GpuSpec) -> dict[str, Any]:
         "l2_bytes": spec.l2_bytes, "tdp_w": spec.tdp_w, "link": spec.link,
         "nvlink_generation": spec.nvlink_generation, "peer_bytes_per_s": spec.peer_bytes_per_s,
         "pcie_generation": spec.pcie_generation, "compute_capability": spec.compute_capability,
+        "boost_clock_mhz": spec.boost_clock_mhz, "boost_clock_source": spec.boost_clock_source,
         "flops_per_s": {d: spec.flops_per_s.get(d) for d in DTYPES},
         "supports_bf16": spec.supports_bf16, "supports_fp8": spec.supports_fp8, "source": spec.source,
     }
