@@ -45,6 +45,8 @@ GENERATORS: dict[str, Callable[[list[MachineResults]], str]] = {
     "node-ranking": tables.node_ranking,
     "accuracy-regimes": tables.accuracy_regimes,
     "accuracy-crossarch": tables.accuracy_crossarch,
+    "accuracy-repeatability": tables.accuracy_repeatability,
+    "host-noise": tables.host_noise,
     "below-roof-candidates": tables.below_roof_candidates,
     "accuracy-h100-h200": tables.accuracy_tables,
     "collectives": tables.collectives,

@@ -5,6 +5,8 @@ tidy frame) where a pivot says it shortest; the typed payloads where a figure ne
 from __future__ import annotations
 
 import importlib.util
+import json
+import statistics
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -15,8 +17,9 @@ from gpuplan_schema.payloads import WorkloadPayload, WorkloadPoint
 from gpuplan_schema.results import MachineResults
 from planner.export.frame import machines_frame
 from planner.model.accuracy import build_accuracy, iter_accuracy_tables, render_markdown
-from planner.model.accuracy_markdown import render_crosscheck, render_regimes
+from planner.model.accuracy_markdown import render_crosscheck, render_regimes, render_repeatability
 from planner.model.crossarch import build_crosscheck
+from planner.model.repeatability import all_repeat_pairs, repeat_summaries
 from planner.model.workload_verdict import main_batch
 
 SOURCE, TARGET = "h100-80gb", "h200"  # the accuracy pair: two single GPUs measured alike
@@ -229,6 +232,14 @@ def accuracy_summary(machines: list[MachineResults]) -> str:
     a, b = _by(machines, SOURCE), _by(machines, TARGET)
     lines = ["- " + render_markdown(build_accuracy(s, t)).splitlines()[0] for s, t in ((a, b), (b, a))]
     lines.append("- " + accuracy_crossarch(machines).splitlines()[0])
+    pairs = all_repeat_pairs([a, b])
+    host = next(r for r in repeat_summaries(pairs) if r.regime == "host")
+    gpu = [p.spread for p in pairs if p.regime != "host"]
+    lines.append(f"- **Repeatability**: a configuration measured twice on the same machine moved by a median "
+                 f"{statistics.median(gpu):.1%} (at most {max(gpu):.1%}) when GPU-bound, {host.median_spread:.0%} (at "
+                 f"most {host.max_spread:.0%}) when host-bound; "
+                 + accuracy_repeatability(machines).strip().splitlines()[-1].split(": one measurement")[0]
+                 .replace("Of the", "of the") + " (docs/accuracy.md).")
     return "\n".join(lines) + "\n"
 
 
@@ -245,6 +256,40 @@ def below_roof_candidates(machines: list[MachineResults]) -> str:
     module = sys.modules.setdefault(spec.name, importlib.util.module_from_spec(spec))  # type: ignore[union-attr,arg-type]
     spec.loader.exec_module(module)  # type: ignore[union-attr]  (registered first: its dataclass looks itself up)
     return module.render_candidates(machines)
+
+
+def accuracy_repeatability(machines: list[MachineResults]) -> str:
+    """The configurations each of the pair measured twice, and which misses one measurement cannot check."""
+    pair = [_by(machines, SOURCE), _by(machines, TARGET)]
+    return render_repeatability(all_repeat_pairs(pair), iter_accuracy_tables(pair))
+
+
+def host_noise(machines: list[MachineResults]) -> str:
+    """benchmarks/host_noise.py's runs (results/<machine>/diagnostics/host-noise.json): each host-bound step's
+    1-second rounds, the main thread's CPU time over its wall time while issuing, and the dispatch benchmark
+    repeated."""
+    rows = []
+    for m in machines:
+        path = m.folder / "diagnostics" / "host-noise.json"
+        if not path.is_file():
+            continue
+        run = json.loads(path.read_text(encoding="utf-8"))
+        for case in run["cases"]:
+            rounds = [r for c in case["conditions"].values() for r in c]
+            steps = [r["step_ms"] for r in rounds]
+            by_condition = {name: statistics.median(r["step_ms"] for r in c) for name, c in case["conditions"].items()}
+            rows.append([m.machine, f"{case['workload']} {case['precision']} b{case['batch']}", str(len(rounds)),
+                         f"{min(steps):.2f}–{max(steps):.2f} ms (median {statistics.median(steps):.2f})",
+                         f"{min(by_condition.values()):.2f}–{max(by_condition.values()):.2f} ms",
+                         f"{statistics.median(r['thread_cpu_over_wall'] for r in rounds):.2f}",
+                         str(sum(r["steal_ticks"] for r in rounds)),
+                         f"{sum(r['throttled_ms'] or 0 for r in rounds):.0f} ms"])
+        kernel = [d["per_kernel_us"] for d in run["dispatch"] if d["per_kernel_us"]]
+        rows.append([m.machine, "dispatch benchmark (µs per kernel)", str(len(kernel)),
+                     f"{min(kernel):.1f}–{max(kernel):.1f} µs (median {statistics.median(kernel):.1f})",
+                     "–", "–", "–", "–"])
+    return _table(["machine", "step", "rounds", "1-s rounds: step", "median per condition", "thread CPU / wall",
+                   "steal ticks", "cgroup throttled"], rows)
 
 
 def accuracy_crossarch(machines: list[MachineResults]) -> str:

@@ -26,7 +26,10 @@ def test_memory_chart_names_close_boundaries_in_its_subtitle_not_over_the_lines(
     assert not any(layer.get("mark", {}).get("type") == "text" and "boundary" in json.dumps(layer)
                    for layer in spec["layer"])  # the stacked "max 6542: fp32 / max 6543: bf16" labels are gone
     subtitle = " ".join(spec["title"]["subtitle"])
-    assert "max 6542: fp32" in subtitle and "max 6543: bf16" in subtitle
+    close = {b.precision: b.max_batch for b in conv.boundaries if b.allocator == "default" and b.precision in
+             ("fp32", "bf16")}   # measured within 1 % of each other: their labels would overlap on the chart
+    assert abs(close["fp32"] / close["bf16"] - 1) < 0.01
+    assert f"max {close['fp32']}: fp32" in subtitle and f"max {close['bf16']}: bf16" in subtitle
     x = spec["layer"][0]["encoding"]["x"]["axis"]["values"]
     assert len(x) >= 4 and all(v & (v - 1) == 0 for v in x)  # enough ticks, each a power of two
     sweep = build_throughput_chart(next(w for w in machine.workloads if w.workload == "mlp-stgan"))

@@ -30,7 +30,8 @@ from gpuplan_schema.schema import DocumentError, build_document, load_document, 
 from planner.export.tidy import iter_tidy_rows
 
 CPU = torch.device("cpu")
-OLD_WORKLOAD = RESULTS / "h100-80gb" / "workload-gpt-small.json"   # workloads collector 2
+OLD_WORKLOAD = REPO / "tests" / "fixtures" / "older" / "workload-v2-gpt-small-h100.json"  # workloads collector 2
+OLD_NAME = "workload-gpt-small.json"   # the name it was committed under
 OLD_CEILINGS = REPO / "tests" / "fixtures" / "older" / "ceilings-v2-h100.json"  # ceilings collector 2
 
 
@@ -96,15 +97,15 @@ def test_an_older_document_loads_with_the_new_fields_absent():
 
 
 def test_an_older_complete_document_is_not_skipped_by_a_rerun(tmp_path):
-    path = tmp_path / OLD_WORKLOAD.name
+    path = tmp_path / OLD_NAME
     shutil.copy(OLD_WORKLOAD, path)
     assert why_complete(path, NAME, "2", "standard", "cuda") == "complete (capacity profile)"
     assert why_complete(path, NAME, VERSION, "standard", "cuda") is None
 
 
 def test_a_version_2_document_lends_its_probes_and_nothing_else(tmp_path):
-    """The committed H100 document (collector 2) holds real boundary probes: a rerun starts from them alone."""
-    path = tmp_path / OLD_WORKLOAD.name
+    """The H100 document of collector 2 holds real boundary probes: a rerun starts from them alone."""
+    path = tmp_path / OLD_NAME
     shutil.copy(OLD_WORKLOAD, path)
     old = load_document(path).payload
     kept, note = load_earlier(path, torch.device("cuda"))

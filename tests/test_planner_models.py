@@ -54,8 +54,10 @@ def test_a_pure_memory_step_scales_with_bandwidth_and_a_pure_math_step_with_flop
     # a point whose FLOPs take its whole step at the source's rate, and one whose bytes do
     step = point.step_s.median
     no_bytes = type(point.traffic)(0, 0, 0, 0)
-    math_point = type(point)(**{**point.__dict__, "flops_per_step": step * 1e15, "traffic": no_bytes})
-    memory_point = type(point)(**{**point.__dict__, "flops_per_step": 0.0})
+    # no host time: the GPU's whole step (the point's own measured host share would stay at the host's speed)
+    pure = {**point.__dict__, "gpu_busy_s": None, "host_issue_s": None}
+    math_point = type(point)(**{**pure, "flops_per_step": step * 1e15, "traffic": no_bytes})
+    memory_point = type(point)(**{**pure, "flops_per_step": 0.0})
     memory_bytes = step * 1e12
     memory_point = type(point)(**{**memory_point.__dict__,
                                   "traffic": type(point.traffic)(0, 0, 0, memory_bytes)})
@@ -92,13 +94,12 @@ def test_max_batch_predictions_are_close_to_the_measured_boundaries(h100, h200, 
     table = build_accuracy(h100, h200) if direction == "h100→h200" else build_accuracy(h200, h100)
     errors = {a: sorted(abs(c.error) for c in table.capacity if c.allocator == a)
               for a in ("default", "expandable_segments")}
-    # the four reference workloads at four precisions with both allocators (capacity profile), the new ones at
-    # bf16 with the default allocator (standard profile)
-    assert len(errors["expandable_segments"]) == 16 and len(errors["default"]) >= 16 + 3
-    # with expandable segments what is allocated sets the boundary: every one within 3 %
-    assert errors["expandable_segments"][-1] <= 0.03
-    # with the default allocator fragmentation moves it (conv-rollout tf32: 3.4 %), the rest within 3 %
-    assert sum(e <= 0.03 for e in errors["default"]) >= len(errors["default"]) - 1 and errors["default"][-1] <= 0.04
+    # the four reference workloads at four precisions with both allocators (capacity profile; the H200's
+    # gpt-small tf32 boundaries were not reached before the device time ran out), the new ones at bf16 with the
+    # default allocator (standard profile)
+    assert len(errors["expandable_segments"]) >= 15 and len(errors["default"]) >= 15 + 3
+    # every one within 3 %, with either allocator
+    assert errors["expandable_segments"][-1] <= 0.03 and errors["default"][-1] <= 0.03
 
 
 def test_expandable_segments_fit_more_where_the_default_allocator_fragments(h100):

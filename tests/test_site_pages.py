@@ -202,3 +202,11 @@ def test_a_machine_page_with_its_inlined_javascript_stays_under_3_mb(site):
     sizes = {p.parent.name: p.stat().st_size for p in (site / "machines").glob("*/index.html")}
     assert sizes["h100-80gb"] > 500_000  # the Vega bundle is inlined: the page works offline
     assert max(sizes.values()) < 3_000_000, sizes
+
+
+def test_the_accuracy_page_says_how_far_a_second_measurement_moved(site, results_machines):
+    from planner.model.repeatability import all_repeat_pairs, repeat_summaries
+    html = (site / ACCURACY_NAME).read_text(encoding="utf-8")
+    assert 'class="accuracy-repeats"' in html and "What one measurement can check" in html
+    host = next(s for s in repeat_summaries(all_repeat_pairs(results_machines)) if s.regime == "host")
+    assert re.search(rf'<th scope="row">host</th><td class="num">{host.n}</td>', html)

@@ -16,6 +16,7 @@ from planner.model.accuracy import (
     render_markdown,
 )
 from planner.model.crossarch import CrossCheck, build_crosscheck
+from planner.model.repeatability import RepeatPair, all_repeat_pairs, floor_for, repeat_summaries
 
 CROSS_TARGET = 0.15   # issue 18's goal for the median |ratio error| across architectures
 
@@ -32,6 +33,30 @@ def render_regimes(tables: list) -> str:
     lines += [f"| {r.source} → {r.target} | {r.regime} | {r.n} | {_pct(r.median_abs_error)} | "
               f"{_pct(r.max_abs_error)} | {_pct(r.naive_flops_median)} | {_pct(r.naive_bandwidth_median)} |"
               for r in regime_summaries(tables)]
+    return "\n".join(lines) + "\n"
+
+
+def render_repeatability(pairs: list[RepeatPair], tables: list | None = None) -> str:
+    """The same configuration measured twice on one machine, by regime and pair by pair; with the accuracy
+    tables, how many predictions missed the goal in a regime whose own repeats moved more than the goal."""
+    lines = ["Repeatability: configurations each machine measured twice, minutes apart (the main batch in the "
+             "batch sweep and again as a variant, and the collector's repeat); spread = slower / faster − 1.", "",
+             "| regime | pairs | median spread | max spread | machines |", "|---|---|---|---|---|"]
+    lines += [f"| {s.regime} | {s.n} | {_pct(s.median_spread)} | {_pct(s.max_spread)} | {', '.join(s.machines)} |"
+              for s in repeat_summaries(pairs)]
+    lines += ["", "| machine | workload | precision | batch | variant | measured in | steps | spread | regime |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {p.machine} | {p.workload} | {p.precision} | {p.batch} | {p.variant} | {', '.join(p.sweeps)} | "
+              f"{' / '.join(f'{t * 1e3:.2f}' for t in p.steps_s)} ms | {_pct(p.spread)} | {p.regime} |"
+              for p in sorted(pairs, key=lambda p: (p.regime, -p.spread))]
+    if tables:
+        missed = [r for t in tables for r in t.rows if r.counted and abs(r.error) > WORST_ERROR]
+        noisy = [r for r in missed if (floor_for(pairs, r.workload, r.bound) or 0.0) > WORST_ERROR]
+        names = ", ".join(sorted({f"{r.workload} ({r.bound})" for r in noisy}))
+        lines += ["", f"Of the {len(missed)} counted predictions off by more than {WORST_ERROR:.0%}, {len(noisy)} are "
+                  f"of a workload and regime whose own repeats moved by more than that ({names}; a workload never "
+                  "repeated in its regime takes the regime's largest spread): one measurement cannot check those to "
+                  "the goal."]
     return "\n".join(lines) + "\n"
 
 
@@ -63,6 +88,9 @@ def render_accuracy_markdown(machines: Sequence[MachineResults]) -> str:
     parts = [render_markdown(t) for t in tables]
     if tables:
         parts.append(render_regimes(tables))
+    pairs = all_repeat_pairs(machines)
+    if pairs:
+        parts.append(render_repeatability(pairs, tables))
     checks = [c for c in (build_crosscheck(m) for m in machines if m.ceilings and m.workloads) if c and c.rows]
     parts += [render_crosscheck(c) for c in checks]
     return "\n".join(parts)

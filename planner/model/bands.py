@@ -11,8 +11,10 @@ lay at 1 / (1 + e) of the prediction, so the band is
     low  = 90th percentile over residuals of (1 − 1 / (1 + e))   (how far below the prediction measurements fell)
     high = 90th percentile over residuals of (1 / (1 + e) − 1)   (how far above)
 
-(nearest rank, so the largest where there are fewer than ten), each at least FLOOR (repeat-to-repeat
-spread of the measurements themselves). Nothing comparable measured: ±NO_COMPARABLE, labelled
+(nearest rank, so the largest where there are fewer than ten), each at least the regime's median repeat
+spread (planner/model/repeatability.py: how far a second measurement of the same configuration on the
+same machine moved; host-bound steps on the lent GPU machines 19 %, GPU-bound ones under 1 %) and at
+least FLOOR. Nothing comparable measured: ±NO_COMPARABLE, labelled
 "no comparable measurement".
 """
 
@@ -20,12 +22,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from gpuplan_schema.results import MachineResults
 from planner.model.accuracy import iter_accuracy_tables
 from planner.model.crossarch import CrossCheck, build_crosscheck
 from planner.model.performance import Prediction
+from planner.model.repeatability import all_repeat_pairs, repeat_summaries
 
 FLOOR = 0.03
 NO_COMPARABLE = 0.50
@@ -42,13 +45,15 @@ class Band:
 @dataclass(frozen=True)
 class BandTable:
     residuals: dict[tuple[bool, str], list[float]]   # (same architecture, bound) → signed errors
+    repeat_spread: dict[str, float] = field(default_factory=dict)  # bound → median repeat spread
 
     def band(self, same_architecture: bool, bound: str) -> Band:
         errors = self.residuals.get((same_architecture, bound), [])
         if not errors:
             return Band(NO_COMPARABLE, NO_COMPARABLE, NO_COMPARABLE_BASIS)
-        low = max(FLOOR, _p90([1 - 1 / (1 + e) for e in errors]))
-        high = max(FLOOR, _p90([1 / (1 + e) - 1 for e in errors]))
+        floor = max(FLOOR, self.repeat_spread.get(bound, 0.0))
+        low = max(floor, _p90([1 - 1 / (1 + e) for e in errors]))
+        high = max(floor, _p90([1 / (1 + e) - 1 for e in errors]))
         kind = "same architecture" if same_architecture else "other architectures"
         return Band(low, high, f"90% of {len(errors)} measured {bound}-bound predictions, {kind}")
 
@@ -67,7 +72,8 @@ def build_band_table(machines: Sequence[MachineResults], crosschecks: Sequence[C
         for r in check.rows:
             # H100 → H200 rows of the published check are the same architecture
             residuals.setdefault((r.gpu in _same_arch_gpus(check), r.bound), []).append(r.error)
-    return BandTable(residuals)
+    spread = {s.regime: s.median_spread for s in repeat_summaries(all_repeat_pairs(machines))}
+    return BandTable(residuals, spread)
 
 
 def _same_arch_gpus(check: CrossCheck) -> set[str]:

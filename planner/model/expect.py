@@ -72,8 +72,9 @@ def build_expected(payload: WorkloadPayload, settings: Settings, sweep_precision
         basis += f"; {' and '.join(parts)}, each measured on its own at the main batch"
     if error:
         basis += f"; ±{error:.0%} prediction band"
-    bound = prediction.bound if prediction else None
-    parts_of = prediction.bound_of_source.shares if prediction else None
+    there = prediction.bound_there if prediction else None   # on the target: its own bound
+    bound = there.name if there else None
+    parts_of = there.shares if there else None
     shares = (parts_of["math"], parts_of["memory"], max(0.0, 1 - parts_of["math"] - parts_of["memory"])) \
         if parts_of else None
     words, hint = BOUND_WORDS.get(bound or "", ("bound not known", "no prediction of this point"))

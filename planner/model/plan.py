@@ -212,7 +212,8 @@ def build_target_batches(source: Source, gpu: GpuSpec, fits: dict, predictions: 
         recs.append(Recommendation(payload.workload, "batch_size", str(knee.batch),
                                    f"predicted knee: {knee.throughput_per_s:.4g} {payload.unit}/s "
                                    f"−{knee.band_low:.0%}/+{knee.band_high:.0%} ({knee.band_basis}), "
-                                   f"{knee.bound}-bound{'' if gpu.name in source.validated else ', unvalidated'}; "
+                                   f"{knee.bound_there.name}-bound"
+                                   f"{'' if gpu.name in source.validated else ', unvalidated'}; "
                                    f"fits under the memory model's {safe} (5% margin)", str(knee.batch)))
     return recs
 
@@ -258,7 +259,8 @@ def build_predictor(source: Source, job: Job):  # noqa: ANN201 - a Predictor
             return _does_not_fit(payload, job, safe)
         knee = predicted_knee(predicted)
         validated = gpu.name in source.validated
-        note = (f"from {source.machine.machine}'s batch {knee.batch} ({knee.variant}), {knee.bound}-bound, "
+        note = (f"from {source.machine.machine}'s batch {knee.batch} ({knee.variant}), "
+                f"{knee.bound_there.name}-bound there, "
                 f"−{knee.band_low:.0%}/+{knee.band_high:.0%} ({knee.band_basis})"
                 f"{'' if validated else ', unvalidated'}; "
                 f"max batch {fit.max_batch(gpu.memory_bytes) if fit else 'unknown'}")

@@ -43,6 +43,12 @@ class StepSplit:
     basis: str
     host_measured: bool = False
     notes: list[str] = field(default_factory=list)
+    host_issue: float | None = None  # the host's time to issue the step, over the step (measured; None: not)
+
+    @property
+    def gpu_busy(self) -> float:
+        """The share of the step the GPU is busy: all but the host's idle share."""
+        return 1 - self.host
 
     @property
     def unattributed(self) -> float:
@@ -127,12 +133,14 @@ def with_measured_host(split: StepSplit, point: WorkloadPoint) -> StepSplit:
     busy = _seconds(getattr(point, "gpu_busy_s", None))
     if busy is None or point.step_s is None or point.step_s.median <= 0:
         return split
+    issue = _seconds(getattr(point, "host_issue_s", None))
     host = max(0.0, 1 - busy / point.step_s.median)
     gpu = 1 - split.host
     k = (1 - host) / gpu if gpu > 0 else 0.0
     return replace(split, host=host, math_roof={d: v * k for d, v in split.math_roof.items()},
                    memory_roof=split.memory_roof * k, latency=split.latency * k, below_roof=split.below_roof * k,
-                   math_class=split.math_class * k, memory_class=split.memory_class * k, host_measured=True)
+                   math_class=split.math_class * k, memory_class=split.memory_class * k, host_measured=True,
+                   host_issue=issue / point.step_s.median if issue is not None else None)
 
 
 def roofline_splits(rooflines: list[RooflinePayload], workload: str, precision: str) -> dict[int, StepSplit]:

@@ -12,6 +12,7 @@ from planner.charts.accuracy import build_accuracy_chart
 from planner.model.accuracy import TARGET_ERROR, WORST_ERROR, AccuracyRow, AccuracySummary, build_summaries, row_key
 from planner.model.accuracy_markdown import CROSS_TARGET
 from planner.model.crossarch import CrossCheck, build_crosscheck
+from planner.model.repeatability import RepeatPair, RepeatSummary, repeat_summaries
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,7 @@ class AccuracyPage:
     worst_error: float = WORST_ERROR
     crosschecks: list[CrossCheck] = field(default_factory=list)  # published tables, across architectures
     cross_target: float = CROSS_TARGET
+    repeats: list[RepeatSummary] = field(default_factory=list)   # how far a second measurement moved, by regime
 
 
 def build_crosschecks(machines: Sequence[MachineResults]) -> list[CrossCheck]:
@@ -30,7 +32,8 @@ def build_crosschecks(machines: Sequence[MachineResults]) -> list[CrossCheck]:
     return [c for c in (build_crosscheck(m) for m in machines if m.ceilings and m.workloads) if c and c.rows]
 
 
-def build_accuracy_page(rows: Iterable[AccuracyRow], crosschecks: Sequence[CrossCheck] = ()) -> AccuracyPage:
+def build_accuracy_page(rows: Iterable[AccuracyRow], crosschecks: Sequence[CrossCheck] = (),
+                        repeats: Sequence[RepeatPair] = ()) -> AccuracyPage:
     ordered = sorted(rows, key=row_key)
     return AccuracyPage(ordered, build_summaries(ordered), build_accuracy_chart(ordered),
-                        crosschecks=list(crosschecks))
+                        crosschecks=list(crosschecks), repeats=repeat_summaries(list(repeats)) if repeats else [])
