@@ -32,7 +32,7 @@ from planner.model.ranking import ASSUMPTIONS, Estimate, Predictor, RankedInstan
 from planner.model.recommend import Recommendation
 from planner.model.scaling import build_scaling, gather_efficiencies
 from planner.model.settings import Settings
-from planner.model.split import PLAIN_VARIANTS, machine_rooflines
+from planner.model.split import PLAIN_VARIANTS, machine_rooflines, sibling_compile_points
 from planner.specs import GpuSpec, match_gpu
 from planner.specs.require import require_target
 
@@ -248,7 +248,8 @@ def build_predictor(source: Source, job: Job):  # noqa: ANN201 - a Predictor
         rates = as_fp8(target_rates(source.rates, source.spec, gpu), job)
         # the plain variants and torch.compile where measured (the plan recommends it where it gains); for an
         # fp8 job the points ran in bf16 and only the target's matmul rate is fp8's
-        candidates = [p for p in payload.points if p.precision == precision and p.status == "ok" and p.step_s
+        points = [*payload.points, *sibling_compile_points(payload.points, precision)]
+        candidates = [p for p in points if p.precision == precision and p.status == "ok" and p.step_s
                       and p.seq_len is None and p.variant in (*PLAIN_VARIANTS, "compile") and p.sweep != "probe"
                       and (safe is None or p.batch <= safe)]
         same_arch = _same_arch(gpu, source.spec)

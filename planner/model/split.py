@@ -161,6 +161,8 @@ def split_point(point: WorkloadPoint, rooflines: list[RooflinePayload], workload
     split = None
     if point.variant in (*PLAIN_VARIANTS, COMPILED) and point.seq_len is None:
         split = interpolate(roofline_splits(rooflines, workload, point.precision), point.batch)
+        if split is None and point.precision in HALF_SIBLING:
+            split = sibling_split(rooflines, workload, point.precision, point.batch)
         if split is not None and point.variant == COMPILED:
             # the roofline profiles the eager step: the compiled one is taken to change on another GPU as
             # its eager twin does, i.e. the source's measured torch.compile gain carries over
@@ -168,6 +170,43 @@ def split_point(point: WorkloadPoint, rooflines: list[RooflinePayload], workload
     if split is None:
         split = split_from_counts(point, flops_fraction, bytes_fraction)
     return with_measured_host(split, point)
+
+
+# fp16 and bf16 autocast run the same kernels on the same 2-byte tensors at the same tensor-core rate (every
+# GPU in the catalog that has both): a step profiled at one is split alike at the other (the rooflines are
+# collected at the main precision only). The matmul part is the other dtype's, scaled by its own rate.
+HALF_SIBLING = {"fp16": "bf16", "bf16": "fp16"}
+
+
+def sibling_split(rooflines: list[RooflinePayload], workload: str, precision: str, batch: int) -> StepSplit | None:
+    sibling = HALF_SIBLING[precision]
+    split = interpolate(roofline_splits(rooflines, workload, sibling), batch)
+    if split is None:
+        return None
+    math = {(precision if d == sibling else d): v for d, v in split.math_roof.items()}
+    return replace(split, math_roof=math, basis=f"{split.basis} (its {precision} twin split alike)")
+
+
+def sibling_compile_points(points: list[WorkloadPoint], precision: str) -> list[WorkloadPoint]:
+    """torch.compile points measured at the half-precision twin only, carried to `precision`: the compiled step
+    × this precision's eager step over the twin's, at the same batch (the plan recommends torch.compile with
+    the gain measured at the twin; a ranking at this precision then uses the same gain)."""
+    sibling = HALF_SIBLING.get(precision)
+    if sibling is None or any(p.precision == precision and p.variant == COMPILED and p.step_s for p in points):
+        return []
+
+    def eager(prec: str, batch: int) -> float | None:
+        return next((p.step_s.median for p in points if p.precision == prec and p.batch == batch and p.step_s
+                     and p.status == "ok" and p.variant in PLAIN_VARIANTS and p.seq_len is None), None)
+    out = []
+    for c in points:
+        if c.precision == sibling and c.variant == COMPILED and c.status == "ok" and c.step_s and c.seq_len is None:
+            mine, theirs = eager(precision, c.batch), eager(sibling, c.batch)
+            if mine and theirs:
+                step = c.step_s.scaled(mine / theirs)
+                out.append(replace(c, precision=precision, step_s=step, throughput_per_s=c.batch / step.median,
+                                   host_issue_s=None, gpu_busy_s=None))
+    return out
 
 
 def machine_rooflines(machine: object) -> list[RooflinePayload]:
