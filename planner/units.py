@@ -31,6 +31,14 @@ def format_number(value: float, sig: int = VALUE_SIG) -> str:
     return f"{value:.{max(0, sig - 1 - magnitude)}f}"
 
 
+def short_rate(value: float) -> str:
+    """Three figures, with k/M/G from ten thousand up: 4126, 15.2k, 5.38M (a rate read at a glance)."""
+    for scale, suffix, lower in ((1e9, "G", 1e9), (1e6, "M", 1e6), (1e3, "k", 1e4)):
+        if value >= lower:
+            return format_number(value / scale, 3) + suffix
+    return format_number(value, 3)
+
+
 def _scaled(value: float | None, scale: float, unit: str, sig: int = VALUE_SIG) -> str:
     if value is None:
         return MISSING

@@ -114,3 +114,15 @@ def test_the_decision_page_ranks_a_job_as_gpuplan_plan_does():
 
     assert key(page.rows) == key(plan.ranking)
     assert any(r.limited_by == "input" for r in page.rows)
+
+
+def test_the_expected_throughput_reads_at_a_glance(report):
+    """Three figures with k/M from ten thousand up (dlrm-small expects millions of samples/s)."""
+    from planner.units import short_rate
+    html = render_report_html(report)
+    cells = re.findall(r'<td class="num g-expect" data-label="Expect">([^<]*)</td>', html)
+    assert len(cells) == len(report.sections[0].blocks)
+    assert not any(re.search(r"\d{5,}", c) for c in cells)   # no 11477443
+    dlrm = next(b for b in report.sections[0].blocks if b.workload == "dlrm-small")
+    assert f"{short_rate(dlrm.throughput.value)} {dlrm.throughput.unit}/s" in cells
+    assert short_rate(dlrm.throughput.value).endswith("M")

@@ -20,6 +20,7 @@ from planner.units import (
     format_spread,
     format_stat,
     format_text,
+    short_rate,
 )
 
 # Characters that could end a <script> data block or open an HTML comment inside it, as JSON
@@ -38,6 +39,7 @@ def script_json(value: object) -> Markup:
 FILTERS: dict[str, Callable[..., str]] = {
     **UNIT_FORMATTERS,
     "number": format_number,
+    "rate": short_rate,
     "count": format_count,
     "text": format_text,
     "shape": format_shape,

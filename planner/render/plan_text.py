@@ -12,7 +12,7 @@ from planner.model.answer import WorkloadAnswer, build_answers
 from planner.model.plan import Plan
 from planner.render.node_table import ok_rows, render_node_text
 from planner.render.plan_tables import render_capacity_table, render_ranking_table
-from planner.units import format_number
+from planner.units import short_rate
 
 DEFAULT_TOP = 15
 PRECISION_WORDS = {"bf16": "bf16 autocast", "fp16": "fp16 autocast + GradScaler", "tf32": "tf32", "fp32": "fp32"}
@@ -115,14 +115,6 @@ def throughput_range(a: WorkloadAnswer) -> str:
         return "?"
     low, high = short_rate(e.low_per_s), short_rate(e.high_per_s)
     return low if low == high else f"{low}–{high}"
-
-
-def short_rate(value: float) -> str:
-    """Three figures, with k/M/G from ten thousand up: 4126, 15.2k, 5.38M."""
-    for scale, suffix, lower in ((1e9, "G", 1e9), (1e6, "M", 1e6), (1e3, "k", 1e4)):
-        if value >= lower:
-            return format_number(value / scale, 3) + suffix
-    return format_number(value, 3)
 
 
 def render_plan_detail(plan: Plan) -> list[str]:
