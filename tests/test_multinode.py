@@ -11,6 +11,7 @@ import re
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -32,17 +33,40 @@ def _port() -> int:
         return s.getsockname()[1]
 
 
+def run_together(commands: list[list[str]], logs: Path, timeout_s: float) -> list[subprocess.CompletedProcess]:
+    """Start every launcher at once, each writing to its own log file, and wait for all. Pipes would deadlock:
+    waiting on one launcher while the other fills its pipe stalls the pair at their first collective (seen in
+    CI: both still running after 170 s)."""
+    logs.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    paths = [logs / f"launcher{i}.log" for i in range(len(commands))]
+    files = [path.open("w", encoding="utf-8") for path in paths]
+    try:
+        procs = [subprocess.Popen(cmd, env=env, stdout=f, stderr=subprocess.STDOUT, text=True)
+                 for cmd, f in zip(commands, files, strict=True)]
+        deadline = time.monotonic() + timeout_s
+        try:
+            codes = [p.wait(timeout=max(1.0, deadline - time.monotonic())) for p in procs]
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+    finally:
+        for f in files:
+            f.close()
+    return [subprocess.CompletedProcess(cmd, code, path.read_text(encoding="utf-8"), None)
+            for cmd, code, path in zip(commands, codes, paths, strict=True)]
+
+
 @pytest.fixture(scope="module")
 def two_nodes(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[subprocess.CompletedProcess]]:
     """Both launchers as separate processes, started together, as two hosts would run them."""
     root = tmp_path_factory.mktemp("nodes")
     endpoint = f"127.0.0.1:{_port()}"
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    procs = [subprocess.Popen([sys.executable, "-m", "collectors", *COMMON, "--gpus", "1", "--nnodes", "2",
-                               "--node-rank", str(r), "--rdzv-endpoint", endpoint, "--out", str(root / f"node{r}"),
-                               "--machine", "two"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True) for r in (1, 0)]
-    done = [subprocess.CompletedProcess(p.args, p.wait(timeout=170), p.communicate()[0], None) for p in procs]
+    done = run_together([[sys.executable, "-m", "collectors", *COMMON, "--gpus", "1", "--nnodes", "2",
+                          "--node-rank", str(r), "--rdzv-endpoint", endpoint, "--out", str(root / f"node{r}"),
+                          "--machine", "two"] for r in (1, 0)], root / "logs", 170)
     return root / "node0" / "two", root / "node1" / "two", done
 
 
@@ -141,13 +165,12 @@ def test_documents_from_before_several_nodes_read_as_one_node():
 def test_elastic_c10d_rendezvous_numbers_the_nodes_itself_and_one_of_them_writes(tmp_path):
     """--rdzv-id instead of --node-rank: whichever node holds rank 0 writes; the other says so."""
     endpoint = f"127.0.0.1:{_port()}"
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    procs = [subprocess.Popen([sys.executable, "-m", "collectors", "--only", "collectives", "--dist-backend", "gloo",
-                               "--gpus", "1", "--nnodes", "2", "--rdzv-id", "ci", "--rdzv-endpoint", endpoint,
-                               "--out", str(tmp_path / name), "--machine", "el"], env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True) for name in ("a", "b")]
-    outputs = [p.communicate(timeout=150)[0] for p in procs]
-    assert [p.returncode for p in procs] == [0, 0], [o[-1500:] for o in outputs]
+    done = run_together([[sys.executable, "-m", "collectors", "--only", "collectives", "--dist-backend", "gloo",
+                          "--gpus", "1", "--nnodes", "2", "--rdzv-id", "ci", "--rdzv-endpoint", endpoint,
+                          "--out", str(tmp_path / name), "--machine", "el"] for name in ("a", "b")],
+                        tmp_path / "logs", 150)
+    outputs = [d.stdout for d in done]
+    assert [d.returncode for d in done] == [0, 0], [o[-1500:] for o in outputs]
     written = [f for f in (tmp_path / "a" / "el", tmp_path / "b" / "el") if (f / "collectives.json").exists()]
     assert len(written) == 1
     layout = load_document(written[0] / "collectives.json").payload.launch.nodes
