@@ -143,8 +143,7 @@ def main(argv: list[str] | None = None) -> int:
             profile=args.profile, points=points, launch=launch, elapsed_s=time.perf_counter() - started,
             topology=topology, topology_absent_reason=why, scale="tiny" if ctx.device.type == "cpu" else "reference")
         rank.save_from_root(ctx, NAME, NAME, VERSION, args.machine, payload, args.folder / f"{STEM}.json")
-    rank.finish(ctx)
-    return 0
+    rank.finish(ctx)  # leaves the process: exit status 0
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 import torch
 import torch.distributed as dist
@@ -118,7 +118,7 @@ def progress_stream(ctx: RankContext) -> TextIO:
     return sys.stderr if ctx.is_root else _Nowhere()  # type: ignore[return-value]
 
 
-def finish(ctx: RankContext) -> None:
+def finish(ctx: RankContext) -> NoReturn:
     """Every rank done (rank 0 has saved its document), then out without the interpreter's teardown.
 
     Under gloo, a rank that tore its process groups down and exited normally sometimes aborted in a C++

@@ -169,14 +169,24 @@ def scale_factor(split: StepSplit, source: Rates, target: Rates) -> float | None
     """step_tgt / step_src; None where the target lacks a dtype the step's matmuls use."""
     if any(d not in target.flops_per_s or d not in source.flops_per_s for d in split.math_roof if split.math_roof[d]):
         return None
+    math, memory, latency = roof_parts(split, source, target)
+    below = split.below_roof * target.sm_time_ratio  # relative to the source already (target_rates)
+    return step_scale(split, host_ratio(source, target), math + memory + latency + below)
+
+
+def roof_parts(split: StepSplit, source: Rates, target: Rates) -> tuple[float, float, float]:
+    """The math roof, memory roof and latency parts on the target, each scaled by its own ratio (the caller has
+    checked that both sides have every dtype the matmuls use)."""
     math = sum(s * source.flops_per_s[d] / target.flops_per_s[d] for d, s in split.math_roof.items() if s)
     memory = split.memory_roof * source.bytes_per_s / target.bytes_per_s if split.memory_roof else 0.0
     latency = split.latency * ((source.launch_s / target.launch_s) if source.launch_s and target.launch_s else 1.0)
-    below = split.below_roof * target.sm_time_ratio  # relative to the source already (target_rates)
-    gpu = math + memory + latency + below
-    host = host_ratio(source, target)
+    return math, memory, latency
+
+
+def step_scale(split: StepSplit, host: float, gpu: float) -> float:
+    """The step from its scaled GPU parts and the hosts' ratio: the slower of the two pipelines where the host
+    limits the step (it issues while the GPU runs), else the GPU parts plus the host's idle share."""
     if host_limited(split):
-        # the host issues the step while the GPU runs it: the slower of the two pipelines sets the step
         return max((split.host_issue or 0.0) * host, gpu)
     return split.host * host + gpu
 
@@ -185,10 +195,7 @@ def target_bound(split: StepSplit, source: Rates, target: Rates) -> Bound:
     """The bound of the step on the target: each class's time scaled as `scale_factor` scales it (its roof part
     by its roof's ratio, its below-roof part by the SM cycles), the host by the hosts' dispatch speed."""
     sm = target.sm_time_ratio
-    math_roof = sum(v * source.flops_per_s[d] / target.flops_per_s[d] for d, v in split.math_roof.items()
-                    if v and d in source.flops_per_s and d in target.flops_per_s)
-    memory_roof = split.memory_roof * source.bytes_per_s / target.bytes_per_s if target.bytes_per_s else 0.0
-    latency = split.latency * ((source.launch_s / target.launch_s) if source.launch_s and target.launch_s else 1.0)
+    math_roof, memory_roof, latency = roof_parts(split, source, target)
     shares = {"math": math_roof + max(0.0, split.math_class - sum(split.math_roof.values())) * sm,
               "memory": memory_roof + max(0.0, split.memory_class - split.memory_roof) * sm,
               "latency": latency}
@@ -196,10 +203,10 @@ def target_bound(split: StepSplit, source: Rates, target: Rates) -> Bound:
         shares["unattributed"] = split.unattributed * sm
     gpu = sum(shares.values())
     host = host_ratio(source, target)
-    issue = (split.host_issue or 0.0) * host if host_limited(split) else 0.0
-    total = max(issue, gpu) if issue else split.host * host + gpu
+    total = step_scale(split, host, gpu)
     shares = {"host": (total - gpu) / total, **{k: v / total for k, v in shares.items()}}
     basis = f"{split.basis}, each part scaled to the target"
+    issue = (split.host_issue or 0.0) * host if host_limited(split) else 0.0
     if issue > HOST_MARGIN * gpu:
         return Bound("host", issue / total, shares, f"{basis}; the host's issue time sets the step")
     name = max(shares, key=shares.__getitem__)
