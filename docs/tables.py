@@ -17,7 +17,12 @@ from gpuplan_schema.payloads import WorkloadPayload, WorkloadPoint
 from gpuplan_schema.results import MachineResults
 from planner.export.frame import machines_frame
 from planner.model.accuracy import build_accuracy, iter_accuracy_tables, render_markdown
-from planner.model.accuracy_markdown import render_crosscheck, render_regimes, render_repeatability
+from planner.model.accuracy_markdown import (
+    misses_beyond_repeats,
+    render_crosscheck,
+    render_regimes,
+    render_repeatability,
+)
 from planner.model.crossarch import build_crosscheck
 from planner.model.repeatability import all_repeat_pairs, repeat_summaries
 from planner.model.workload_verdict import main_batch
@@ -235,11 +240,10 @@ def accuracy_summary(machines: list[MachineResults]) -> str:
     pairs = all_repeat_pairs([a, b])
     host = next(r for r in repeat_summaries(pairs) if r.regime == "host")
     gpu = [p.spread for p in pairs if p.regime != "host"]
+    misses = misses_beyond_repeats(pairs, iter_accuracy_tables([a, b]))
     lines.append(f"- **Repeatability**: a configuration measured twice on the same machine moved by a median "
                  f"{statistics.median(gpu):.1%} (at most {max(gpu):.1%}) when GPU-bound, {host.median_spread:.0%} (at "
-                 f"most {host.max_spread:.0%}) when host-bound; "
-                 + accuracy_repeatability(machines).strip().splitlines()[-1].split(": one measurement")[0]
-                 .replace("Of the", "of the") + " (docs/accuracy.md).")
+                 f"most {host.max_spread:.0%}) when host-bound; {misses[0].lower()}{misses[1:]} (docs/accuracy.md).")
     return "\n".join(lines) + "\n"
 
 

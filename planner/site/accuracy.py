@@ -36,4 +36,4 @@ def build_accuracy_page(rows: Iterable[AccuracyRow], crosschecks: Sequence[Cross
                         repeats: Sequence[RepeatPair] = ()) -> AccuracyPage:
     ordered = sorted(rows, key=row_key)
     return AccuracyPage(ordered, build_summaries(ordered), build_accuracy_chart(ordered),
-                        crosschecks=list(crosschecks), repeats=repeat_summaries(list(repeats)) if repeats else [])
+                        crosschecks=list(crosschecks), repeats=repeat_summaries(list(repeats)))
