@@ -1,5 +1,21 @@
 # Sourced by the device scripts (benchmarks/gpu_*.sh): one collector run under a SIGINT time limit.
-# Needs OUT, MACHINE, DIR, START and an array REPORT in the caller.
+# Needs OUT, MACHINE, DIR, START and an array REPORT in the caller (`from_results` sets all but OUT).
+
+from_results() {  # from_results MACHINE: $OUT/MACHINE starts as a copy of results/MACHINE (resumed from there)
+  MACHINE=$1
+  export PYTHONUNBUFFERED=1
+  DIR="$OUT/$MACHINE"
+  rm -rf "$DIR"; mkdir -p "$OUT"; cp -r "results/$MACHINE" "$DIR"
+  START=$(date +%s)
+  REPORT=()
+}
+
+steps_done() {  # steps_done TARBALL: the steps' table, then $OUT/TARBALL of $OUT/MACHINE
+  echo; echo "== steps"; printf '%s\n' "${REPORT[@]}"
+  echo "total $(( $(date +%s) - START )) s"
+  tar czf "$OUT/$1" -C "$OUT" "$MACHINE" && ls -l "$OUT/$1"
+}
+
 step() {  # step NAME LIMIT_S ARGS...: one collector run under a SIGINT time limit, its log kept, its wall said
   local name=$1 limit=$2; shift 2
   if [ "$limit" = 0 ]; then echo "== $name: skipped (limit 0)"; return; fi

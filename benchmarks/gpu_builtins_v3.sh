@@ -6,14 +6,9 @@
 # probes are reused (load_earlier), their timed points measured again, the other documents kept as they
 # are. Each workload is cut at its limit by SIGINT (the collector saves what it finished; a rerun resumes).
 set -u
-MACHINE=${1:?usage: bash benchmarks/gpu_builtins_v3.sh MACHINE}
 OUT=${OUT:?OUT must name the folder to write into}
-export PYTHONUNBUFFERED=1
-DIR="$OUT/$MACHINE"
-rm -rf "$DIR"; mkdir -p "$OUT"; cp -r "results/$MACHINE" "$DIR"
-START=$(date +%s)
-declare -a REPORT=()
 source "$(dirname "$0")/collect_step.sh"
+from_results "${1:?usage: bash benchmarks/gpu_builtins_v3.sh MACHINE}"
 step resnet50 "${LIMIT_RESNET50:-110}" --only workloads --profile capacity --workload resnet50
 step sensor-cnn "${LIMIT_SENSOR:-60}" --only workloads --profile standard --workload examples/user_workload.py:build
 step gpt-small "${LIMIT_GPT:-110}" --only workloads --profile capacity --workload gpt-small

@@ -2,7 +2,8 @@
 
 quick     the main point of each workload at the main precision (≤ 60 s on an H100)
 standard  at the main precision a timed batch sweep, the OOM boundary, sequence scaling, the
-          variants and a repeat; the main batch at every precision (≤ 5 min on an H100)
+          variants and a repeat; the main batch at every precision; the points whose step the
+          host's speed moves timed again in interleaved rounds (≤ 5 min on an H100)
 capacity  standard, plus the OOM boundary at every precision, each searched with PyTorch's default
           allocator and again with expandable segments (what the planner's memory model fits;
           about 4 min more, and only that when run after standard)
@@ -41,10 +42,11 @@ class Profile:
     # trials autotune; the other points of a network with convolutions run without it and say so.
     autotune_everywhere: bool
     allocator_boundaries: bool = False    # each boundary again with expandable segments (collectors/allocator.py)
+    steady: bool = True                   # points the host's speed moves, timed again (collectors/steady.py)
 
 
 QUICK = Profile("quick", MAIN_ONLY, (), MAIN_ONLY, (), sequence=False, variants=False, compile=False, repeat=False,
-                cap_factor=1, timed_step_limit_s=0.0, autotune_everywhere=False)
+                cap_factor=1, timed_step_limit_s=0.0, autotune_everywhere=False, steady=False)
 STANDARD = Profile("standard", ALL_PRECISIONS, MAIN_ONLY, MAIN_ONLY, MAIN_ONLY, sequence=True, variants=True,
                    compile=True, repeat=True, cap_factor=64, timed_step_limit_s=0.4, autotune_everywhere=False)
 PROFILES = {

@@ -105,7 +105,9 @@ def prepare_model(workload: Workload, device: torch.device, variant: Variant) ->
 
 
 def build_step(workload: Workload, model: torch.nn.Module, precision: str, batch: int,
-               device: torch.device, variant: Variant) -> Step:
+               device: torch.device, variant: Variant, optimizer: torch.optim.Optimizer | None = None) -> Step:
+    """The step's closure; a training step makes its own optimizer unless given one over the same model's
+    parameters (collectors/steady.py shares one among the steps it keeps side by side)."""
     forward = (lambda x: workload.run(model, x)) if workload.run else model
     inputs, targets = _batch(workload, batch, device, variant)
     if not workload.training:
@@ -113,7 +115,7 @@ def build_step(workload: Workload, model: torch.nn.Module, precision: str, batch
             with torch.no_grad(), autocast(precision, device):
                 forward(inputs)
         return Step(infer, None, inputs, targets)
-    optimizer = make_optimizer(model.parameters(), device)
+    optimizer = optimizer if optimizer is not None else make_optimizer(model.parameters(), device)
     scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")
     loss_fn = workload.loss
     assert loss_fn is not None

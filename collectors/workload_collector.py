@@ -14,6 +14,7 @@ import torch
 from collectors import profiles
 from collectors.allocator import expandable_by_environment
 from collectors.boundary import SAME_STORAGE, iter_boundary
+from collectors.steady import Job, iter_steady_documents
 from collectors.sweep import Context, measure_point, point_key
 from collectors.training import Variant, precision_unsupported
 from collectors.workloads import BUILTIN, Workload, builtin, load_workload, workload_from_dict
@@ -24,8 +25,11 @@ from gpuplan_schema.schema import DocumentError, load_document
 
 # 3: timed points have host_issue_s, gpu_busy_s, step_syncs (collectors/host_time.py). A version 2
 # document stays valid (those fields None); a rerun continues it, reusing only its probes (load_earlier).
-NAME, VERSION = "workloads", "3"
+# 4: the points whose step the host's speed moves are timed again, interleaved (collectors/steady.py). A
+# version 3 document's points are all reused; a rerun adds the steady timing.
+NAME, VERSION = "workloads", "4"
 PROBES_REUSED_FROM = ("2",)
+POINTS_REUSED_FROM = ("3",)
 
 
 @dataclass(frozen=True)
@@ -205,7 +209,9 @@ def iter_sequence(precision: str, plan: SweepPlan, ctx: Context) -> Iterator[Wor
 def iter_workload_payloads(name: str, profile: profiles.Profile, ctx: Context, progress: Progress,
                            earlier: WorkloadPayload | None = None) -> Iterator[WorkloadPayload]:
     """The workload's document after every point (so that a killed run loses at most the point it was
-    measuring), the last one complete. Points `earlier` holds for the same configuration are reused."""
+    measuring); the last one complete unless the profile's steady timing is still to come (it is timed for
+    the whole collection at once: iter_workload_documents). Points `earlier` holds for the same configuration
+    are reused, and those this profile does not measure (a larger profile's) are kept."""
     started = time.perf_counter()
     workload = instantiate(name, ctx.device)
     plan = build_sweep_plan(name, workload, profile, ctx.device)
@@ -218,10 +224,12 @@ def iter_workload_payloads(name: str, profile: profiles.Profile, ctx: Context, p
     boundaries: list[OomBoundary] = []
 
     def payload(complete: bool) -> WorkloadPayload:
+        kept_points, kept_boundaries = not_measured_again(earlier, points, boundaries)
         return WorkloadPayload(
             workload=workload.name, source=workload.source, unit=workload.unit, training=workload.training,
             device=ctx.device.type, profile=profile.name, parameters=parameters,
-            points=list(points), boundaries=list(boundaries), elapsed_s=before + time.perf_counter() - started,
+            points=points + kept_points, boundaries=boundaries + kept_boundaries,
+            elapsed_s=before + time.perf_counter() - started,
             tokens_per_sample=workload.tokens_per_sample, scale="tiny" if plan.tiny else "reference",
             complete=complete)
 
@@ -230,7 +238,19 @@ def iter_workload_payloads(name: str, profile: profiles.Profile, ctx: Context, p
             (boundaries if isinstance(item, OomBoundary) else points).append(item)
             yield payload(complete=False)
         progress.advance(f"{name} {precision}")
-    yield payload(complete=True)
+    yield payload(complete=not plan.profile.steady)
+
+
+def not_measured_again(earlier: WorkloadPayload | None, points: list[WorkloadPoint],
+                       boundaries: list[OomBoundary]) -> tuple[list[WorkloadPoint], list[OomBoundary]]:
+    """What `earlier` holds that this run has not (yet) measured: kept, so that a smaller profile run over a
+    larger one's document, or a run stopped halfway, never loses a reading."""
+    if earlier is None:
+        return [], []
+    done = {point_key(p.sweep, p.precision, p.batch, p.variant, p.seq_len) for p in points}
+    searched = {(b.precision, b.allocator) for b in boundaries}
+    return ([p for p in earlier.points if point_key(p.sweep, p.precision, p.batch, p.variant, p.seq_len) not in done],
+            [b for b in earlier.boundaries if (b.precision, b.allocator) not in searched])
 
 
 def iter_precision_items(name: str, workload: Workload, precision: str, plan: SweepPlan, ctx: Context,
@@ -247,12 +267,16 @@ def iter_precision_items(name: str, workload: Workload, precision: str, plan: Sw
 def collect_workload(name: str, profile: profiles.Profile, ctx: Context, progress: Progress) -> WorkloadPayload:
     """The finished document, measuring every point afresh."""
     *_, last = iter_workload_payloads(name, profile, ctx, progress)
-    return last
+    if not profile.steady:
+        return last
+    *_, (_, done) = iter_steady_documents([Job("", name, last)], lambda n: instantiate(n, ctx.device), ctx, progress)
+    return done
 
 
 def load_earlier(path: Path, device: torch.device) -> tuple[WorkloadPayload | None, str | None]:
     """The document an earlier collection left at `path`, when its points can be reused here (of a
-    version 2 document, only the probes); else why not. The second item is a line to print, or None."""
+    version 2 document, only the probes; of a version 3 one, all, the steady timing to add); else why not.
+    The second item is a line to print, or None."""
     if not path.exists():
         return None, None
     try:
@@ -260,10 +284,13 @@ def load_earlier(path: Path, device: torch.device) -> tuple[WorkloadPayload | No
     except DocumentError as e:
         return None, f"{e}; measuring afresh (the file is replaced)"
     payload, version = doc.payload, doc.collector.version
-    if version != VERSION and version not in PROBES_REUSED_FROM:
+    if version != VERSION and version not in PROBES_REUSED_FROM + POINTS_REUSED_FROM:
         return None, f"{path}: made by workloads collector {version}, this is {VERSION}; measuring afresh"
     if not isinstance(payload, WorkloadPayload) or payload.device != device.type:
         return None, f"{path}: measured on another device type; measuring afresh"
+    if version in POINTS_REUSED_FROM:
+        return replace(payload, complete=False), (f"{path}: made by workloads collector {version}: its points "
+                                                  "are reused, those the host's speed moves timed again")
     if version != VERSION:
         probes = [p for p in payload.points if p.sweep == "probe"]
         # the wall time of the timed points measured then is not this document's: only the probes carry over
@@ -276,20 +303,27 @@ def load_earlier(path: Path, device: torch.device) -> tuple[WorkloadPayload | No
 def iter_workload_documents(names: list[str], profile_name: str, folder: Path, device: torch.device,
                             progress: Progress, fresh: bool = False,
                             point_timeout_s: float | None = None) -> Iterator[tuple[str, WorkloadPayload]]:
-    """(file stem, payload) for each workload after each point, so that each is saved at once. Without
-    `fresh`, points a document already in `folder` holds are reused (resume, or a larger profile). A point
-    running longer than `point_timeout_s` is recorded as an error (collectors/time_limit.py)."""
+    """(file stem, payload) for each workload after each point, so that each is saved at once; then, in
+    profiles with steady timing, every document once more, complete, after the points the host's speed moves
+    were timed for all the workloads in one window (collectors/steady.py). Without `fresh`, points a document
+    already in `folder` holds are reused (resume, or a larger profile). A point running longer than
+    `point_timeout_s` is recorded as an error (collectors/time_limit.py)."""
     ctx = Context(device, load_ceilings(folder), point_timeout_s=point_timeout_s)
-    progress.total = len(names) * len(device_precisions(profiles.PROFILES[profile_name], device))
+    profile = profiles.PROFILES[profile_name]
+    progress.total = len(names) * len(device_precisions(profile, device))
+    jobs: list[Job] = []
     for name in names:
         stem = f"workload-{sanitize_machine_id(workload_name(name))}"
         earlier, why_not = (None, None) if fresh else load_earlier(folder / f"{stem}.json", device)
         if why_not:
             progress.note(why_not)
-        for payload in iter_workload_payloads(name, profiles.PROFILES[profile_name], ctx, progress, earlier):
+        for payload in iter_workload_payloads(name, profile, ctx, progress, earlier):
             yield stem, payload
+        jobs.append(Job(stem, name, payload))
         if ctx.reused:
             progress.note(f"{name}: {ctx.reused} points reused from {stem}.json")
+    if profile.steady:
+        yield from iter_steady_documents(jobs, lambda name: instantiate(name, device), ctx, progress)
 
 
 def workload_name(spec: str) -> str:

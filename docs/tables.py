@@ -24,7 +24,7 @@ from planner.model.accuracy_markdown import (
     render_repeatability,
 )
 from planner.model.crossarch import build_crosscheck
-from planner.model.repeatability import all_repeat_pairs, repeat_summaries
+from planner.model.repeatability import ANOTHER_LEND, SAME_RUN, all_repeat_pairs, repeat_summaries
 from planner.model.workload_verdict import main_batch
 
 SOURCE, TARGET = "h100-80gb", "h200"  # the accuracy pair: two single GPUs measured alike
@@ -238,12 +238,16 @@ def accuracy_summary(machines: list[MachineResults]) -> str:
     lines = ["- " + render_markdown(build_accuracy(s, t)).splitlines()[0] for s, t in ((a, b), (b, a))]
     lines.append("- " + accuracy_crossarch(machines).splitlines()[0])
     pairs = all_repeat_pairs([a, b])
-    host = next(r for r in repeat_summaries(pairs) if r.regime == "host")
-    gpu = [p.spread for p in pairs if p.regime != "host"]
+    same = [p for p in pairs if p.scope == SAME_RUN]
+    host = [p.spread for p in same if p.regime == "host"]
+    gpu = [p.spread for p in same if p.regime != "host"]
+    lend = next(r for r in repeat_summaries(pairs) if r.regime == "host" and r.scope == ANOTHER_LEND)
     misses = misses_beyond_repeats(pairs, iter_accuracy_tables([a, b]))
-    lines.append(f"- **Repeatability**: a configuration measured twice on the same machine moved by a median "
-                 f"{statistics.median(gpu):.1%} (at most {max(gpu):.1%}) when GPU-bound, {host.median_spread:.0%} (at "
-                 f"most {host.max_spread:.0%}) when host-bound; {misses[0].lower()}{misses[1:]} (docs/accuracy.md).")
+    lines.append(f"- **Repeatability**: within one collection a configuration repeated within a median "
+                 f"{statistics.median(gpu):.1%} (at most {max(gpu):.1%}) when GPU-bound and "
+                 f"{statistics.median(host):.1%} (at most {max(host):.0%}) when host-bound (timed steadily); on "
+                 f"another lend of the same GPU type a host-bound step moved by a median {lend.median_spread:.0%}, "
+                 f"at most {lend.max_spread:.0%}: the host is the lend's. {misses} (docs/accuracy.md).")
     return "\n".join(lines) + "\n"
 
 

@@ -58,7 +58,8 @@ def test_the_decision_section_comes_first_and_answers_for_every_workload(report,
                                                                if w.workload == "mlp-stgan").points
                    if p.sweep == "batch" and p.precision == "bf16" and p.status == "ok")
     doublings = [b[1] / a[1] - 1 for a, b in itertools.pairwise(sweep) if b[0] == 2 * a[0]]
-    assert any(abs(float(gain[1]) / 100 - d) < 0.0006 for d in doublings)   # one of the sweep's measured doublings
+    shown = float(gain[1]) / 100   # three significant figures (planner/units.format_percent)
+    assert any(abs(shown - d) <= 0.005 * abs(d) + 1e-4 for d in doublings)   # one of the sweep's measured doublings
 
 
 def test_settings_follow_the_measurements(report):

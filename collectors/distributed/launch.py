@@ -71,12 +71,14 @@ def launch(module: str, nproc: int, args: Sequence[str], timeout_s: float, env: 
     proc = subprocess.Popen(command, env=child_env(os.environ if env is None else env, nodes), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True)
     tail: deque[str] = deque(maxlen=TAIL_LINES)
-    reader = threading.Thread(target=_pass_through, args=(proc, tail, stream), daemon=True)
+    stopping = threading.Event()
+    reader = threading.Thread(target=_pass_through, args=(proc, tail, stream, stopping), daemon=True)
     reader.start()
     try:
         code = proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         last = _last_words(tail)  # before stopping: what follows is torchrun reporting our own SIGTERM
+        stopping.set()            # … which is not passed on either (its traceback read as a failure of its own)
         _stop(proc)
         reader.join(timeout=5)
         raise LaunchError(f"{module}: no result after {timeout_s:g} s on {nproc} ranks; stopped them "
@@ -89,12 +91,14 @@ def launch(module: str, nproc: int, args: Sequence[str], timeout_s: float, env: 
     return elapsed
 
 
-def _pass_through(proc: subprocess.Popen, tail: deque[str], stream: TextIO) -> None:
+def _pass_through(proc: subprocess.Popen, tail: deque[str], stream: TextIO, stopping: threading.Event) -> None:
+    """Each line of the launch's output to `stream` as it comes, until the launch is being stopped."""
     assert proc.stdout is not None
     for line in proc.stdout:
         tail.append(line.rstrip())
-        stream.write(line)
-        stream.flush()
+        if not stopping.is_set():
+            stream.write(line)
+            stream.flush()
 
 
 def _stop(proc: subprocess.Popen) -> None:

@@ -75,10 +75,14 @@ class WorkloadPoint:
     gpu_busy_s: float | None = None
     step_syncs: int | None = None
     host_share_problem: str | None = None  # why gpu_busy_s or step_syncs is missing on a GPU
+    quick_step_s: Stat | None = None
+    steady_rounds: int | None = None
 
     def check(self) -> str | None:
         if self.batch < 1:
             return f"batch is {self.batch}; a point's batch is at least 1"
+        if self.steady_rounds is not None and (self.steady_rounds < 1 or self.quick_step_s is None):
+            return "steady_rounds is set but is below 1 or quick_step_s (the sweep's timing) is missing"
         if self.status == "ok" and self.sweep != "probe" and (self.step_s is None or self.throughput_per_s is None):
             return "status is ok but a timed point's step_s or throughput_per_s is missing"
         return None

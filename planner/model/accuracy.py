@@ -18,8 +18,16 @@ from dataclasses import dataclass
 
 from gpuplan_schema.payloads import Allocator
 from gpuplan_schema.results import MachineResults
+from planner.model.host_speed import step_host_ratio
 from planner.model.memory import fit_memory
-from planner.model.performance import iter_predictions, measured_rates, naive_step, on_host, target_rates
+from planner.model.performance import (
+    iter_predictions,
+    measured_rates,
+    naive_step,
+    on_host,
+    target_rates,
+    with_host_ratio,
+)
 from planner.model.split import machine_rooflines
 from planner.specs import match_gpu
 
@@ -160,13 +168,16 @@ def build_accuracy(source: MachineResults, target: MachineResults) -> AccuracyTa
     s_rates = measured_rates(source.ceilings)
     # the target is a measured machine: its own host's dispatch speed carries the host's share of the step
     t_host = measured_rates(target.ceilings) if target.ceilings else None
-    t_rates = on_host(target_rates(s_rates, s_spec, t_spec), t_host)
+    dispatch_rates = on_host(target_rates(s_rates, s_spec, t_spec), t_host)
     rows, capacity = [], []
     rooflines = machine_rooflines(source)
     for payload in source.workloads:
         other = next((w for w in target.workloads if w.workload == payload.workload), None)
         if other is None:
             continue
+        # where both machines timed other workloads' host-set steps steadily, their ratio is the hosts'
+        steps = step_host_ratio(source.workloads, target.workloads, exclude=payload.workload)
+        t_rates = with_host_ratio(s_rates, dispatch_rates, steps.ratio) if steps else dispatch_rates
         measured = {(p.precision, p.batch, p.variant, p.seq_len): p for p in other.points
                     if p.status == "ok" and p.throughput_per_s and p.sweep not in ("probe", "repeat")}
         points = {(p.precision, p.batch, p.variant, p.seq_len): p for p in payload.points if p.step_s}

@@ -39,16 +39,18 @@ def render_regimes(tables: list) -> str:
 def render_repeatability(pairs: list[RepeatPair], tables: list | None = None) -> str:
     """The same configuration measured twice on one machine, by regime and pair by pair; with the accuracy
     tables, how many predictions missed the goal in a regime whose own repeats moved more than the goal."""
-    lines = ["Repeatability: configurations each machine measured twice, minutes apart (the main batch in the "
-             "batch sweep and again as a variant, and the collector's repeat); spread = slower / faster − 1.", "",
-             "| regime | pairs | median spread | max spread | machines |", "|---|---|---|---|---|"]
-    lines += [f"| {s.regime} | {s.n} | {_pct(s.median_spread)} | {_pct(s.max_spread)} | {', '.join(s.machines)} |"
-              for s in repeat_summaries(pairs)]
+    lines = ["Repeatability: configurations each machine measured twice (scope \"same run\": the main batch in "
+             "the batch sweep and again as a variant, and the collector's repeat, minutes apart; \"another lend\": "
+             "the same configuration timed steadily on another lend of the same GPU type, kept under the machine's "
+             "`diagnostics/`); spread = slower / faster − 1.", "",
+             "| regime | scope | pairs | median spread | max spread | machines |", "|---|---|---|---|---|---|"]
+    lines += [f"| {s.regime} | {s.scope} | {s.n} | {_pct(s.median_spread)} | {_pct(s.max_spread)} | "
+              f"{', '.join(s.machines)} |" for s in repeat_summaries(pairs)]
     lines += ["", "| machine | workload | precision | batch | variant | measured in | steps | spread | regime |",
               "|---|---|---|---|---|---|---|---|---|"]
     lines += [f"| {p.machine} | {p.workload} | {p.precision} | {p.batch} | {p.variant} | {', '.join(p.sweeps)} | "
               f"{' / '.join(f'{t * 1e3:.2f}' for t in p.steps_s)} ms | {_pct(p.spread)} | {p.regime} |"
-              for p in sorted(pairs, key=lambda p: (p.regime, -p.spread))]
+              for p in sorted(pairs, key=lambda p: (p.regime, p.scope, -p.spread))]
     if tables:
         lines += ["", f"{misses_beyond_repeats(pairs, tables)}: one measurement cannot check those to the goal."]
     return "\n".join(lines) + "\n"

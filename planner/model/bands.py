@@ -28,7 +28,7 @@ from gpuplan_schema.results import MachineResults
 from planner.model.accuracy import iter_accuracy_tables
 from planner.model.crossarch import CrossCheck, build_crosscheck
 from planner.model.performance import Prediction
-from planner.model.repeatability import all_repeat_pairs, repeat_summaries
+from planner.model.repeatability import all_repeat_pairs, regime_spread
 
 FLOOR = 0.03
 NO_COMPARABLE = 0.50
@@ -72,7 +72,7 @@ def build_band_table(machines: Sequence[MachineResults], crosschecks: Sequence[C
         for r in check.rows:
             # H100 → H200 rows of the published check are the same architecture
             residuals.setdefault((r.gpu in _same_arch_gpus(check), r.bound), []).append(r.error)
-    spread = {s.regime: s.median_spread for s in repeat_summaries(all_repeat_pairs(machines))}
+    spread = regime_spread(all_repeat_pairs(machines))
     return BandTable(residuals, spread)
 
 

@@ -118,6 +118,12 @@ def on_host(rates: Rates, host: Rates | None) -> Rates:
     return replace(rates, host_kernel_s=host.host_kernel_s) if host and host.host_kernel_s else rates
 
 
+def with_host_ratio(source: Rates, rates: Rates, ratio: float) -> Rates:
+    """`rates` with a host that takes `ratio` × the source's host time to issue a step (planner/model/host_speed.py);
+    unchanged where the source's host speed was not measured."""
+    return replace(rates, host_kernel_s=source.host_kernel_s * ratio) if source.host_kernel_s else rates
+
+
 def datasheet_efficiency(source: Rates, spec: GpuSpec) -> tuple[dict[str, float], float]:
     """What the source reached of its own datasheet, per precision and for bandwidth."""
     flops = {d: source.flops_per_s[d] / spec.flops_per_s[d] for d in source.flops_per_s if d in spec.flops_per_s}

@@ -1,5 +1,5 @@
-"""How far two measurements of the same configuration on the same machine lie apart: the floor under any
-prediction's error, read from the committed results themselves.
+"""How far two measurements of the same configuration on the same kind of machine lie apart: the floor under
+any prediction's error, read from the committed results themselves.
 
 A workload document times some configurations twice, minutes apart: the main batch in the batch sweep and
 again as a variant (same precision, batch and variant), and the `repeat` point the collector takes on
@@ -8,6 +8,13 @@ prediction checked against one such measurement cannot be judged more finely tha
 GPU machines a host-bound step (vit-tiny bf16 batch 64, set by the host issuing ~700 kernels) measured
 32.7 ms in the sweep and 19.7 ms as a variant on one H100, while GPU-bound steps repeat within 2 %
 (docs/accuracy.md, "Repeatability"; benchmarks/host_noise.py says why: the VM's launch cost wanders).
+
+Since workloads collector 4 those steps are timed steadily (collectors/steady.py), all in one window, and
+repeat within a few percent in one collection. Another lend of the same GPU type is another host, though:
+a machine folder may keep another lend's steady documents under `diagnostics/<name>/` (never read as
+results), and each configuration both timed steadily is a pair too, of scope "another lend". On the lent
+H200s of 2026-11-23, gpt-small bf16 batch 2 took 18.6 ms on one and 38.4 ms on the next: a host-set
+step is the host's, and a prediction for one lent machine cannot be checked closer than another lend moves.
 """
 
 from __future__ import annotations
@@ -15,11 +22,15 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
-from gpuplan_schema.payloads import WorkloadPoint
+from gpuplan_schema.payloads import WorkloadPayload, WorkloadPoint
 from gpuplan_schema.results import MachineResults
+from gpuplan_schema.schema import DocumentError, load_document
 from planner.model.performance import source_bound
 from planner.model.split import machine_rooflines
+
+SAME_RUN, ANOTHER_LEND = "same run", "another lend"
 
 
 @dataclass(frozen=True)
@@ -34,6 +45,7 @@ class RepeatPair:
     sweeps: tuple[str, ...]        # which parts of the collection measured it ("batch", "variant", "repeat")
     steps_s: tuple[float, ...]     # their median steps, in collection order
     regime: str                    # the configuration's bound (planner/model/bound.py)
+    scope: str = SAME_RUN          # SAME_RUN, or ANOTHER_LEND: this machine's steady timing against another lend's
 
     @property
     def spread(self) -> float:
@@ -43,6 +55,7 @@ class RepeatPair:
 @dataclass(frozen=True)
 class RepeatSummary:
     regime: str
+    scope: str
     n: int
     median_spread: float
     max_spread: float
@@ -58,21 +71,51 @@ def _configurations(points: Iterable[WorkloadPoint]) -> dict[tuple, list[Workloa
 
 
 def repeat_pairs(machine: MachineResults) -> list[RepeatPair]:
-    """Every configuration of the machine's workloads timed at least twice, with its regime."""
+    """Every configuration of the machine's workloads timed at least twice, with its regime: in one collection,
+    and against another lend's steady timing (module docstring)."""
     if machine.ceilings is None:
         return []
     rooflines = machine_rooflines(machine)
     pairs = []
+    lends = other_lends(machine.folder)
     for payload in machine.workloads:
+
+        def regime(point: WorkloadPoint, payload: WorkloadPayload = payload) -> str:
+            bound = source_bound(point, payload, machine.ceilings, rooflines)  # type: ignore[arg-type]
+            return bound.name if bound else "unattributed"
         for (precision, batch, variant, _), points in _configurations(payload.points).items():
-            if len(points) < 2:
-                continue
-            bound = source_bound(points[0], payload, machine.ceilings, rooflines)
-            pairs.append(RepeatPair(machine.machine, payload.workload, precision, batch, variant,
-                                    tuple(p.sweep for p in points),
-                                    tuple(p.step_s.median for p in points),  # type: ignore[union-attr]
-                                    bound.name if bound else "unattributed"))
+            if len(points) >= 2:
+                pairs.append(RepeatPair(machine.machine, payload.workload, precision, batch, variant,
+                                        tuple(p.sweep for p in points),
+                                        tuple(p.step_s.median for p in points),  # type: ignore[union-attr]
+                                        regime(points[0])))
+        for lend, other in lends.get(payload.workload, []):
+            theirs = {_key(p): p for p in other.points if p.steady_rounds}
+            for p in payload.points:
+                if p.steady_rounds and _key(p) in theirs and p.step_s:
+                    there = theirs[_key(p)].step_s.median  # type: ignore[union-attr]
+                    pairs.append(RepeatPair(machine.machine, payload.workload, p.precision, p.batch, p.variant,
+                                            (p.sweep, f"{p.sweep} ({lend})"), (p.step_s.median, there),
+                                            regime(p), ANOTHER_LEND))
     return pairs
+
+
+def _key(p: WorkloadPoint) -> tuple:
+    return p.sweep, p.precision, p.batch, p.variant, p.seq_len
+
+
+def other_lends(folder: Path) -> dict[str, list[tuple[str, WorkloadPayload]]]:
+    """Another lend's workload documents kept under `folder`/diagnostics/<lend>/, by workload; a document that
+    does not read is left out (they are diagnostics, not results)."""
+    out: dict[str, list[tuple[str, WorkloadPayload]]] = {}
+    for path in sorted((folder / "diagnostics").glob("*/workload-*.json")):
+        try:
+            doc = load_document(path)
+        except DocumentError:
+            continue
+        if isinstance(doc.payload, WorkloadPayload):
+            out.setdefault(doc.payload.workload, []).append((path.parent.name, doc.payload))
+    return out
 
 
 def all_repeat_pairs(machines: Iterable[MachineResults]) -> list[RepeatPair]:
@@ -80,19 +123,31 @@ def all_repeat_pairs(machines: Iterable[MachineResults]) -> list[RepeatPair]:
 
 
 def repeat_summaries(pairs: list[RepeatPair]) -> list[RepeatSummary]:
-    """By regime, over every machine: how far a second measurement moved."""
+    """By regime and scope, over every machine: how far a second measurement moved."""
     out = []
-    for regime in sorted({p.regime for p in pairs}):
-        group = [p for p in pairs if p.regime == regime]
+    for regime, scope in sorted({(p.regime, p.scope) for p in pairs}):
+        group = [p for p in pairs if p.regime == regime and p.scope == scope]
         spreads = [p.spread for p in group]
-        out.append(RepeatSummary(regime, len(group), statistics.median(spreads), max(spreads),
+        out.append(RepeatSummary(regime, scope, len(group), statistics.median(spreads), max(spreads),
                                  tuple(sorted({p.machine for p in group}))))
     return out
 
 
+def regime_spread(pairs: list[RepeatPair]) -> dict[str, float]:
+    """Per regime, the larger median spread of its scopes: what a second measurement on the machine a prediction
+    is for would typically move by (another lend's where one was measured)."""
+    out: dict[str, float] = {}
+    for s in repeat_summaries(pairs):
+        out[s.regime] = max(out.get(s.regime, 0.0), s.median_spread)
+    return out
+
+
 def repeat_floor(pairs: list[RepeatPair]) -> dict[str, float]:
-    """The largest repeat spread measured per regime."""
-    return {s.regime: s.max_spread for s in repeat_summaries(pairs)}
+    """The largest repeat spread measured per regime, over both scopes."""
+    out: dict[str, float] = {}
+    for s in repeat_summaries(pairs):
+        out[s.regime] = max(out.get(s.regime, 0.0), s.max_spread)
+    return out
 
 
 def floor_for(pairs: list[RepeatPair], workload: str, regime: str) -> float | None:
