@@ -15,7 +15,6 @@ Runs on the GPU host with torch and the standard library (run from the repositor
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import statistics
 import sys
@@ -27,8 +26,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from collectors.dispatch import measure_dispatch  # noqa: E402
 from collectors.host_time import device_kernel_count, gpu_busy  # noqa: E402
-from collectors.steady import interleave, variant_of  # noqa: E402
-from collectors.training import build_step, precision_mode, prepare_model  # noqa: E402
+from collectors.steady import build_turn, interleave  # noqa: E402
+from collectors.training import Variant  # noqa: E402
 from collectors.workloads import load_workload  # noqa: E402
 
 CASES = (("examples/vit_tiny.py:build", "bf16", 64, "no_cudnn_benchmark"),
@@ -40,20 +39,15 @@ CASES = (("examples/vit_tiny.py:build", "bf16", 64, "no_cudnn_benchmark"),
 def build(device: torch.device) -> tuple[list, list, list[dict]]:
     steps, modes, facts = [], [], []
     for spec, precision, batch, variant_name in CASES:
-        variant = variant_of(variant_name)
         with device:
             workload = load_workload(spec)
-
-        def mode(p: str = precision, v=variant) -> contextlib.AbstractContextManager:  # noqa: ANN001
-            return precision_mode(p, device, v)
-        with mode():
-            step = build_step(workload, prepare_model(workload, device, variant), precision, batch, device, variant)
-            step.run()
-            step.run()
-            kernels = device_kernel_count(step.run, device)
-            busy = gpu_busy(step.run, device)
-        steps.append(step.run)
-        modes.append(mode)
+        turn = build_turn(workload, precision, batch, Variant.from_name(variant_name), device)
+        with turn.mode():
+            turn.run()
+            kernels = device_kernel_count(turn.run, device)
+            busy = gpu_busy(turn.run, device)
+        steps.append(turn.run)
+        modes.append(turn.mode)
         facts.append({"workload": workload.name, "precision": precision, "batch": batch, "variant": variant_name,
                       "kernels_per_step": kernels, "gpu_busy_s": busy})
         print(f"built {workload.name} b{batch}: {kernels} kernels, busy {busy * 1e3:.2f} ms", flush=True)

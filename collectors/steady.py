@@ -65,16 +65,6 @@ def needs_steady(point: WorkloadPoint) -> bool:
     return point.step_s.median > IDLE_MARGIN * point.gpu_busy_s
 
 
-def variant_of(name: str) -> Variant:
-    """The settings a point's variant name stands for (the inverse of Variant.name for timed points)."""
-    parts = set(name.split("+")) - {"default"}
-    known = {"compile", "no_cudnn_benchmark", "channels_last", "contiguous"}
-    if parts - known:
-        raise ValueError(f"variant {name!r} has parts this collector does not know: {sorted(parts - known)}")
-    layout = True if "channels_last" in parts else False if "contiguous" in parts else None
-    return Variant(compile="compile" in parts, channels_last=layout, cudnn_benchmark="no_cudnn_benchmark" not in parts)
-
-
 def interleave(steps: list[Callable[[], object]], modes: list[Callable[[], object]], device: torch.device,
                rounds: int = ROUNDS, slice_s: float = SLICE_S,
                issues_per_round: int = ISSUES_PER_ROUND) -> list[SteadyTiming]:
@@ -142,7 +132,7 @@ def _time_window(jobs: list[Job], chosen: dict[str, list[int]], instantiate: Cal
                  ctx: Context, progress: Progress, rounds: int, slice_s: float) -> dict[str, dict[int, WorkloadPoint]]:
     steps: list[Callable[[], object]] = []
     modes: list[Callable[[], object]] = []
-    where: list[tuple[str, int]] = []
+    where: list[tuple[str, int, WorkloadPoint]] = []
     for job in jobs:
         if not chosen[job.stem]:
             continue
@@ -151,32 +141,41 @@ def _time_window(jobs: list[Job], chosen: dict[str, list[int]], instantiate: Cal
         for i in chosen[job.stem]:
             point = job.payload.points[i]
             try:
-                run, mode, optimizer = _build(workload, point, ctx.device, optimizer)
+                turn = build_turn(workload, point.precision, point.batch, Variant.from_name(point.variant),
+                                  ctx.device, optimizer)
             except Exception as e:  # noqa: BLE001
                 progress.warn(f"{job.payload.workload} {point.precision} batch {point.batch} {point.variant}: "
                               f"not timed steadily ({error_line(e)}); its sweep timing stands")
                 continue
-            steps.append(run)
-            modes.append(mode)
-            where.append((job.stem, i))
+            optimizer = turn.optimizer
+            steps.append(turn.run)
+            modes.append(turn.mode)
+            where.append((job.stem, i, point))
     timings = interleave(steps, modes, ctx.device, rounds, slice_s)
     out: dict[str, dict[int, WorkloadPoint]] = {}
-    for (stem, i), timing in zip(where, timings, strict=True):
-        point = next(job.payload.points[i] for job in jobs if job.stem == stem)
+    for (stem, i, point), timing in zip(where, timings, strict=True):
         out.setdefault(stem, {})[i] = with_steady(point, timing, rounds)
     return out
 
 
-def _build(workload: Workload, point: WorkloadPoint, device: torch.device,
-           optimizer: torch.optim.Optimizer | None) -> tuple[Callable[[], object], Callable[[], object], object]:
-    """The point's step over the workload's shared model (and `optimizer`, when one was made already), run once:
-    its allocation, autotuning or compilation (the sweep timed that already)."""
-    variant = variant_of(point.variant)
+@dataclass(frozen=True)
+class Turn:
+    """One step ready for `interleave`: its closure, the context its precision needs, its optimizer."""
+
+    run: Callable[[], object]
+    mode: Callable[[], object]
+    optimizer: torch.optim.Optimizer | None
+
+
+def build_turn(workload: Workload, precision: str, batch: int, variant: Variant, device: torch.device,
+               optimizer: torch.optim.Optimizer | None = None) -> Turn:
+    """A step over the workload's shared model (and `optimizer`, when one was made already), run once: its
+    allocation, autotuning or compilation (the sweep timed that already)."""
 
     def mode() -> object:
-        return precision_mode(point.precision, device, variant)
+        return precision_mode(precision, device, variant)
     with mode():
         model = prepare_model(workload, device, variant)
-        step = build_step(workload, model, point.precision, point.batch, device, variant, optimizer)
+        step = build_step(workload, model, precision, batch, device, variant, optimizer)
         step.run()
-    return step.run, mode, step.optimizer
+    return Turn(step.run, mode, step.optimizer)

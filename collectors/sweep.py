@@ -20,6 +20,7 @@ from collectors.timing import TimingPlan, time_callable
 from collectors.training import Variant, build_step, precision_mode, prepare_model
 from collectors.workloads import Workload
 from gpuplan_schema.payloads import CeilingsPayload, MemoryUse, WorkloadPoint
+from gpuplan_schema.payloads.workloads import point_key
 from gpuplan_schema.stats import Stat
 
 # The trials at the main batch (precision table, variants, repeat) get the longer plan; the points
@@ -53,11 +54,6 @@ class Context:
         if self.device.type != "cuda":
             return CPU_STEP_PLAN
         return GPU_SWEEP_PLAN if sweep in SWEEPS else GPU_STEP_PLAN
-
-
-def point_key(sweep: str, precision: str, batch: int, variant: str, seq_len: int | None = None) -> tuple:
-    """What makes two points the same configuration."""
-    return sweep, precision, batch, variant, seq_len
 
 
 def free_memory(device: torch.device) -> None:

@@ -41,6 +41,18 @@ class Variant:
             parts.append(EXPANDABLE)
         return "+".join(parts) or "default"
 
+    @classmethod
+    def from_name(cls, name: str) -> Variant:
+        """The settings a variant's name stands for: the inverse of `name` (a boundary probe's allocator part
+        included). An unknown part is refused, never ignored."""
+        parts = set(name.split("+")) - {"default"}
+        unknown = parts - {"compile", "channels_last", "contiguous", "no_cudnn_benchmark", EXPANDABLE}
+        if unknown:
+            raise ValueError(f"variant {name!r} has parts this collector does not know: {sorted(unknown)}")
+        layout = True if "channels_last" in parts else False if "contiguous" in parts else None
+        return cls(compile="compile" in parts, channels_last=layout, cudnn_benchmark="no_cudnn_benchmark" not in parts,
+                   expandable_segments=EXPANDABLE in parts)
+
 
 def precision_unsupported(precision: str, device: torch.device) -> str | None:
     if device.type == "cpu":

@@ -15,7 +15,7 @@ from collectors import profiles
 from collectors.allocator import expandable_by_environment
 from collectors.boundary import SAME_STORAGE, iter_boundary
 from collectors.steady import Job, iter_steady_documents
-from collectors.sweep import Context, measure_point, point_key
+from collectors.sweep import Context, measure_point
 from collectors.training import Variant, precision_unsupported
 from collectors.workloads import BUILTIN, Workload, builtin, load_workload, workload_from_dict
 from gpuplan_schema.machine import sanitize_machine_id
@@ -215,8 +215,7 @@ def iter_workload_payloads(name: str, profile: profiles.Profile, ctx: Context, p
     started = time.perf_counter()
     workload = instantiate(name, ctx.device)
     plan = build_sweep_plan(name, workload, profile, ctx.device)
-    ctx.earlier = {point_key(p.sweep, p.precision, p.batch, p.variant, p.seq_len): p
-                   for p in (earlier.points if earlier else [])}
+    ctx.earlier = {p.key: p for p in (earlier.points if earlier else [])}
     ctx.reused = 0
     before = earlier.elapsed_s if earlier else 0.0
     parameters = sum(p.numel() for p in workload.model.parameters())
@@ -247,9 +246,9 @@ def not_measured_again(earlier: WorkloadPayload | None, points: list[WorkloadPoi
     larger one's document, or a run stopped halfway, never loses a reading."""
     if earlier is None:
         return [], []
-    done = {point_key(p.sweep, p.precision, p.batch, p.variant, p.seq_len) for p in points}
+    done = {p.key for p in points}
     searched = {(b.precision, b.allocator) for b in boundaries}
-    return ([p for p in earlier.points if point_key(p.sweep, p.precision, p.batch, p.variant, p.seq_len) not in done],
+    return ([p for p in earlier.points if p.key not in done],
             [b for b in earlier.boundaries if (b.precision, b.allocator) not in searched])
 
 

@@ -40,6 +40,12 @@ class DeviceSamples:
     power_w: Stat | None = None
 
 
+def point_key(sweep: str, precision: str, batch: int, variant: str, seq_len: int | None = None) -> tuple:
+    """What makes two points the same configuration (WorkloadPoint.key; the collector also keys points it is
+    about to measure by it)."""
+    return sweep, precision, batch, variant, seq_len
+
+
 @dataclass(frozen=True)
 class WorkloadPoint:
     """One measured configuration. `sweep` says why it was measured: batch, sequence, variant, repeat, or
@@ -77,6 +83,11 @@ class WorkloadPoint:
     host_share_problem: str | None = None  # why gpu_busy_s or step_syncs is missing on a GPU
     quick_step_s: Stat | None = None
     steady_rounds: int | None = None
+
+    @property
+    def key(self) -> tuple:
+        """What makes two points the same configuration (point_key)."""
+        return point_key(self.sweep, self.precision, self.batch, self.variant, self.seq_len)
 
     def check(self) -> str | None:
         if self.batch < 1:

@@ -45,10 +45,6 @@ def host_set(point: WorkloadPoint) -> bool:
                 and point.host_issue_s.median > HOST_MARGIN * point.gpu_busy_s)
 
 
-def _key(point: WorkloadPoint) -> tuple:
-    return point.sweep, point.precision, point.batch, point.variant, point.seq_len
-
-
 def step_host_ratio(source: list[WorkloadPayload], target: list[WorkloadPayload],
                     exclude: str | None = None) -> HostRatio | None:
     """The hosts' ratio from the steps both machines timed steadily (module docstring); None below MIN_PAIRS."""
@@ -59,9 +55,9 @@ def step_host_ratio(source: list[WorkloadPayload], target: list[WorkloadPayload]
         other = theirs.get(payload.workload)
         if other is None or payload.workload == exclude:
             continue
-        there = {_key(p): p for p in other.points if host_set(p)}
-        found = [there[_key(p)].host_issue_s.median / p.host_issue_s.median  # type: ignore[union-attr]
-                 for p in payload.points if host_set(p) and _key(p) in there]
+        there = {p.key: p for p in other.points if host_set(p)}
+        found = [there[p.key].host_issue_s.median / p.host_issue_s.median  # type: ignore[union-attr]
+                 for p in payload.points if host_set(p) and p.key in there]
         ratios += found
         used += [payload.workload] if found else []
     if len(ratios) < MIN_PAIRS:

@@ -20,7 +20,7 @@ step is the host's, and a prediction for one lent machine cannot be checked clos
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,18 +90,14 @@ def repeat_pairs(machine: MachineResults) -> list[RepeatPair]:
                                         tuple(p.step_s.median for p in points),  # type: ignore[union-attr]
                                         regime(points[0])))
         for lend, other in lends.get(payload.workload, []):
-            theirs = {_key(p): p for p in other.points if p.steady_rounds}
+            theirs = {p.key: p for p in other.points if p.steady_rounds}
             for p in payload.points:
-                if p.steady_rounds and _key(p) in theirs and p.step_s:
-                    there = theirs[_key(p)].step_s.median  # type: ignore[union-attr]
+                if p.steady_rounds and p.key in theirs and p.step_s:
+                    there = theirs[p.key].step_s.median  # type: ignore[union-attr]
                     pairs.append(RepeatPair(machine.machine, payload.workload, p.precision, p.batch, p.variant,
                                             (p.sweep, f"{p.sweep} ({lend})"), (p.step_s.median, there),
                                             regime(p), ANOTHER_LEND))
     return pairs
-
-
-def _key(p: WorkloadPoint) -> tuple:
-    return p.sweep, p.precision, p.batch, p.variant, p.seq_len
 
 
 def other_lends(folder: Path) -> dict[str, list[tuple[str, WorkloadPayload]]]:
@@ -136,17 +132,18 @@ def repeat_summaries(pairs: list[RepeatPair]) -> list[RepeatSummary]:
 def regime_spread(pairs: list[RepeatPair]) -> dict[str, float]:
     """Per regime, the larger median spread of its scopes: what a second measurement on the machine a prediction
     is for would typically move by (another lend's where one was measured)."""
-    out: dict[str, float] = {}
-    for s in repeat_summaries(pairs):
-        out[s.regime] = max(out.get(s.regime, 0.0), s.median_spread)
-    return out
+    return _largest_per_regime(pairs, lambda s: s.median_spread)
 
 
 def repeat_floor(pairs: list[RepeatPair]) -> dict[str, float]:
     """The largest repeat spread measured per regime, over both scopes."""
+    return _largest_per_regime(pairs, lambda s: s.max_spread)
+
+
+def _largest_per_regime(pairs: list[RepeatPair], figure: Callable[[RepeatSummary], float]) -> dict[str, float]:
     out: dict[str, float] = {}
     for s in repeat_summaries(pairs):
-        out[s.regime] = max(out.get(s.regime, 0.0), s.max_spread)
+        out[s.regime] = max(out.get(s.regime, 0.0), figure(s))
     return out
 
 
