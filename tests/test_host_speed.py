@@ -89,3 +89,13 @@ def test_a_diagnostics_document_that_does_not_read_is_left_out(tmp_path):
     broken.write_text(json.dumps(doc))
     lends = other_lends(folder)
     assert "vit-tiny" not in lends and "gpt-small" in lends
+
+
+def test_a_ratio_from_real_steps_applies_without_either_dispatch_benchmark():
+    """The steps' ratio is the target's own figure: it does not ride on the dispatch benchmark's per-kernel time,
+    so a source without one (an older ceilings document) still gets it; without it the dispatch ratio stands."""
+    from planner.model.performance import Rates, host_ratio
+    bare = Rates({}, 1.0, "test")
+    assert host_ratio(bare, replace(bare, host_time_ratio=1.3)) == pytest.approx(1.3)
+    assert host_ratio(replace(bare, host_kernel_s=2e-6), replace(bare, host_kernel_s=3e-6)) == pytest.approx(1.5)
+    assert host_ratio(bare, bare) == 1.0

@@ -14,20 +14,13 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpuplan_schema.payloads import Allocator
 from gpuplan_schema.results import MachineResults
 from planner.model.host_speed import step_host_ratio
 from planner.model.memory import fit_memory
-from planner.model.performance import (
-    iter_predictions,
-    measured_rates,
-    naive_step,
-    on_host,
-    target_rates,
-    with_host_ratio,
-)
+from planner.model.performance import iter_predictions, measured_rates, naive_step, on_host, target_rates
 from planner.model.split import machine_rooflines
 from planner.specs import match_gpu
 
@@ -177,7 +170,7 @@ def build_accuracy(source: MachineResults, target: MachineResults) -> AccuracyTa
             continue
         # where both machines timed other workloads' host-set steps steadily, their ratio is the hosts'
         steps = step_host_ratio(source.workloads, target.workloads, exclude=payload.workload)
-        t_rates = with_host_ratio(s_rates, dispatch_rates, steps.ratio) if steps else dispatch_rates
+        t_rates = replace(dispatch_rates, host_time_ratio=steps.ratio) if steps else dispatch_rates
         measured = {(p.precision, p.batch, p.variant, p.seq_len): p for p in other.points
                     if p.status == "ok" and p.throughput_per_s and p.sweep not in ("probe", "repeat")}
         points = {(p.precision, p.batch, p.variant, p.seq_len): p for p in payload.points if p.step_s}

@@ -57,6 +57,8 @@ class Rates:
                                          # benchmark); None: this host's speed was not measured
     sm_time_ratio: float = 1.0           # target / source time of below-roof work: source SM·clock / this GPU's
                                          # (datasheets); 1 on the source itself or where a clock is unknown
+    host_time_ratio: float | None = None  # this host's / the source's time to issue the same steps, from real
+                                          # steps both timed (planner/model/host_speed.py); None: not measured
 
 
 @dataclass(frozen=True)
@@ -116,12 +118,6 @@ def on_host(rates: Rates, host: Rates | None) -> Rates:
     """`rates` with the host of a measured machine (its dispatch speed), where that machine measured one: a
     target that is a measured machine, or an instance whose host was measured elsewhere."""
     return replace(rates, host_kernel_s=host.host_kernel_s) if host and host.host_kernel_s else rates
-
-
-def with_host_ratio(source: Rates, rates: Rates, ratio: float) -> Rates:
-    """`rates` with a host that takes `ratio` × the source's host time to issue a step (planner/model/host_speed.py);
-    unchanged where the source's host speed was not measured."""
-    return replace(rates, host_kernel_s=source.host_kernel_s * ratio) if source.host_kernel_s else rates
 
 
 def datasheet_efficiency(source: Rates, spec: GpuSpec) -> tuple[dict[str, float], float]:
@@ -220,8 +216,11 @@ def target_bound(split: StepSplit, source: Rates, target: Rates) -> Bound:
 
 
 def host_ratio(source: Rates, target: Rates) -> float:
-    """How much longer the target's host takes to issue the same kernels: the ratio of the two hosts' measured
-    dispatch speed; 1 (the source's host) where either was not measured."""
+    """How much longer the target's host takes to issue the same kernels: measured on real steps of both where
+    that was (`host_time_ratio`), else the ratio of the two hosts' dispatch benchmark; 1 (the source's host)
+    where neither was measured."""
+    if target.host_time_ratio is not None:
+        return target.host_time_ratio
     if source.host_kernel_s and target.host_kernel_s:
         return target.host_kernel_s / source.host_kernel_s
     return 1.0
