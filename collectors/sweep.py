@@ -19,7 +19,7 @@ from collectors.time_limit import PointTimeout, hard_limit, soft_limit
 from collectors.timing import TimingPlan, time_callable
 from collectors.training import Variant, build_step, precision_mode, prepare_model
 from collectors.workloads import Workload
-from gpuplan_schema.payloads import CeilingsPayload, MemoryUse, WorkloadPoint
+from gpuplan_schema.payloads import CeilingsPayload, MemoryUse, OomBoundary, WorkloadPoint
 from gpuplan_schema.payloads.workloads import point_key
 from gpuplan_schema.stats import Stat
 
@@ -42,6 +42,7 @@ class Context:
     # Points an earlier, interrupted or smaller collection of this workload already measured, by
     # configuration: a resumed run takes them instead of measuring again (see workload_collector).
     earlier: dict[tuple, WorkloadPoint] = field(default_factory=dict)
+    earlier_boundaries: dict[tuple[str, str], OomBoundary] = field(default_factory=dict)  # by (precision, allocator)
     reused: int = 0
     point_timeout_s: float | None = None  # a point still running after this is an error (collectors/time_limit.py)
 

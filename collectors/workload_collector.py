@@ -13,9 +13,10 @@ import torch
 
 from collectors import profiles
 from collectors.allocator import expandable_by_environment
-from collectors.boundary import SAME_STORAGE, iter_boundary
+from collectors.boundary import SAME_STORAGE, allocator_of, iter_boundary
+from collectors.boundary_process import Search, iter_boundary_in_fresh_process
 from collectors.steady import Job, iter_steady_documents
-from collectors.sweep import Context, measure_point
+from collectors.sweep import Context, free_memory, measure_point
 from collectors.training import Variant, precision_unsupported
 from collectors.workloads import BUILTIN, Workload, builtin, load_workload, workload_from_dict
 from gpuplan_schema.machine import sanitize_machine_id
@@ -27,9 +28,10 @@ from gpuplan_schema.schema import DocumentError, load_document
 # document stays valid (those fields None); a rerun continues it, reusing only its probes (load_earlier).
 # 4: the points whose step the host's speed moves are timed again, interleaved (collectors/steady.py). A
 # version 3 document's points are all reused; a rerun adds the steady timing.
-NAME, VERSION = "workloads", "4"
+NAME, VERSION = "workloads", "5"
 PROBES_REUSED_FROM = ("2",)
-POINTS_REUSED_FROM = ("3",)
+POINTS_REUSED_FROM = ("3", "4")
+FRESH_PROCESS_DEVICES = ("cuda",)  # where boundaries are searched in a process of their own
 
 
 @dataclass(frozen=True)
@@ -132,25 +134,46 @@ def iter_precision(name: str, workload: Workload, precision: str, plan: SweepPla
                                   trial_variant(workload, precision, plan.profile)))
     yield measured[-1]
     if precision in plan.profile.boundary_precisions:
-        yield from iter_boundaries(workload, precision, measured, plan, ctx, progress, hint)
+        yield from iter_boundaries(name, workload, precision, measured, plan, ctx, progress, hint)
     if precision in plan.profile.detail_precisions:
         yield from iter_detail(name, workload, precision, plan, ctx)
 
 
-def iter_boundaries(workload: Workload, precision: str, measured: list[WorkloadPoint], plan: SweepPlan, ctx: Context,
-                    progress: Progress, hint: int | None) -> Iterator[WorkloadPoint | OomBoundary]:
+def iter_boundaries(name: str, workload: Workload, precision: str, measured: list[WorkloadPoint], plan: SweepPlan,
+                    ctx: Context, progress: Progress, hint: int | None) -> Iterator[WorkloadPoint | OomBoundary]:
     """The boundary with the default allocator, then (profiles with `allocator_boundaries`, on a GPU) with
     expandable segments, starting from the first: it can only be as large or larger."""
     progress.note(f"{workload.name} {precision}: searching the OOM boundary")
     found = None
-    for item in iter_boundary(workload, precision, measured, ctx, plan.search_cap, untuned(workload), hint):
+    for item in search_boundary(name, workload, precision, measured, plan, ctx, untuned(workload), hint):
         found = item if isinstance(item, OomBoundary) else found
         yield item
     if not (found and searches_allocator(plan.profile, ctx.device.type, found)):
         return
     progress.note(f"{workload.name} {precision}: searching the OOM boundary with expandable segments")
     variant = replace(untuned(workload), expandable_segments=True)
-    yield from iter_boundary(workload, precision, measured, ctx, plan.search_cap, variant, found.max_batch)
+    yield from search_boundary(name, workload, precision, measured, plan, ctx, variant, found.max_batch)
+
+
+def search_boundary(name: str, workload: Workload, precision: str, measured: list[WorkloadPoint], plan: SweepPlan,
+                    ctx: Context, variant: Variant, hint: int | None) -> Iterator[WorkloadPoint | OomBoundary]:
+    """One boundary's probes and boundary. On a GPU the search runs in a fresh process
+    (collectors/boundary_process.py), and a boundary an earlier run found so is taken with its probes; on a
+    CPU (nothing cached between probes to speak of) it runs here."""
+    if ctx.device.type not in FRESH_PROCESS_DEVICES:
+        yield from iter_boundary(workload, precision, measured, ctx, plan.search_cap, variant, hint)
+        return
+    allocator = allocator_of(variant)
+    earlier = ctx.earlier_boundaries.get((precision, allocator))
+    if earlier is not None and earlier.fresh_process and earlier.status != "error":  # a failed search is tried again
+        yield from (p for p in ctx.earlier.values() if p.sweep == "probe" and p.precision == precision
+                    and allocator_of(Variant.from_name(p.variant)) == allocator)
+        yield earlier
+        return
+    workload.model.to("cpu")  # the child gets the GPU with only this process's CUDA context on it
+    free_memory(ctx.device)
+    yield from iter_boundary_in_fresh_process(Search(name, ctx.device.type, precision, measured, plan.search_cap,
+                                                     variant.name, hint, ctx.point_timeout_s))
 
 
 def searches_allocator(profile: profiles.Profile, device: str, default: OomBoundary) -> bool:
@@ -216,6 +239,7 @@ def iter_workload_payloads(name: str, profile: profiles.Profile, ctx: Context, p
     workload = instantiate(name, ctx.device)
     plan = build_sweep_plan(name, workload, profile, ctx.device)
     ctx.earlier = {p.key: p for p in (earlier.points if earlier else [])}
+    ctx.earlier_boundaries = {(b.precision, b.allocator): b for b in (earlier.boundaries if earlier else [])}
     ctx.reused = 0
     before = earlier.elapsed_s if earlier else 0.0
     parameters = sum(p.numel() for p in workload.model.parameters())
@@ -248,7 +272,9 @@ def not_measured_again(earlier: WorkloadPayload | None, points: list[WorkloadPoi
         return [], []
     done = {p.key for p in points}
     searched = {(b.precision, b.allocator) for b in boundaries}
-    return ([p for p in earlier.points if p.key not in done],
+    # an earlier search's probes go with its boundary when the boundary is searched again
+    return ([p for p in earlier.points if p.key not in done and not (
+                p.sweep == "probe" and (p.precision, allocator_of(Variant.from_name(p.variant))) in searched)],
             [b for b in earlier.boundaries if (b.precision, b.allocator) not in searched])
 
 
@@ -288,8 +314,10 @@ def load_earlier(path: Path, device: torch.device) -> tuple[WorkloadPayload | No
     if not isinstance(payload, WorkloadPayload) or payload.device != device.type:
         return None, f"{path}: measured on another device type; measuring afresh"
     if version in POINTS_REUSED_FROM:
+        again = "its boundaries searched again in fresh processes" + (
+            "" if version == "4" else ", the points the host's speed moves timed again")
         return replace(payload, complete=False), (f"{path}: made by workloads collector {version}: its points "
-                                                  "are reused, those the host's speed moves timed again")
+                                                  f"are reused, {again}")
     if version != VERSION:
         probes = [p for p in payload.points if p.sweep == "probe"]
         # the wall time of the timed points measured then is not this document's: only the probes carry over

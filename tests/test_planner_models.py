@@ -80,8 +80,9 @@ def test_h200_predicted_from_h100_meets_the_median_target_on_the_reference_workl
     assert summary["naive_flops_median"] > summary["model_median"]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 18's target over every workload, the three new ones included, is not "
-                   "met: their host-bound steps (vit-tiny, dlrm-small at small batches) miss by up to ~50 %")
+@pytest.mark.xfail(strict=True, reason="issue 18's 'none over 15 %' is not met: 10 counted rows miss by 15-24 %, 9 of "
+                   "them host-set or dlrm-small steps whose own repeat on another lend moved by more (docs/accuracy.md), "
+                   "one gpt-small's compiled step, where the H100's cuBLAS keeps an unaligned Turing-era GEMM")
 @pytest.mark.parametrize("direction", ["h100→h200", "h200→h100"])
 def test_every_workload_meets_issue_18s_target(h100, h200, direction):
     table = build_accuracy(h100, h200) if direction == "h100→h200" else build_accuracy(h200, h100)
@@ -90,26 +91,23 @@ def test_every_workload_meets_issue_18s_target(h100, h200, direction):
 
 
 @pytest.mark.parametrize("direction", ["h100→h200", "h200→h100"])
-def test_max_batch_predictions_are_close_to_the_measured_boundaries(h100, h200, direction):
+def test_max_batch_predictions_are_within_3_percent_of_the_measured_boundaries(h100, h200, direction):
     table = build_accuracy(h100, h200) if direction == "h100→h200" else build_accuracy(h200, h100)
     errors = {a: sorted(abs(c.error) for c in table.capacity if c.allocator == a)
               for a in ("default", "expandable_segments")}
-    # the four reference workloads at four precisions with both allocators (capacity profile; the H200's
-    # gpt-small tf32 boundaries were not reached before the device time ran out), the new ones at bf16 with the
-    # default allocator (standard profile)
+    # the four reference workloads at four precisions with both allocators (capacity profile), the new ones at
+    # bf16 with the default allocator (standard profile)
     assert len(errors["expandable_segments"]) >= 15 and len(errors["default"]) >= 15 + 3
-    # every one within 3 % with expandable segments; with the default allocator all but the ones the next test
-    # records (what the allocator's fragmentation leaves moves from run to run)
-    assert errors["expandable_segments"][-1] <= 0.03 and errors["default"][-3] <= 0.03
+    assert errors["expandable_segments"][-1] <= 0.03 and errors["default"][-1] <= 0.03
 
 
-@pytest.mark.xfail(strict=True, reason="issue 18: mlp-stgan fp32/tf32 with the default allocator miss by 3.8-3.9 %: "
-                   "the H200's default boundary moved 2.0 % between two runs (1967810 → 2007806) where the "
-                   "expandable-segments one moved 0.07 %; docs/accuracy.md")
-@pytest.mark.parametrize("direction", ["h100→h200", "h200→h100"])
-def test_every_default_allocator_boundary_within_3_percent(h100, h200, direction):
-    table = build_accuracy(h100, h200) if direction == "h100→h200" else build_accuracy(h200, h100)
-    assert max(abs(c.error) for c in table.capacity if c.allocator == "default") <= 0.03
+def test_boundaries_searched_in_fresh_processes_on_both_gpus(h100, h200):
+    """Workloads collector 5 searches each boundary in a process of its own (collectors/boundary_process.py);
+    conv-rollout's documents (collectors 2 and 3) keep theirs from the collection's process."""
+    for machine in (h100, h200):
+        for payload in machine.workloads:
+            fresh = {b.fresh_process for b in payload.boundaries}
+            assert fresh == ({False} if payload.workload == "conv-rollout" else {True}), payload.workload
 
 
 def test_expandable_segments_fit_more_where_the_default_allocator_fragments(h100):
@@ -121,8 +119,9 @@ def test_expandable_segments_fit_more_where_the_default_allocator_fragments(h100
     [rec] = recommend_allocator(conv, "bf16")
     assert rec.value == "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
     assert f"from {default.source_max_batch} to {expandable.source_max_batch}" in rec.reason
-    # ResNet-50's boundary is the same with both: nothing to recommend
-    assert resnet.boundary("bf16").max_batch == resnet.boundary("bf16", "expandable_segments").max_batch
+    # ResNet-50's two boundaries agree within the search's 2 % bracket: nothing to recommend
+    default, expandable = resnet.boundary("bf16"), resnet.boundary("bf16", "expandable_segments")
+    assert abs(expandable.max_batch / default.max_batch - 1) <= 0.02 and recommend_allocator(resnet, "bf16") == []
     assert recommend_allocator(resnet, "bf16") == []
 
 

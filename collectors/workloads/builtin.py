@@ -13,12 +13,15 @@ from collectors.workloads.small import ROLLOUT_STEPS, ConvOperator, build_stgan_
 GPT_VOCAB, GPT_SEQ = 50257, 1024
 
 
-def gpt_small(seq_len: int = GPT_SEQ, d_model: int = 768, n_layers: int = 12, n_heads: int = 12) -> dict:
+def gpt_small(seq_len: int = GPT_SEQ, d_model: int = 768, n_layers: int = 12, n_heads: int = 12,
+              vocab: int = GPT_VOCAB) -> dict:
+    """`vocab` above GPT_VOCAB pads the embedding and output layer (tokens stay below GPT_VOCAB), as
+    benchmarks/vocab_padding.py measures: a multiple of 64 keeps the output GEMMs off unaligned kernels."""
     def make_batch(batch_size: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
         tokens = torch.randint(0, GPT_VOCAB, (batch_size, seq_len + 1), device=device)
         return tokens[:, :-1], tokens[:, 1:]
 
-    return {"name": "gpt-small", "model": GPT(GPT_VOCAB, seq_len, d_model, n_layers, n_heads),
+    return {"name": "gpt-small", "model": GPT(vocab, seq_len, d_model, n_layers, n_heads),
             "make_batch": make_batch, "loss": gpt_loss,
             "unit": "sequences", "tokens_per_sample": seq_len, "batch_start": 1}
 

@@ -110,6 +110,9 @@ class OomBoundary:
     capped: bool = False
     reason: str | None = None
     allocator: Allocator = "default"
+    # searched in a process of its own (collectors/boundary_process.py, workloads collector 5), as a job
+    # started on its own meets it; False: in the collection's process, after everything it ran before
+    fresh_process: bool = False
 
     def check(self) -> str | None:
         return "status is ok but max_batch is missing" if self.status == "ok" and self.max_batch is None else None

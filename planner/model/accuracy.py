@@ -121,6 +121,7 @@ class CapacityCompared:
     predicted: int
     measured: int
     allocator: Allocator = "default"
+    fresh_process: bool = False  # both boundaries searched each in a process of its own (workloads collector 5)
 
     @property
     def error(self) -> float:
@@ -194,8 +195,9 @@ def _capacity(payload, other, source_bytes: int, target_bytes: int) -> list[Capa
     for b in other.boundaries:
         fit = fit_memory(payload, b.precision, source_bytes, b.allocator)
         if fit and fit.usable_measured and b.status == "ok" and b.max_batch and not b.capped:
+            mine = payload.boundary(b.precision, b.allocator)
             out.append(CapacityCompared(payload.workload, b.precision, fit.max_batch(target_bytes), b.max_batch,
-                                        b.allocator))
+                                        b.allocator, b.fresh_process and bool(mine and mine.fresh_process)))
     return out
 
 
@@ -262,9 +264,10 @@ def render_markdown(table: AccuracyTable) -> str:
         lines.append(f"| {r.workload} | {r.precision} | {r.batch} | {variant} | {r.bound} "
                      f"| {r.source_step_s * 1e3:.1f} ms{mark} | {r.predicted:.4g} | {r.measured:.4g} | {r.error:+.1%} "
                      f"| {_naive(r.naive_flops, r.measured)} | {_naive(r.naive_bandwidth, r.measured)} |")
-    lines += ["", "| workload | precision | allocator | predicted max batch | measured | error |",
-              "|---|---|---|---|---|---|"]
-    lines += [f"| {c.workload} | {c.precision} | {ALLOCATOR_LABEL[c.allocator]} | {c.predicted} | {c.measured} "
+    lines += ["", "| workload | precision | allocator | searched in | predicted max batch | measured | error |",
+              "|---|---|---|---|---|---|---|"]
+    lines += [f"| {c.workload} | {c.precision} | {ALLOCATOR_LABEL[c.allocator]} "
+              f"| {'fresh processes' if c.fresh_process else 'the collection'} | {c.predicted} | {c.measured} "
               f"| {c.error:+.1%} |" for c in sorted(table.capacity, key=lambda c: (c.workload, c.precision))]
     return "\n".join(lines) + "\n"
 

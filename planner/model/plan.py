@@ -16,6 +16,7 @@ from gpuplan_schema.results import MachineResults
 from gpuplan_schema.schema import DocumentError
 from planner.model.accuracy import comparable
 from planner.model.advice import MAIN_PRECISION, REFERENCE_BATCH, advise_workload  # noqa: F401 - re-exported
+from planner.model.alignment import recommend_alignment
 from planner.model.assumed_scaling import ScalingProvider
 from planner.model.bands import BandTable, band_table_for, measured_band, with_band
 from planner.model.crossarch import CrossCheck, build_crosscheck
@@ -159,9 +160,11 @@ def build_source_target(source: Source, name: str, count: int) -> Target:
     feeds = {f.workload: f for f in build_feed_verdicts(loader, machine.workloads)} if loader else {}
     cores = machine.environment.cpu.logical_cores if machine.environment else None
     target = Target(name, source.spec, count, True, predictions, capacity, [])
+    shapes = recommend_alignment(source.rooflines, machine.folder)
     for payload in machine.workloads:
         advice = advise_workload(source.spec, payload, fits, feeds.get(payload.workload), cores)
         target.recommendations.extend(advice.recommendations)
+        target.recommendations.extend(r for r in shapes if r.workload == payload.workload)
         target.settings[payload.workload] = advice.settings
         target.presets[payload.workload] = render_presets_yaml(payload.workload, advice.presets)
         target.preset_values[payload.workload] = advice.presets

@@ -1,0 +1,152 @@
+"""The boundary searched in a fresh process (collectors/boundary_process.py): the child process runs the
+very search the collector runs in its own process, on the CPU here with workloads that raise torch's
+out-of-memory exception above a batch, and a resumed collection takes a boundary found so with its probes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from test_boundary import oom_workload
+
+from collectors import workload_collector
+from collectors.boundary import iter_boundary
+from collectors.boundary_process import Search, iter_boundary_in_fresh_process, parse_item
+from collectors.profiles import PROFILES
+from collectors.sweep import Context
+from collectors.training import Variant
+from collectors.workload_collector import build_sweep_plan, not_measured_again, search_boundary
+from gpuplan_schema.payloads import OomBoundary, WorkloadPayload, WorkloadPoint
+
+CPU = torch.device("cpu")
+
+
+def spec_of(folder: Path, limit: int) -> str:
+    oom_workload(folder, limit)
+    return f"{folder / f'oom_{limit}.py'}:build"
+
+
+def test_a_search_in_a_fresh_process_probes_and_finds_what_the_search_here_does(tmp_path):
+    spec = spec_of(tmp_path, 300)
+    here = list(iter_boundary(oom_workload(tmp_path, 300), "fp32", [], Context(CPU), 5000, Variant()))
+    there = list(iter_boundary_in_fresh_process(Search(spec, "cpu", "fp32", [], 5000, "default")))
+    assert [(p.batch, p.status) for p in there[:-1]] == [(p.batch, p.status) for p in here[:-1]]
+    assert all(isinstance(p, WorkloadPoint) and p.sweep == "probe" for p in there[:-1])
+    boundary = there[-1]
+    assert isinstance(boundary, OomBoundary) and boundary.fresh_process and not here[-1].fresh_process
+    assert boundary.max_batch == here[-1].max_batch and 294 <= boundary.max_batch <= 300
+    assert boundary.first_oom_batch > 300
+
+
+def test_the_measured_points_reach_the_child_and_set_where_it_starts(tmp_path):
+    spec = spec_of(tmp_path, 300)
+    ran = WorkloadPoint("probe", "fp32", 256, "default", "ok")
+    there = list(iter_boundary_in_fresh_process(Search(spec, "cpu", "fp32", [ran], 5000, "default")))
+    assert there[0].batch == 512  # doubling from the largest batch that ran, not from nothing
+    assert there[-1].max_batch >= 294
+
+
+def test_a_search_process_that_fails_gives_an_error_boundary_that_says_why(tmp_path):
+    found = list(iter_boundary_in_fresh_process(Search(f"{tmp_path}/gone.py:build", "cpu", "bf16", [], 64,
+                                                       "expandable_segments")))
+    assert len(found) == 1
+    (boundary,) = found
+    assert boundary.status == "error" and boundary.fresh_process and boundary.allocator == "expandable_segments"
+    assert "search process failed" in boundary.reason and "gone.py: no such workload file" in boundary.reason
+
+
+def test_lines_that_are_not_items_are_ignored():
+    assert parse_item("hello from a workload's print\n") is None
+    assert parse_item('{"kind": "other"}') is None
+    assert parse_item('[1, 2]') is None
+
+
+def fresh_here(monkeypatch) -> None:
+    monkeypatch.setattr(workload_collector, "FRESH_PROCESS_DEVICES", ("cpu",))
+
+
+def test_a_resumed_collection_takes_a_fresh_boundary_with_its_probes(tmp_path, monkeypatch):
+    fresh_here(monkeypatch)
+    spec = spec_of(tmp_path, 300)
+    workload = oom_workload(tmp_path, 300)
+    plan = build_sweep_plan(spec, workload, PROFILES["quick"], CPU)
+    probes = [WorkloadPoint("probe", "fp32", 300, "default", "ok"),
+              WorkloadPoint("probe", "fp32", 306, "default", "oom"),
+              WorkloadPoint("probe", "fp32", 310, "expandable_segments", "ok")]
+    ctx = Context(CPU, earlier={p.key: p for p in probes},
+                  earlier_boundaries={("fp32", "default"): OomBoundary("fp32", "ok", 300, 306, fresh_process=True)})
+    taken = list(search_boundary(spec, workload, "fp32", [], plan, ctx, Variant(), None))
+    assert taken == probes[:2] + [OomBoundary("fp32", "ok", 300, 306, fresh_process=True)]
+
+
+def test_a_boundary_found_in_the_collection_process_is_searched_again_in_a_fresh_one(tmp_path, monkeypatch):
+    fresh_here(monkeypatch)
+    spec = spec_of(tmp_path, 5)
+    workload = oom_workload(tmp_path, 5)
+    plan = build_sweep_plan(spec, workload, PROFILES["quick"], CPU)
+    old = WorkloadPoint("probe", "fp32", 3, "default", "ok")
+    ctx = Context(CPU, earlier={old.key: old},
+                  earlier_boundaries={("fp32", "default"): OomBoundary("fp32", "ok", 3, 4)})
+    found = list(search_boundary(spec, workload, "fp32", [], plan, ctx, Variant(), None))
+    assert plan.search_cap > 5  # the CPU plan's small cap is above the card's "memory"
+    assert found[-1].fresh_process and found[-1].max_batch == 5 and found[-1].first_oom_batch == 6
+    assert all(p.sweep == "probe" for p in found[:-1]) and old not in found
+    # the document keeps neither the old boundary nor its probes, and keeps the other allocator's
+    other = WorkloadPoint("probe", "fp32", 310, "expandable_segments", "ok")
+    earlier = WorkloadPayload("oom-above-5", spec, "samples", True, "cpu", "quick", 18, [old, other],
+                              [OomBoundary("fp32", "ok", 3, 4),
+                               OomBoundary("fp32", "ok", 310, allocator="expandable_segments")], 1.0)
+    kept_points, kept_boundaries = not_measured_again(earlier, found[:-1], [found[-1]])
+    assert kept_points == [other] and [b.allocator for b in kept_boundaries] == ["expandable_segments"]
+
+
+def test_the_collection_moves_its_model_off_the_device_before_the_child_runs(tmp_path, monkeypatch):
+    """The child must get the memory the collection's model would hold: the model goes to the CPU first."""
+    fresh_here(monkeypatch)
+    spec = spec_of(tmp_path, 5)
+    workload = oom_workload(tmp_path, 5)
+    plan = build_sweep_plan(spec, workload, PROFILES["quick"], CPU)
+    found = list(search_boundary(spec, workload, "fp32", [], plan, Context(CPU), Variant(), None))
+    assert found[-1].max_batch == 5
+    assert next(workload.model.parameters()).device.type == "cpu"
+
+
+def test_ctrl_c_in_the_search_process_stops_the_collection_and_records_no_boundary(tmp_path):
+    """The collector's time limit sends SIGINT to the process group: the child dies of it mid-search, and the
+    collection must stop to be resumed (a boundary saved as an error would be taken as found)."""
+    path = tmp_path / "interrupted.py"
+    path.write_text(OOM_FILE_INTERRUPTED, encoding="utf-8")
+    with pytest.raises(KeyboardInterrupt):
+        list(iter_boundary_in_fresh_process(Search(f"{path}:build", "cpu", "fp32", [], 64, "default")))
+
+
+OOM_FILE_INTERRUPTED = '''\
+import os
+import signal
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+
+def make_batch(batch_size, device):
+    if batch_size > 2:
+        os.kill(os.getpid(), signal.SIGINT)  # what the time limit's SIGINT does to the child
+    return torch.randn(batch_size, 8, device=device), torch.randn(batch_size, 2, device=device)
+
+
+def build():
+    return {"name": "interrupted", "model": torch.nn.Linear(8, 2), "make_batch": make_batch, "loss": F.mse_loss}
+'''
+
+
+def test_a_fresh_search_that_failed_is_tried_again(tmp_path, monkeypatch):
+    fresh_here(monkeypatch)
+    spec = spec_of(tmp_path, 5)
+    workload = oom_workload(tmp_path, 5)
+    plan = build_sweep_plan(spec, workload, PROFILES["quick"], CPU)
+    ctx = Context(CPU, earlier_boundaries={("fp32", "default"): OomBoundary("fp32", "error", reason="x",
+                                                                            fresh_process=True)})
+    found = list(search_boundary(spec, workload, "fp32", [], plan, ctx, Variant(), None))
+    assert found[-1].status == "ok" and found[-1].max_batch == 5
