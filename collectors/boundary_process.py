@@ -13,7 +13,10 @@ What the collection process ran before keeps memory the search cannot have (the 
 grow with every library and compiled graph used; cached blocks pinned by what is still alive). So on a GPU
 each boundary search runs in a child process of its own (`python -m collectors.boundary_process`): it builds
 the workload from its spec, runs collectors/boundary.py's search and prints each probe and the boundary as
-a JSON line, which the collector saves as they come. The boundary says so (`fresh_process`).
+a JSON line, which the collector saves as they come. The boundary says so (`fresh_process`). The collection
+keeps its own CUDA context meanwhile (the model goes to the CPU): a new standard collection of mlp-stgan on
+another H100 lend, its sweeps and variants run first, found the same bf16 boundary (1,051,582) as the
+committed document's fresh search (results/h100-80gb/diagnostics/lend-2026-11-23-b/).
 """
 
 from __future__ import annotations
