@@ -56,7 +56,8 @@ def settings_of(plan: Plan | None) -> dict[str, Settings]:
         return {}
     source = next((t for t in plan.targets if t.is_source), None)
     extra = [r for r in (source.recommendations if source else []) if r.setting in ("learning_rate",
-                                                                                      "gradient_accumulation")]
+                                                                                      "gradient_accumulation",
+                                                                                      "gemm_shapes")]
     return {a.workload: Settings(a, [r for r in extra if r.workload == a.workload])
             for a in build_answers(plan) if a.measured and a.gpu_count == 1}
 
