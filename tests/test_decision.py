@@ -136,7 +136,8 @@ def test_the_first_screen_says_to_pad_gpt_smalls_vocabulary_with_the_measured_ga
     blocks = {b.workload: b for b in report.sections[0].blocks}
     raw = json.loads((H100 / "diagnostics" / "vocab-padding.json").read_text())
     eager = {r["vocab"]: min(s["median"] for s in r["step_s"]) for r in raw["rows"] if r["variant"] == "default"}
-    said = f"gemm shapes: pad matrix dimensions to a multiple of 64 (measured {eager[50257] / eager[50304]:.2f}× faster)"
+    gain = eager[50257] / eager[50304]
+    said = f"gemm shapes: pad matrix dimensions to a multiple of 64 (measured {gain:.2f}× faster)"
     assert said in blocks["gpt-small"].extra
     assert not any(e.startswith("gemm shapes") for e in blocks["resnet50"].extra)
     assert said in text(render_report_html(report))

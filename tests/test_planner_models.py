@@ -80,9 +80,10 @@ def test_h200_predicted_from_h100_meets_the_median_target_on_the_reference_workl
     assert summary["naive_flops_median"] > summary["model_median"]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 18's 'none over 15 %' is not met: 10 counted rows miss by 15-24 %, 9 of "
-                   "them host-set or dlrm-small steps whose own repeat on another lend moved by more (docs/accuracy.md), "
-                   "one gpt-small's compiled step, where the H100's cuBLAS keeps an unaligned Turing-era GEMM")
+@pytest.mark.xfail(strict=True, reason="issue 18's 'none over 15 %' is not met: 10 counted rows miss by 15-24 %, "
+                   "9 of them host-set or dlrm-small steps whose own repeat on another lend moved by more "
+                   "(docs/accuracy.md), one gpt-small's compiled step, where the H100's cuBLAS keeps an unaligned "
+                   "Turing-era GEMM")
 @pytest.mark.parametrize("direction", ["h100→h200", "h200→h100"])
 def test_every_workload_meets_issue_18s_target(h100, h200, direction):
     table = build_accuracy(h100, h200) if direction == "h100→h200" else build_accuracy(h200, h100)
