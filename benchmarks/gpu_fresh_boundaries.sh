@@ -3,9 +3,10 @@
 # collectors/boundary_process.py), over the committed documents, whose timed points are reused:
 #   bash benchmarks/gpu_fresh_boundaries.sh MACHINE      (from the repository root; one call, ~9 minutes)
 # mlp-stgan, gpt-small and resnet50 at every precision and allocator (capacity profile), then the four
-# example workloads' bf16 boundary (standard). conv-rollout is left: the H200's document is of collector 2,
-# whose timed points would be measured again (~5 minutes). Each step is cut by SIGINT at its limit (what
-# finished is saved; a rerun resumes). Leaves only $OUT/MACHINE-fresh-boundaries.tgz.
+# example workloads' bf16 boundary (standard). conv-rollout only with CONV_LIMIT_S > 0 (standard: its bf16
+# boundary; the H200's document is of collector 2, whose timed points are measured again, ~5 minutes).
+# LIMIT_S=0 or EXAMPLES_LIMIT_S=0 skips a step. Each step is cut by SIGINT at its limit (what finished is
+# saved; a rerun resumes). Leaves only $OUT/MACHINE-fresh-boundaries.tgz.
 set -u
 OUT=${OUT:?OUT must name the folder to write into}
 source "$(dirname "$0")/collect_step.sh"
@@ -15,6 +16,7 @@ step capacity "${LIMIT_S:-330}" --only workloads --profile capacity \
 step examples "${EXAMPLES_LIMIT_S:-200}" --only workloads --profile standard \
   --workload examples/vit_tiny.py:build --workload examples/dlrm_small.py:build \
   --workload examples/user_workload.py:build --workload examples/wide_transformer.py:build
+step conv-rollout "${CONV_LIMIT_S:-0}" --only workloads --profile standard --workload conv-rollout
 python3 - "$DIR" <<'PY'
 import json, pathlib, sys
 for f in sorted(pathlib.Path(sys.argv[1]).glob("workload-*.json")):
