@@ -11,8 +11,10 @@ standard library, from the repository root:
     python3 benchmarks/boundary_spread.py --machine-dir results/h200 --workload mlp-stgan \\
         --precision fp32 --allocator default --repeats 3 --out spread.json
 
-The output (appended to --out when it exists) lists each search's bracket and probes; the planner's accuracy
-tables read results/<machine>/diagnostics/boundary-spread.json as the repeat floor of the max-batch check.
+Each search runs with the collector's settings (`untuned`: no cuDNN autotuning where there is a convolution).
+The output (appended to --out when it exists) lists each search's variant, bracket and probes. Searches
+without a `variant` field were made before that (2026-11-23, first runs) with PyTorch's defaults, cuDNN
+autotuning on: for mlp-stgan and gpt-small (no convolution) the same thing, for conv-rollout not.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import json
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -38,18 +41,20 @@ def one_search(args: argparse.Namespace) -> dict:
 
     from collectors import boundary
     from collectors.sweep import Context
-    from collectors.training import Variant
+    from collectors.workload_collector import untuned
     from collectors.workloads import load_workload
     from gpuplan_schema.schema import load_document
 
     boundary.BOUNDARY_TOLERANCE = TOLERANCE  # this study's tighter bracket; the collector keeps 2 %
     device = torch.device("cuda")
     committed = load_document(args.machine_dir / f"workload-{args.workload}.json").payload
-    variant = Variant(expandable_segments=args.allocator == "expandable_segments")
     measured = [p for p in committed.points if p.precision == args.precision and p.status == "ok"
                 and p.seq_len is None and p.memory and p.variant in ("default", "no_cudnn_benchmark")]
     with device:
         workload = load_workload(BUILTIN_OR_EXAMPLE.get(args.workload, args.workload))
+    # the collector's own settings: without cuDNN autotuning where there is a convolution (its algorithms'
+    # workspaces set conv-rollout's boundary: 11.5 k with autotuning off, 16.4 k with it on, H200 bf16)
+    variant = replace(untuned(workload), expandable_segments=args.allocator == "expandable_segments")
     started = time.perf_counter()
     probes, found = [], None
     for item in boundary.iter_boundary(workload, args.precision, measured, Context(device), cap=1 << 40,
@@ -61,6 +66,7 @@ def one_search(args: argparse.Namespace) -> dict:
         else:
             found = item
     return {"workload": args.workload, "precision": args.precision, "allocator": args.allocator,
+            "variant": variant.name,
             "gpu": torch.cuda.get_device_name(device), "torch": torch.__version__, "tolerance": TOLERANCE,
             "max_batch": found.max_batch if found else None,
             "first_oom_batch": found.first_oom_batch if found else None,

@@ -7,7 +7,7 @@ Measured on the lent GPUs (2026-11-23, benchmarks/boundary_spread.py, results/*/
     workload      precision  GPU   in the collection         in fresh processes
     mlp-stgan     fp32       H100  1,095,241                 1,136,001 (3 of 3 searches)
     mlp-stgan     fp32       H200  2,007,806 and 1,967,810   2,013,448 (3 of 3)
-    conv-rollout  bf16       H200  11,557                    16,389 (2 of 2)
+    conv-rollout  bf16       H200  11,557                    11,587 (2 of 2)
 
 What the collection process ran before keeps memory the search cannot have (the CUDA context's loaded kernels
 grow with every library and compiled graph used; cached blocks pinned by what is still alive). So on a GPU

@@ -321,7 +321,8 @@ def load_earlier(path: Path, device: torch.device) -> tuple[WorkloadPayload | No
     if version != VERSION:
         probes = [p for p in payload.points if p.sweep == "probe"]
         # the wall time of the timed points measured then is not this document's: only the probes carry over
-        kept = replace(payload, points=probes, boundaries=[], complete=False, elapsed_s=0.0)
+        # its boundaries stay until searched again: a smaller profile keeps a capacity run's other precisions
+        kept = replace(payload, points=probes, complete=False, elapsed_s=0.0)
         return kept, (f"{path}: made by workloads collector {version}, without host and GPU time: its "
                       f"{len(probes)} boundary probes are reused, its timed points measured again")
     return payload, None
