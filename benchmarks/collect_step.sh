@@ -16,14 +16,18 @@ steps_done() {  # steps_done TARBALL: the steps' table, then $OUT/TARBALL of $OU
   tar czf "$OUT/$1" -C "$OUT" "$MACHINE" && ls -l "$OUT/$1"
 }
 
-step() {  # step NAME LIMIT_S ARGS...: one collector run under a SIGINT time limit, its log kept, its wall said
-  local name=$1 limit=$2; shift 2
+run_timed() {  # run_timed NAME LIMIT_S LOG CMD...: CMD under a SIGINT time limit, appended to LOG, its wall said
+  local name=$1 limit=$2 log=$3; shift 3
   if [ "$limit" = 0 ]; then echo "== $name: skipped (limit 0)"; return; fi
   local t0=$(date +%s)
-  timeout -s INT -k 20 "$limit" python3 -m collectors --out "$OUT" --machine "$MACHINE" "$@" \
-    > "$DIR/log-$name.txt" 2>&1
+  timeout -s INT -k 20 "$limit" "$@" >> "$log" 2>&1
   local rc=$? t1=$(date +%s)
   REPORT+=("$(printf '%-28s rc %-4s %4d s' "$name" "$rc" $((t1 - t0)))")
   echo "== $name: rc $rc in $((t1 - t0)) s (total $((t1 - START)) s)"
-  tr '\r' '\n' < "$DIR/log-$name.txt" | grep -v '^[a-z]* *\[' | tail -6
+  tr '\r' '\n' < "$log" | grep -v '^[a-z]* *\[' | tail -6
+}
+
+step() {  # step NAME LIMIT_S ARGS...: one collector run (run_timed), its log in $DIR/log-NAME.txt
+  local name=$1 limit=$2; shift 2
+  run_timed "$name" "$limit" "$DIR/log-$name.txt" python3 -m collectors --out "$OUT" --machine "$MACHINE" "$@"
 }

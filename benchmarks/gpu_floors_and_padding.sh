@@ -14,20 +14,12 @@ source "$(dirname "$0")/collect_step.sh"
 from_results "${1:?usage: bash benchmarks/gpu_floors_and_padding.sh MACHINE}"
 mkdir -p "$DIR/diagnostics"
 PARTS=${PARTS:-vocab spread wide}
-if [[ $PARTS == *vocab* ]]; then
-  t0=$(date +%s)
-  timeout -k 10 150 python3 benchmarks/vocab_padding.py --out "$DIR/diagnostics/vocab-padding.json" \
-    > "$DIR/log-vocab.txt" 2>&1
-  rc=$?
-  REPORT+=("$(printf '%-28s rc %-4s %4d s' vocab-padding "$rc" $(( $(date +%s) - t0 )))"); tail -4 "$DIR/log-vocab.txt"
-fi
+[[ $PARTS == *vocab* ]] && run_timed vocab-padding 150 "$DIR/log-vocab.txt" \
+  python3 benchmarks/vocab_padding.py --out "$DIR/diagnostics/vocab-padding.json"
 spread() {  # spread WORKLOAD PRECISION REPEATS
-  local t0=$(date +%s)
-  timeout -k 10 150 python3 benchmarks/boundary_spread.py --machine-dir "results/$MACHINE" --workload "$1" \
-    --precision "$2" --allocator default --repeats "$3" --out "$DIR/diagnostics/boundary-spread.json" \
-    >> "$DIR/log-spread.txt" 2>&1
-  local rc=$?
-  REPORT+=("$(printf '%-28s rc %-4s %4d s' "spread-$1-$2" "$rc" $(( $(date +%s) - t0 )))"); tail -"$3" "$DIR/log-spread.txt"
+  run_timed "spread-$1-$2" 150 "$DIR/log-spread.txt" python3 benchmarks/boundary_spread.py \
+    --machine-dir "results/$MACHINE" --workload "$1" --precision "$2" --allocator default --repeats "$3" \
+    --out "$DIR/diagnostics/boundary-spread.json"
 }
 if [[ $PARTS == *spread* ]]; then
   spread mlp-stgan fp32 3; spread mlp-stgan tf32 2; spread gpt-small bf16 2; spread conv-rollout bf16 2

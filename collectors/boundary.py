@@ -52,6 +52,7 @@ class Bracket:
 
     lo: int
     hi: int | None = None
+    tolerance: float = BOUNDARY_TOLERANCE
 
     def record(self, batch: int, fits: bool) -> None:
         if fits:
@@ -61,7 +62,7 @@ class Bracket:
 
     @property
     def narrow(self) -> bool:
-        return self.hi is not None and self.hi - self.lo <= max(1, int(self.lo * BOUNDARY_TOLERANCE))
+        return self.hi is not None and self.hi - self.lo <= max(1, int(self.lo * self.tolerance))
 
 
 def device_capacity(device: torch.device) -> int | None:
@@ -128,13 +129,14 @@ def _peak_memory(device: torch.device) -> MemoryUse | None:
 
 
 def iter_boundary(workload: Workload, precision: str, measured: list[WorkloadPoint], ctx: Context, cap: int,
-                  variant: Variant, hint: int | None = None) -> Iterator[WorkloadPoint | OomBoundary]:
+                  variant: Variant, hint: int | None = None,
+                  tolerance: float = BOUNDARY_TOLERANCE) -> Iterator[WorkloadPoint | OomBoundary]:
     """Probe points, then the boundary; `measured` are this precision's points so far (timed ones), `hint`
-    the boundary of a precision that stores tensors alike."""
+    the boundary of a precision that stores tensors alike, `tolerance` how narrow the last bracket is."""
     # an OOM with the default allocator says nothing of the search with expandable segments
     statuses = ("ok",) if variant.expandable_segments else ("ok", "oom")
     known = [p for p in measured if p.status in statuses and p.seq_len is None]
-    bracket = Bracket(lo=max((p.batch for p in known if p.status == "ok"), default=0))
+    bracket = Bracket(lo=max((p.batch for p in known if p.status == "ok"), default=0), tolerance=tolerance)
     for p in known:
         if p.status == "oom":
             bracket.record(p.batch, False)
@@ -155,6 +157,11 @@ def iter_boundary(workload: Workload, precision: str, measured: list[WorkloadPoi
 
 def allocator_of(variant: Variant) -> Allocator:
     return "expandable_segments" if variant.expandable_segments else "default"
+
+
+def probe_allocator(point: WorkloadPoint) -> Allocator:
+    """The allocator a point (a probe's included) ran with, read from its variant's name."""
+    return allocator_of(Variant.from_name(point.variant))
 
 
 def _boundary(precision: str, bracket: Bracket, cap: int) -> OomBoundary:

@@ -31,7 +31,7 @@ from collections.abc import Iterator
 
 import torch
 
-from collectors.boundary import iter_boundary
+from collectors.boundary import BOUNDARY_TOLERANCE, allocator_of, iter_boundary
 from collectors.sweep import Context
 from collectors.training import Variant
 from gpuplan_schema.payloads import OomBoundary, WorkloadPoint
@@ -53,6 +53,7 @@ class Search:
     variant: str
     hint: int | None = None
     point_timeout_s: float | None = None
+    tolerance: float = BOUNDARY_TOLERANCE  # benchmarks/boundary_spread.py bisects tighter
 
 
 def iter_boundary_in_fresh_process(search: Search) -> Iterator[WorkloadPoint | OomBoundary]:
@@ -80,7 +81,7 @@ def iter_boundary_in_fresh_process(search: Search) -> Iterator[WorkloadPoint | O
     if not ended:
         why = errors[-1] if errors else f"exit code {code}"
         yield OomBoundary(search.precision, "error", reason=f"the boundary's search process failed: {why}",
-                          allocator="expandable_segments" if "expandable" in search.variant else "default",
+                          allocator=allocator_of(Variant.from_name(search.variant)),
                           fresh_process=True)
 
 
@@ -104,7 +105,7 @@ def run_search(search: Search) -> Iterator[WorkloadPoint | OomBoundary]:
     ctx = Context(device, point_timeout_s=search.point_timeout_s)
     workload = instantiate(search.spec, device)
     for item in iter_boundary(workload, search.precision, search.measured, ctx, search.cap,
-                              Variant.from_name(search.variant), search.hint):
+                              Variant.from_name(search.variant), search.hint, search.tolerance):
         yield dataclasses.replace(item, fresh_process=True) if isinstance(item, OomBoundary) else item
 
 

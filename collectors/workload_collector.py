@@ -13,7 +13,7 @@ import torch
 
 from collectors import profiles
 from collectors.allocator import expandable_by_environment
-from collectors.boundary import SAME_STORAGE, allocator_of, iter_boundary
+from collectors.boundary import SAME_STORAGE, allocator_of, iter_boundary, probe_allocator
 from collectors.boundary_process import Search, iter_boundary_in_fresh_process
 from collectors.steady import Job, iter_steady_documents
 from collectors.sweep import Context, free_memory, measure_point
@@ -167,7 +167,7 @@ def search_boundary(name: str, workload: Workload, precision: str, measured: lis
     earlier = ctx.earlier_boundaries.get((precision, allocator))
     if earlier is not None and earlier.fresh_process and earlier.status != "error":  # a failed search is tried again
         yield from (p for p in ctx.earlier.values() if p.sweep == "probe" and p.precision == precision
-                    and allocator_of(Variant.from_name(p.variant)) == allocator)
+                    and probe_allocator(p) == allocator)
         yield earlier
         return
     workload.model.to("cpu")  # the child gets the GPU with only this process's CUDA context on it
@@ -274,7 +274,7 @@ def not_measured_again(earlier: WorkloadPayload | None, points: list[WorkloadPoi
     searched = {(b.precision, b.allocator) for b in boundaries}
     # an earlier search's probes go with its boundary when the boundary is searched again
     return ([p for p in earlier.points if p.key not in done and not (
-                p.sweep == "probe" and (p.precision, allocator_of(Variant.from_name(p.variant))) in searched)],
+                p.sweep == "probe" and (p.precision, probe_allocator(p)) in searched)],
             [b for b in earlier.boundaries if (b.precision, b.allocator) not in searched])
 
 

@@ -39,6 +39,15 @@ def test_a_search_in_a_fresh_process_probes_and_finds_what_the_search_here_does(
     assert boundary.first_oom_batch > 300
 
 
+def test_the_search_s_tolerance_reaches_the_child(tmp_path):
+    """benchmarks/boundary_spread.py bisects tighter than the collector's 2 % through the same child."""
+    spec = spec_of(tmp_path, 300)
+    loose = list(iter_boundary_in_fresh_process(Search(spec, "cpu", "fp32", [], 5000, "default", tolerance=0.3)))[-1]
+    tight = list(iter_boundary_in_fresh_process(Search(spec, "cpu", "fp32", [], 5000, "default", tolerance=0.001)))[-1]
+    assert tight.max_batch == 300 and tight.first_oom_batch == 301
+    assert 0.02 * loose.max_batch < loose.first_oom_batch - loose.max_batch <= 0.3 * loose.max_batch
+
+
 def test_the_measured_points_reach_the_child_and_set_where_it_starts(tmp_path):
     spec = spec_of(tmp_path, 300)
     ran = WorkloadPoint("probe", "fp32", 256, "default", "ok")
@@ -62,15 +71,20 @@ def test_lines_that_are_not_items_are_ignored():
     assert parse_item('[1, 2]') is None
 
 
+def collection_of(folder: Path, limit: int):  # noqa: ANN201 - (spec, workload, plan)
+    """A workload that runs out of memory above `limit`, by its spec, loaded, and its quick plan on the CPU."""
+    spec = spec_of(folder, limit)
+    workload = oom_workload(folder, limit)
+    return spec, workload, build_sweep_plan(spec, workload, PROFILES["quick"], CPU)
+
+
 def fresh_here(monkeypatch) -> None:
     monkeypatch.setattr(workload_collector, "FRESH_PROCESS_DEVICES", ("cpu",))
 
 
 def test_a_resumed_collection_takes_a_fresh_boundary_with_its_probes(tmp_path, monkeypatch):
     fresh_here(monkeypatch)
-    spec = spec_of(tmp_path, 300)
-    workload = oom_workload(tmp_path, 300)
-    plan = build_sweep_plan(spec, workload, PROFILES["quick"], CPU)
+    spec, workload, plan = collection_of(tmp_path, 300)
     probes = [WorkloadPoint("probe", "fp32", 300, "default", "ok"),
               WorkloadPoint("probe", "fp32", 306, "default", "oom"),
               WorkloadPoint("probe", "fp32", 310, "expandable_segments", "ok")]
@@ -82,9 +96,7 @@ def test_a_resumed_collection_takes_a_fresh_boundary_with_its_probes(tmp_path, m
 
 def test_a_boundary_found_in_the_collection_process_is_searched_again_in_a_fresh_one(tmp_path, monkeypatch):
     fresh_here(monkeypatch)
-    spec = spec_of(tmp_path, 5)
-    workload = oom_workload(tmp_path, 5)
-    plan = build_sweep_plan(spec, workload, PROFILES["quick"], CPU)
+    spec, workload, plan = collection_of(tmp_path, 5)
     old = WorkloadPoint("probe", "fp32", 3, "default", "ok")
     ctx = Context(CPU, earlier={old.key: old},
                   earlier_boundaries={("fp32", "default"): OomBoundary("fp32", "ok", 3, 4)})
@@ -104,9 +116,7 @@ def test_a_boundary_found_in_the_collection_process_is_searched_again_in_a_fresh
 def test_the_collection_moves_its_model_off_the_device_before_the_child_runs(tmp_path, monkeypatch):
     """The child must get the memory the collection's model would hold: the model goes to the CPU first."""
     fresh_here(monkeypatch)
-    spec = spec_of(tmp_path, 5)
-    workload = oom_workload(tmp_path, 5)
-    plan = build_sweep_plan(spec, workload, PROFILES["quick"], CPU)
+    spec, workload, plan = collection_of(tmp_path, 5)
     found = list(search_boundary(spec, workload, "fp32", [], plan, Context(CPU), Variant(), None))
     assert found[-1].max_batch == 5
     assert next(workload.model.parameters()).device.type == "cpu"
@@ -143,9 +153,7 @@ def build():
 
 def test_a_fresh_search_that_failed_is_tried_again(tmp_path, monkeypatch):
     fresh_here(monkeypatch)
-    spec = spec_of(tmp_path, 5)
-    workload = oom_workload(tmp_path, 5)
-    plan = build_sweep_plan(spec, workload, PROFILES["quick"], CPU)
+    spec, workload, plan = collection_of(tmp_path, 5)
     ctx = Context(CPU, earlier_boundaries={("fp32", "default"): OomBoundary("fp32", "error", reason="x",
                                                                             fresh_process=True)})
     found = list(search_boundary(spec, workload, "fp32", [], plan, ctx, Variant(), None))

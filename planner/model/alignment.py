@@ -63,15 +63,16 @@ def measured_padding(folder: Path, workload: str) -> tuple[str, float] | None:
         steps = {(r["vocab"], r["variant"]): min(s["median"] for s in r["step_s"]) for r in raw["rows"]}
     except (OSError, ValueError, KeyError, TypeError):
         return None  # a missing or broken diagnostic only loses the quote
-    (small, large) = sorted({v for v, _ in steps})[:2] if len({v for v, _ in steps}) >= 2 else (None, None)
-    if small is None:
+    vocabs = sorted({v for v, _ in steps})
+    if len(vocabs) < 2:
+        return None
+    small, large = vocabs[:2]
+    if (small, "default") not in steps or (large, "default") not in steps:
         return None
     parts = [f"{label} {steps[(small, v)] * 1e3:.0f} → {steps[(large, v)] * 1e3:.0f} ms "
              f"({steps[(small, v)] / steps[(large, v)]:.2f}×)"
              for v, label in (("default", "eager"), ("compile", "compiled"))
              if (small, v) in steps and (large, v) in steps]
-    if not parts or (small, "default") not in steps or (large, "default") not in steps:
-        return None
     return (f"measured on this GPU with the vocabulary padded from {small} to {large} (batch {raw.get('batch')}): "
             + ", ".join(parts) + f" ({path})"), steps[(small, "default")] / steps[(large, "default")] - 1
 
