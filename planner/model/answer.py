@@ -55,6 +55,14 @@ def answers_of_target(plan: Plan, target: Target) -> list[WorkloadAnswer]:
     return out
 
 
+def measured_answers(plan: Plan | None) -> dict[str, WorkloadAnswer]:
+    """Per workload, the measured GPU's answer (one GPU), as the report's sections read it."""
+    if plan is None:
+        return {}
+    source = next(t for t in plan.targets if t.is_source)
+    return {a.workload: a for a in answers_of_target(plan, source) if a.gpu_count == 1}
+
+
 def build_answers(plan: Plan) -> list[WorkloadAnswer]:
     """Every workload's answer on every target of the plan, the measured GPU first."""
     return [a for t in plan.targets for a in answers_of_target(plan, t)]

@@ -156,7 +156,8 @@ def judge_by_scaling(payload: WorkloadPayload, point: WorkloadPoint, rates: Rate
         shares = {"math": f, "memory": b} if which else {}
         if kind is BoundKind.UNDETERMINED and (nearest := nearest_gpu_class(payload, point, rooflines)):
             kind, which = nearest
-        gpu = "the GPU sets the step" + (", but no profile says whether math or memory" if not which else "")
+        gpu = "the GPU sets the step" + ("" if which else ", but nothing measured says whether by math or memory "
+                                         "(`gpuplan collect --only roofline` profiles it)")
         return Judgement(kind, point.batch, point.precision, f"from the step's scaling: {grew}, so {gpu}{which}",
                          shares, "scaling")
     return Judgement(BoundKind.UNDETERMINED, point.batch, point.precision,

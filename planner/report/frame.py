@@ -113,7 +113,7 @@ REPORT_ORDER: tuple[Slot, ...] = (
          "Not collected: the ceilings collector has not run on this machine (gpuplan collect --only ceilings)."),
     Slot("roofline", "Roofline", lambda r: build_roofline_sections(r.machine),
          "No roofline: it is drawn from the measured ceilings, which were not collected."),
-    Slot("workloads", "Workloads", lambda r: build_workload_sections(r.machine),
+    Slot("workloads", "Workloads", lambda r: build_workload_sections(r.machine, r.plan),
          "Not collected: no workload was measured on this machine (gpuplan collect --only workloads)."),
     Slot("op-roofline", "Per-operation roofline", lambda r: build_op_roofline_sections(r.machine),
          "Not collected: no per-operation profile (a roofline document) is in this machine's results."),
