@@ -10,7 +10,7 @@ from paths import RESULTS
 
 from gpuplan_schema.results import load_machine_and_root
 from planner.model.bounds import BoundKind
-from planner.model.default_jobs import nice_count, rank_workload_jobs
+from planner.model.default_jobs import nice_count
 from planner.model.jobs import parse_job
 from planner.model.plan import DEFAULT_JOB, build_plan, report_plan
 from planner.render.report import render_report_html
@@ -95,9 +95,9 @@ def test_a_job_asked_for_replaces_its_workloads_default_and_the_instance_section
     assert instances.job == "gpt-small bf16 tokens=1B"
 
 
-def test_default_jobs_rank_without_a_plan_only_for_a_plannable_machine():
+def test_default_jobs_rank_only_for_a_plannable_machine():
     machine, measured = load_machine_and_root(RESULTS / "h200-x2")
-    assert rank_workload_jobs(machine, None, measured) == {}
+    assert report_plan(machine, None, measured) is None
     assert [nice_count(x) for x in (0.5, 3, 7.9, 1.65e11)] == [1.0, 2, 10, 2e11]
 
 
@@ -107,7 +107,7 @@ def test_the_decision_page_ranks_a_job_as_gpuplan_plan_does():
     machine, measured = load_machine_and_root(H100)
     job = parse_job(DEFAULT_JOB)
     plan = build_plan(machine, ["H100 SXM"], job, measured)
-    page = rank_workload_jobs(machine, job, measured)["resnet50"]
+    page = report_plan(machine, job, measured).jobs["resnet50"]
 
     def key(rows: list) -> list[tuple]:
         return [(r.instance, r.hours, r.hours_low, r.limited_by, r.validated) for r in rows]

@@ -22,6 +22,7 @@ from planner.model.bands import BandTable, band_table_for, measured_band, with_b
 from planner.model.choice import Choice
 from planner.model.crossarch import CrossCheck, build_crosscheck
 from planner.model.dataloader_verdict import build_feed_verdicts
+from planner.model.default_jobs import JobRanking, rank_default_jobs
 from planner.model.expect import Expected, build_expected, cap_by_input, knee_prediction
 from planner.model.fp8 import as_fp8, measured_precision, require_fp8
 from planner.model.host import feed_limit, load_feed
@@ -92,6 +93,8 @@ class Plan:
     crosscheck: CrossCheck | None = None
     assumptions: list[str] = field(default_factory=list)
     node_ranking: list[NodeRow] = field(default_factory=list)   # with a job: multi-node instances by node count
+    jobs: dict[str, JobRanking] = field(default_factory=dict)   # workload → its default job (or the one asked) ranked
+    job_asked: bool = False     # `job` is the user's (--job), not the default job
 
 
 @dataclass(frozen=True)
@@ -116,17 +119,17 @@ def load_source(machine: MachineResults) -> Source:
 
 def report_plan(machine: MachineResults, job: Job | None = None,
                 measured: Sequence[MachineResults] = ()) -> Plan | None:
-    """The plan a report shows (default targets, `job` ranked), or None for a machine the planner cannot
-    use (no GPU in the catalog, no ceilings, no workloads): its report says so in each planner part.
-    Without a `job`, DEFAULT_JOB is ranked where the machine measured its workload, else nothing is."""
-    try:
-        load_source(machine)
-    except PlanError:
+    """The plan a report shows (default targets, every workload's default job ranked, `job` in its workload's
+    place), or None for a machine the planner cannot use (no GPU in the catalog, no ceilings, no workloads): its
+    report says so in each planner part."""
+    if not plannable(machine):
         return None
-    if job is None:
-        default = parse_job(DEFAULT_JOB)
-        job = default if any(w.workload == default.workload for w in machine.workloads) else None
-    return build_plan(machine, None, job, measured)
+    return build_plan(machine, None, job, measured, rank_defaults=True)
+
+
+def plannable(machine: MachineResults) -> bool:
+    name = machine.gpu_name
+    return bool(name and match_gpu(name) and machine.ceilings is not None and machine.workloads)
 
 
 def resolve_target(name: str) -> tuple[str, GpuSpec, int]:
@@ -300,10 +303,11 @@ def _does_not_fit(payload: WorkloadPayload, job: Job, safe: int | None) -> Estim
 
 
 def build_plan(machine: MachineResults, targets: list[str] | None = None, job: Job | None = None,
-               measured: Sequence[MachineResults] = ()) -> Plan:
+               measured: Sequence[MachineResults] = (), *, rank_defaults: bool = False) -> Plan:
     """The plan of one measured machine. `measured`: the machines (loaded once, the source among them or
     not) whose measurements the plan may cite: multi-GPU efficiencies, and the accuracy residuals that set
-    the prediction bands."""
+    the prediction bands. `job` is ranked; without one, `rank_defaults` ranks each workload's default job at its
+    recommended precision and makes resnet50's (DEFAULT_JOB's workload) the plan's job, as a report shows it."""
     machines = all_machines(machine, measured)
     source, check = prepare_source(machine, machines)
     names = targets or [source.spec.name, *(t for t in DEFAULT_TARGETS if t != source.spec.name)]
@@ -314,12 +318,21 @@ def build_plan(machine: MachineResults, targets: list[str] | None = None, job: J
             continue  # the measured GPU itself: already first
         built.append(build_source_target(source, label, count) if gpu.name == source.spec.name
                      else build_target(source, label, gpu, count, built[0]))
-    if job is None:
+    if job is None and not rank_defaults:
         return Plan(machine.machine, source.spec, built, None, [], check)
     ranker = JobRanker(source, build_scaling(gather_efficiencies(measured)))
+    precisions = {w: s.precision for w, s in built[0].settings.items()}
+    jobs = rank_default_jobs(machine.workloads, ranker.rank, job, precisions) if rank_defaults else {}
+    asked = job is not None
+    if job is None:
+        default = parse_job(DEFAULT_JOB).workload
+        job = jobs[default].job if default in jobs else None
+    if job is None:
+        return Plan(machine.machine, source.spec, built, None, [], check, jobs=jobs)
     predict = build_predictor(source, job)
-    nodes = build_node_ranking(job, predict, machines, scaling=ranker.scaling)
-    return Plan(machine.machine, source.spec, built, job, ranker.rank(job, predict), check, ASSUMPTIONS, nodes)
+    ranking = jobs[job.workload].rows if job.workload in jobs else ranker.rank(job, predict)
+    nodes = build_node_ranking(job, predict, machines, scaling=ranker.scaling, feed=build_feed(source, job))
+    return Plan(machine.machine, source.spec, built, job, ranking, check, ASSUMPTIONS, nodes, jobs, asked)
 
 
 def all_machines(machine: MachineResults, measured: Sequence[MachineResults]) -> list[MachineResults]:
