@@ -35,6 +35,7 @@ class WorkloadAnswer:
 
     def to_dict(self) -> dict:
         out = asdict(self)
+        out["expected"] = self.expected.to_dict() if self.expected else None
         out["allocator_env"] = self.allocator_env
         return out
 

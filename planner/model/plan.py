@@ -390,6 +390,9 @@ def plan_to_json(plan: Plan) -> dict:
                      "validated": t.validated} for t in plan.targets],
         "job": plan.job.to_dict() if plan.job else None,
         "ranking": [r.to_dict() for r in plan.ranking],
+        "job_asked": plan.job_asked,
+        "jobs": {w: {"job": j.job.to_dict(), "asked": j.asked, "ranking": [r.to_dict() for r in j.rows]}
+                 for w, j in plan.jobs.items()},
         "assumptions": plan.assumptions,
         "node_ranking": [r.to_dict() for r in plan.node_ranking],
         "crosscheck": plan.crosscheck.to_dict() if plan.crosscheck else None,
