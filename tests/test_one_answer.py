@@ -4,6 +4,7 @@ recommended batch; unchecked GPUs carry their mark everywhere; a report builds i
 
 from __future__ import annotations
 
+import ast
 import html as html_lib
 import json
 import re
@@ -60,7 +61,7 @@ def test_committed_results_plan_json_report_and_site_give_one_answer(folder, cap
     blocks = {b.workload: b for b in decision.blocks}
     index = build_site_index([machine], [report])
     cells = dict(zip([c.title for c in index.columns], index.rows[0].cells, strict=True))
-    chooser = build_chooser([machine, *measured])
+    chooser = build_chooser([(machine, plan)])
     for workload in workload_names([machine]):
         answer, block = answers.get(workload), blocks[workload]
         if answer is None or answer["expected"] is None:
@@ -106,7 +107,7 @@ def test_an_unchecked_gpu_is_marked_on_every_screen(capsys):
     instance = next(r.instance for r in b200)
     row = next(line for line in page.splitlines() if f"<tr><td>{instance} " in line)
     assert "† unchecked" in row
-    chooser = build_chooser([machine])
+    chooser = build_chooser([(machine, plan)])
     names = [m[0] for m in chooser.instances]
     flagged = {names[r[0]] for t in chooser.tables.values() for r in t["rows"] if r[1] and r[8]}
     assert instance in flagged and not any("H100" in n and "B200" not in n for n in flagged if "p5." in n)
@@ -178,3 +179,32 @@ def test_a_report_builds_its_plan_once(monkeypatch):
         monkeypatch.setattr(plan_module, name, counted)
     build_report_for(RESULTS / "h100-80gb")
     assert calls == {"load_source": 1, "prepare_source": 1}
+
+
+PRESENTATION = ("planner/report", "planner/render", "planner/site", "planner/charts")
+DECIDERS = {
+    "planner.model.judge", "planner.model.choice", "planner.model.expect.build_expected",
+    "planner.model.expect.cap_by_input", "planner.model.performance.predict_point",
+    "planner.model.performance.iter_predictions", "planner.model.performance.source_bound",
+    "planner.model.performance.target_rates", "planner.model.plan.build_plan", "planner.model.plan.load_source",
+    "planner.model.plan.prepare_source", "planner.model.plan.build_ranker", "planner.model.advice",
+    "planner.model.recommend.find_knee", "planner.model.recommend.recommend_precision",
+    "planner.model.recommend.recommend_variants",
+}
+ENTRY_POINTS = {"planner/report/frame.py", "planner/site/build.py"}   # load their folder once, then report_plan
+
+
+def test_presentation_imports_no_function_that_decides_and_no_loader():
+    """docs/architecture.md, 'The plan decides; everything else formats'."""
+    wrong = []
+    for folder in PRESENTATION:
+        for path in sorted((REPO / folder).rglob("*.py")):
+            rel = str(path.relative_to(REPO))
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if not isinstance(node, ast.ImportFrom) or not node.module:
+                    continue
+                names = {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+                wrong += [f"{rel}: {n}" for n in names if n in DECIDERS]
+                if node.module == "gpuplan_schema.results" and rel not in ENTRY_POINTS:
+                    wrong += [f"{rel}: {a.name}" for a in node.names if a.name.startswith("load_")]
+    assert wrong == []

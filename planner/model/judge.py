@@ -24,6 +24,7 @@ from planner.model.bound import bound_of
 from planner.model.bounds import PART_KIND, BoundKind
 from planner.model.performance import Prediction, Rates, count_fractions
 from planner.model.split import HALF_SIBLING, PLAIN_VARIANTS, interpolate, roofline_splits, with_measured_host
+from planner.model.workload_verdict import plain_point  # noqa: F401 - re-exported
 
 NEAR = 2.0              # a profile describes batches within this factor of its own
 GPU_ELASTICITY = 0.75   # step ∝ batch^e: at least this, the GPU's work sets the step
@@ -68,14 +69,6 @@ class Judgement:
     def to_dict(self) -> dict:
         return {"bound": self.kind.value, "label": self.label, "batch": self.batch, "precision": self.precision,
                 "how": self.how, "basis": self.basis, "shares": self.shares}
-
-
-def plain_point(payload: WorkloadPayload, batch: int, precision: str) -> WorkloadPoint | None:
-    """The measured plain run of (precision, batch): a variant trial, else the sweep's point."""
-    found = [p for p in payload.points if p.batch == batch and p.precision == precision and p.status == "ok"
-             and p.seq_len is None and p.variant in PLAIN_VARIANTS and p.step_s and p.sweep in ("variant", "batch")]
-    found.sort(key=lambda p: p.sweep != "variant")
-    return found[0] if found else None
 
 
 def elasticity(payload: WorkloadPayload, precision: str, batch: int) -> tuple[float, int, int] | None:

@@ -95,6 +95,7 @@ class Plan:
     node_ranking: list[NodeRow] = field(default_factory=list)   # with a job: multi-node instances by node count
     jobs: dict[str, JobRanking] = field(default_factory=dict)   # workload → its default job (or the one asked) ranked
     job_asked: bool = False     # `job` is the user's (--job), not the default job
+    ranker: JobRanker | None = field(default=None, repr=False, compare=False)   # ranks any other job of the source
 
 
 @dataclass(frozen=True)
@@ -328,11 +329,11 @@ def build_plan(machine: MachineResults, targets: list[str] | None = None, job: J
         default = parse_job(DEFAULT_JOB).workload
         job = jobs[default].job if default in jobs else None
     if job is None:
-        return Plan(machine.machine, source.spec, built, None, [], check, jobs=jobs)
+        return Plan(machine.machine, source.spec, built, None, [], check, jobs=jobs, ranker=ranker)
     predict = build_predictor(source, job)
     ranking = jobs[job.workload].rows if job.workload in jobs else ranker.rank(job, predict)
     nodes = build_node_ranking(job, predict, machines, scaling=ranker.scaling, feed=build_feed(source, job))
-    return Plan(machine.machine, source.spec, built, job, ranking, check, ASSUMPTIONS, nodes, jobs, asked)
+    return Plan(machine.machine, source.spec, built, job, ranking, check, ASSUMPTIONS, nodes, jobs, asked, ranker)
 
 
 def all_machines(machine: MachineResults, measured: Sequence[MachineResults]) -> list[MachineResults]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from gpuplan_schema.payloads import WorkloadPayload, WorkloadPoint
 from gpuplan_schema.results import MachineResults
+from planner.model.split import PLAIN_VARIANTS
 from planner.units import format_bytes, format_duration, format_number, format_percent, unit_label
 
 
@@ -42,6 +43,14 @@ def judged_point(payload: WorkloadPayload, main: int) -> WorkloadPoint | None:
           and p.seq_len is None and p.throughput_per_s and p.sweep in ("variant", "batch")]
     ok.sort(key=lambda p: p.sweep != "variant")
     return max(ok, key=lambda p: p.throughput_per_s, default=None)
+
+
+def plain_point(payload: WorkloadPayload, batch: int, precision: str) -> WorkloadPoint | None:
+    """The measured plain run of (precision, batch): a variant trial, else the sweep's point."""
+    found = [p for p in payload.points if p.batch == batch and p.precision == precision and p.status == "ok"
+             and p.seq_len is None and p.variant in PLAIN_VARIANTS and p.step_s and p.sweep in ("variant", "batch")]
+    found.sort(key=lambda p: p.sweep != "variant")
+    return found[0] if found else None
 
 
 def sweep_throughput(payload: WorkloadPayload, precision: str) -> dict[int, float]:

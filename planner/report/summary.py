@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from gpuplan_schema.results import MachineResults
 from gpuplan_schema.stats import Stat
-from planner.model.judge import plain_point
+from planner.model.workload_verdict import plain_point
 from planner.report.changes import Change, build_workload_changes, top_changes
 from planner.report.glossary import term_anchor
 from planner.report.sections import SectionBase

@@ -18,9 +18,15 @@ from gpuplan_schema.stats import Stat
 from planner.charts.base import DTYPE_ORDER, build_memory_chart, build_sequence_chart, build_throughput_chart
 from planner.model.answer import WorkloadAnswer, measured_answers
 from planner.model.expect import Expected
-from planner.model.judge import plain_point
 from planner.model.plan import Plan
-from planner.model.workload_verdict import Verdict, evidence_lines, gpu_memory_bytes, judged_point, main_batch
+from planner.model.workload_verdict import (
+    Verdict,
+    evidence_lines,
+    gpu_memory_bytes,
+    judged_point,
+    main_batch,
+    plain_point,
+)
 from planner.report.sections import SectionBase
 from planner.units import unit_label
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from gpuplan_schema.machine import sanitize_machine_id
 from gpuplan_schema.stats import Stat
-from planner.model.judge import plain_point
+from planner.model.workload_verdict import plain_point
 from planner.report.frame import Report
 from planner.report.glossary import term_anchor
 from planner.report.workloads import WorkloadSection, precision_rank
