@@ -4,7 +4,7 @@ Issue 18's max-batch check compares a predicted boundary with one measured searc
 allocator that search's answer depends on how the cache happened to be cut up: the H200's mlp-stgan fp32
 boundary was 2,007,806 in one collection and 1,967,810 (-2.0 %) in another. This repeats the search of one
 (workload, precision, allocator) REPEATS times, each in a new Python process (the collector's own child,
-collectors/boundary_process.py; this process never starts CUDA), starting from the line through the
+collectors/workloads/boundary_process.py; this process never starts CUDA), starting from the line through the
 committed document's memory readings (not from its boundary) and bisecting to TOLERANCE, tighter than the
 collector's 2 %. Runs on the GPU host with torch, nvidia-ml-py and the standard library, from the repository
 root:
@@ -30,9 +30,9 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from collectors.boundary_process import Search, iter_boundary_in_fresh_process  # noqa: E402
-from collectors.workload_collector import untuned  # noqa: E402
 from collectors.workloads import load_workload  # noqa: E402
+from collectors.workloads.boundary_process import Search, iter_boundary_in_fresh_process  # noqa: E402
+from collectors.workloads.sweep_plan import untuned  # noqa: E402
 from gpuplan_schema.payloads import OomBoundary  # noqa: E402
 from gpuplan_schema.schema import load_document  # noqa: E402
 
@@ -52,7 +52,8 @@ def gpu_name() -> str | None:
 
 
 def one_search(search: Search) -> dict:
-    """One search, in a fresh child process (the collector's own, collectors/boundary_process.py), as a dict."""
+    """One search, in a fresh child process (the collector's own, collectors/workloads/boundary_process.py),
+    as a dict."""
     started = time.perf_counter()
     probes, found = [], None
     for item in iter_boundary_in_fresh_process(search):

@@ -20,9 +20,9 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from collectors.host_time import device_events  # noqa: E402
-from collectors.training import Variant, build_step, precision_mode, prepare_model  # noqa: E402
+from collectors.core.host_time import device_events  # noqa: E402
 from collectors.workloads import load_workload  # noqa: E402
+from collectors.workloads.training import Variant, build_step, precision_mode, prepare_model  # noqa: E402
 
 STEPS = 3
 FAMILIES = (("attention", ("flash", "fmha", "attention", "efficient")),

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 18: every boundary searched again, each in a fresh process (workloads collector 5,
-# collectors/boundary_process.py), over the committed documents, whose timed points are reused:
+# collectors/workloads/boundary_process.py), over the committed documents, whose timed points are reused:
 #   bash benchmarks/gpu_fresh_boundaries.sh MACHINE      (from the repository root; one call, ~9 minutes)
 # mlp-stgan, gpt-small and resnet50 at every precision and allocator (capacity profile), then the four
 # example workloads' bf16 boundary (standard). conv-rollout only with CONV_LIMIT_S > 0 (standard: its bf16

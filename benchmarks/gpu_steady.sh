@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 18: the points whose step the host's speed moves, timed again in one interleaved window for all the
-# workloads (workloads collector 4, collectors/steady.py). One call of at most ~9 minutes on one GPU:
+# workloads (workloads collector 4, collectors/workloads/steady.py). One call of at most ~9 minutes on one GPU:
 #   bash benchmarks/gpu_steady.sh MACHINE      (h100-80gb or h200; from the repository root)
 # The machine's committed results are copied into $OUT/MACHINE first: a collector-3 document lends every
 # point (load_earlier), a collector-2 one (the H200's mlp-stgan) its probes, its timed points measured

@@ -22,9 +22,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.compile_kernels import kernel_time  # noqa: E402
-from collectors.timing import TimingPlan, time_callable  # noqa: E402
-from collectors.training import Variant, build_step, precision_mode, prepare_model  # noqa: E402
-from collectors.workloads import builtin, workload_from_dict  # noqa: E402
+from collectors.core.timing import TimingPlan, time_callable  # noqa: E402
+from collectors.workloads import workload_from_dict
+from collectors.workloads.models import builtin  # noqa: E402
+from collectors.workloads.training import Variant, build_step, precision_mode, prepare_model  # noqa: E402
 
 VOCABS = (builtin.GPT_VOCAB, 50304)
 PASSES = 2

@@ -18,11 +18,11 @@ import torch
 from paths import REPO, RESULTS
 
 from collectors.__main__ import main as collect_main
-from collectors.ceilings import VERSION as CEILINGS_VERSION
-from collectors.dispatch import measure_dispatch
-from collectors.host_time import device_activities, gpu_busy, host_issue, measure_host_share
-from collectors.resume import why_complete
-from collectors.workload_collector import NAME, VERSION, iter_workload_documents, load_earlier
+from collectors.ceilings.collect import VERSION as CEILINGS_VERSION
+from collectors.ceilings.dispatch import measure_dispatch
+from collectors.core.host_time import device_activities, gpu_busy, host_issue, measure_host_share
+from collectors.core.resume import why_complete
+from collectors.workloads.collect import NAME, VERSION, iter_workload_documents, load_earlier
 from gpuplan_schema.payloads import CeilingsPayload, WorkloadPayload, WorkloadPoint
 from gpuplan_schema.progress import Progress
 from gpuplan_schema.results import load_machine

@@ -103,7 +103,7 @@ def test_max_batch_predictions_are_within_3_percent_of_the_measured_boundaries(h
 
 
 def test_boundaries_searched_in_fresh_processes_on_both_gpus(h100, h200):
-    """Workloads collector 5 searches each boundary in a process of its own (collectors/boundary_process.py);
+    """Workloads collector 5 searches each boundary in a process of its own (collectors/workloads/boundary_process.py);
     conv-rollout's documents (collectors 2 and 3) keep theirs from the collection's process."""
     for machine in (h100, h200):
         for payload in machine.workloads:

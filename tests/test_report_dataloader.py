@@ -20,8 +20,8 @@ from paths import REPO as ROOT
 from pypdf import PdfReader
 
 from collectors.__main__ import main as collect_main
-from collectors.dataloader_collector import skipped_payload
-from collectors.image_pipeline import sample_bytes
+from collectors.dataloader.collect import skipped_payload
+from collectors.dataloader.image_pipeline import sample_bytes
 from gpuplan_schema.payloads import DataloaderPayload, WorkloadPayload
 from gpuplan_schema.results import load_machine
 from gpuplan_schema.schema import build_document, load_document, save_document

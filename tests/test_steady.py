@@ -1,4 +1,4 @@
-"""Steady timing of the points a host's speed moves (collectors/steady.py): which points, the interleaved
+"""Steady timing of the points a host's speed moves (collectors/workloads/steady.py): which points, the interleaved
 rounds, the document they leave, and a rerun over a document of workloads collector 3.
 
 On the CPU there is no GPU busy time, so no point of a collection here is chosen by itself; the re-timing is
@@ -16,8 +16,9 @@ import pytest
 import torch
 from paths import REPO, RESULTS
 
-from collectors import profiles
-from collectors.steady import (
+from collectors.core import profiles
+from collectors.workloads.collect import NAME, VERSION, iter_workload_documents, load_earlier
+from collectors.workloads.steady import (
     ROUNDS,
     Job,
     SteadyTiming,
@@ -26,9 +27,9 @@ from collectors.steady import (
     needs_steady,
     with_steady,
 )
-from collectors.sweep import Context
-from collectors.training import Variant
-from collectors.workload_collector import NAME, VERSION, instantiate, iter_workload_documents, load_earlier
+from collectors.workloads.sweep import Context
+from collectors.workloads.sweep_plan import instantiate
+from collectors.workloads.training import Variant
 from gpuplan_schema.payloads import MemoryUse, WorkloadPayload, WorkloadPoint
 from gpuplan_schema.progress import Progress
 from gpuplan_schema.schema import build_document, load_document, save_document

@@ -61,7 +61,7 @@ class BandwidthCeiling:
 
 @dataclass(frozen=True)
 class DispatchCeiling:
-    """How fast this host issues work through PyTorch (ceilings collector 3; collectors/dispatch.py).
+    """How fast this host issues work through PyTorch (ceilings collector 3; collectors/ceilings/dispatch.py).
 
     `op_issue_s`: host seconds per tiny `torch.add` on small device tensors, issued back to back
     without synchronising (dispatcher + launch; on a CPU the add itself runs too). `linear_step_issue_s`:

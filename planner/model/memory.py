@@ -13,7 +13,7 @@ usable = peak(max_batch) as a fraction of the card's datasheet memory. A target 
 fraction of its own memory (H100 → H200: gpt-small bf16 77 → 137 measured, 137 predicted), and the
 recommended batch keeps SAFETY_MARGIN below the predicted boundary.
 
-A fit is made per allocator whose boundary was measured (collectors/allocator.py). With PyTorch's
+A fit is made per allocator whose boundary was measured (collectors/core/allocator.py). With PyTorch's
 default allocator, fragmentation is part of the usable fraction, and it is not the same from one
 collection to the next (conv-rollout bf16 on an H100: 9145 in one, 6543 in another); with
 expandable segments what is allocated sets the boundary, and two collections agree within 0.7 %.

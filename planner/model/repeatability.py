@@ -9,7 +9,7 @@ GPU machines a host-bound step (vit-tiny bf16 batch 64, set by the host issuing 
 32.7 ms in the sweep and 19.7 ms as a variant on one H100, while GPU-bound steps repeat within 2 %
 (docs/accuracy.md, "Repeatability"; benchmarks/host_noise.py says why: the VM's launch cost wanders).
 
-Since workloads collector 4 those steps are timed steadily (collectors/steady.py), all in one window, and
+Since workloads collector 4 those steps are timed steadily (collectors/workloads/steady.py), all in one window, and
 repeat within a few percent in one collection. Another lend of the same GPU type is another host, though:
 a machine folder may keep another lend's steady documents under `diagnostics/<name>/` (never read as
 results), and each configuration both timed steadily is a pair too, of scope "another lend". On the lent

@@ -1,12 +1,12 @@
 """`dataloader` collector: how fast this machine's CPUs turn JPEG files into training batches on the device.
 
-A synthetic ImageNet-like JPEG set (collectors/jpeg_dataset.py) goes through the usual training transform
-(collectors/image_pipeline.py) in a torch DataLoader, swept over `num_workers` (0, 1, 2, 4, … up to the
+A synthetic ImageNet-like JPEG set (collectors/dataloader/jpeg_dataset.py) goes through the usual training transform
+(collectors/dataloader/image_pipeline.py) in a torch DataLoader, swept over `num_workers` (0, 1, 2, 4, … up to the
 usable cores, plus 75% of them: seed 004's rule of thumb), `prefetch_factor` (1, 2, 4, 8) and `pin_memory`;
 then one configuration runs two epochs with and without `persistent_workers`. Each point records samples/s
 delivered to the device (host→device copy included, non_blocking when pinned), time to the first batch,
 CPU use and host memory of the main process and its workers, beside seed 004's buffer formula
-workers × prefetch × batch bytes (collectors/loader_sweep.py).
+workers × prefetch × batch bytes (collectors/dataloader/loader_sweep.py).
 
 Whether that feeds a GPU is the planner's question (planner/model/dataloader_verdict.py), answered against the
 workloads' measured GPU throughput in the same machine folder.
@@ -22,9 +22,10 @@ from pathlib import Path
 
 import torch
 
-from collectors import jpeg_dataset
-from collectors.image_pipeline import CROP, JpegDataset, sample_bytes
-from collectors.loader_sweep import (
+from collectors.core.profiles import MAIN_BATCH
+from collectors.dataloader import jpeg_dataset
+from collectors.dataloader.image_pipeline import CROP, JpegDataset, sample_bytes
+from collectors.dataloader.loader_sweep import (
     Bench,
     LoaderConfig,
     deliver,
@@ -33,8 +34,7 @@ from collectors.loader_sweep import (
     measure_point,
     synchronize,
 )
-from collectors.process_group import open_group
-from collectors.profiles import MAIN_BATCH
+from collectors.dataloader.process_group import open_group
 from gpuplan_schema.payloads import DataloaderPayload, EpochBoundary, LoaderPoint, SyntheticImages
 from gpuplan_schema.progress import Progress
 from gpuplan_schema.stats import Stat, summarize
@@ -172,7 +172,7 @@ def skipped_payload(device: torch.device, profile: str, reason: str, started: fl
 
 
 def _device_name(device: torch.device) -> str:
-    from collectors.ceilings import device_name
+    from collectors.core.device import device_name
 
     return device_name(device)
 

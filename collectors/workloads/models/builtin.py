@@ -6,9 +6,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from collectors.workloads.gpt import GPT, gpt_loss
-from collectors.workloads.resnet import ResNet50
-from collectors.workloads.small import ROLLOUT_STEPS, ConvOperator, build_stgan_generator, rollout
+from collectors.workloads.models.gpt import GPT, gpt_loss
+from collectors.workloads.models.resnet import ResNet50
+from collectors.workloads.models.small import ROLLOUT_STEPS, ConvOperator, build_stgan_generator, rollout
 
 GPT_VOCAB, GPT_SEQ = 50257, 1024
 

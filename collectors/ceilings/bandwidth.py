@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import torch
 
-from collectors.timing import CPU_PLAN, TimingPlan, time_callable
+from collectors.core.timing import CPU_PLAN, TimingPlan, time_callable
 from gpuplan_schema.payloads import BandwidthCeiling
 from gpuplan_schema.stats import Stat
 

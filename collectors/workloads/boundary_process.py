@@ -11,8 +11,8 @@ Measured on the lent GPUs (2026-11-23, benchmarks/boundary_spread.py, results/*/
 
 What the collection process ran before keeps memory the search cannot have (the CUDA context's loaded kernels
 grow with every library and compiled graph used; cached blocks pinned by what is still alive). So on a GPU
-each boundary search runs in a child process of its own (`python -m collectors.boundary_process`): it builds
-the workload from its spec, runs collectors/boundary.py's search and prints each probe and the boundary as
+each boundary search runs in a child process of its own (`python -m collectors.workloads.boundary_process`): it builds
+the workload from its spec, runs collectors/workloads/boundary.py's search and prints each probe and the boundary as
 a JSON line, which the collector saves as they come. The boundary says so (`fresh_process`). The collection
 keeps its own CUDA context meanwhile (the model goes to the CPU): a new standard collection of mlp-stgan on
 another H100 lend, its sweeps and variants run first, found the same bf16 boundary (1,051,582) as the
@@ -31,19 +31,20 @@ from collections.abc import Iterator
 
 import torch
 
-from collectors.boundary import BOUNDARY_TOLERANCE, allocator_of, iter_boundary
-from collectors.sweep import Context
-from collectors.training import Variant
+from collectors.workloads.boundary import BOUNDARY_TOLERANCE, allocator_of, iter_boundary
+from collectors.workloads.sweep import Context
+from collectors.workloads.sweep_plan import instantiate
+from collectors.workloads.training import Variant
 from gpuplan_schema.payloads import OomBoundary, WorkloadPoint
 from gpuplan_schema.schema import from_dict
 
-CHILD = "collectors.boundary_process"
+CHILD = "collectors.workloads.boundary_process"
 
 
 @dataclasses.dataclass(frozen=True)
 class Search:
     """What the child needs: the workload's spec (a built-in name or path/to/file.py:function), the points
-    measured so far (the memory line the search starts from) and collectors/boundary.py's arguments."""
+    measured so far (the memory line the search starts from) and collectors/workloads/boundary.py's arguments."""
 
     spec: str
     device: str
@@ -99,8 +100,6 @@ def parse_item(line: str) -> WorkloadPoint | OomBoundary | None:
 
 def run_search(search: Search) -> Iterator[WorkloadPoint | OomBoundary]:
     """The search itself, in this process (the child's side)."""
-    from collectors.workload_collector import instantiate  # the collector imports this module
-
     device = torch.device(search.device)
     ctx = Context(device, point_timeout_s=search.point_timeout_s)
     workload = instantiate(search.spec, device)

@@ -17,7 +17,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 from torch.utils.flop_counter import FlopCounterMode
 
-from collectors.training import Step
+from collectors.workloads.training import Step
 from gpuplan_schema.payloads import TrafficEstimate
 
 

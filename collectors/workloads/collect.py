@@ -3,108 +3,46 @@ variant trials, FLOP and byte accounting; one document per workload."""
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import torch
 
-from collectors import profiles
-from collectors.allocator import expandable_by_environment
-from collectors.boundary import SAME_STORAGE, allocator_of, iter_boundary, probe_allocator
-from collectors.boundary_process import Search, iter_boundary_in_fresh_process
-from collectors.steady import Job, iter_steady_documents
-from collectors.sweep import Context, free_memory, measure_point
-from collectors.training import Variant, precision_unsupported
-from collectors.workloads import BUILTIN, Workload, builtin, load_workload, workload_from_dict
+from collectors.core import profiles
+from collectors.core.allocator import expandable_by_environment
+from collectors.core.device import free_memory
+from collectors.workloads import BUILTIN, Workload, load_workload, workload_from_dict
+from collectors.workloads.boundary import SAME_STORAGE, allocator_of, iter_boundary, probe_allocator
+from collectors.workloads.boundary_process import Search, iter_boundary_in_fresh_process
+from collectors.workloads.models import builtin
+from collectors.workloads.steady import Job, iter_steady_documents
+from collectors.workloads.sweep import Context, measure_point
+from collectors.workloads.sweep_plan import (
+    SweepPlan,
+    build_sweep_plan,
+    device_precisions,
+    has_convolution,
+    instantiate,
+    load_ceilings,
+    trial_variant,
+    untuned,
+)
+from collectors.workloads.training import Variant, precision_unsupported
 from gpuplan_schema.machine import sanitize_machine_id
-from gpuplan_schema.payloads import CeilingsPayload, OomBoundary, WorkloadPayload, WorkloadPoint
+from gpuplan_schema.payloads import OomBoundary, WorkloadPayload, WorkloadPoint
 from gpuplan_schema.progress import Progress
 from gpuplan_schema.schema import DocumentError, load_document
 
-# 3: timed points have host_issue_s, gpu_busy_s, step_syncs (collectors/host_time.py). A version 2
+# 3: timed points have host_issue_s, gpu_busy_s, step_syncs (collectors/core/host_time.py). A version 2
 # document stays valid (those fields None); a rerun continues it, reusing only its probes (load_earlier).
-# 4: the points whose step the host's speed moves are timed again, interleaved (collectors/steady.py). A
+# 4: the points whose step the host's speed moves are timed again, interleaved (collectors/workloads/steady.py). A
 # version 3 document's points are all reused; a rerun adds the steady timing.
 NAME, VERSION = "workloads", "5"
 PROBES_REUSED_FROM = ("2",)
 POINTS_REUSED_FROM = ("3", "4")
 FRESH_PROCESS_DEVICES = ("cuda",)  # where boundaries are searched in a process of their own
-
-
-@dataclass(frozen=True)
-class SweepPlan:
-    """What to run for one workload on this device."""
-
-    profile: profiles.Profile
-    start: int
-    main_batch: int
-    cap: int         # the timed sweep's last batch
-    search_cap: int  # the boundary search's
-    tiny: bool
-
-
-def load_ceilings(folder: Path) -> CeilingsPayload | None:
-    """This machine's ceilings, for achieved fractions; absent or unreadable means none."""
-    try:
-        return load_document(folder / "ceilings.json").payload
-    except DocumentError:
-        return None
-
-
-def device_precisions(profile: profiles.Profile, device: torch.device) -> tuple[str, ...]:
-    """The profile's precisions that this device runs (a CPU: fp32 and bf16)."""
-    if device.type != "cpu":
-        return profile.precisions
-    return tuple(p for p in profile.precisions if p in profiles.CPU_PRECISIONS) or profile.precisions
-
-
-def _on_cpu(wanted: tuple[str, ...], cpu: tuple[str, ...]) -> tuple[str, ...]:
-    """A profile's precision list on a CPU: those it runs, else its first (bf16 for a GPU's tf32)."""
-    return tuple(p for p in wanted if p in cpu) or (cpu[:1] if wanted else ())
-
-
-def build_sweep_plan(name: str, workload: Workload, profile: profiles.Profile, device: torch.device) -> SweepPlan:
-    if device.type == "cpu":
-        main = profiles.CPU_MAIN_BATCH.get(name, workload.batch_start)
-        cap = profiles.CPU_SWEEP_CAP.get(name, 2 * workload.batch_start)
-        keep = device_precisions(profile, device)
-        # the tiny sizes' caps bound a CPU sweep; a step-time limit would make it depend on the load
-        cpu_profile = replace(profile, precisions=keep, timed_step_limit_s=math.inf,
-                              sweep_precisions=_on_cpu(profile.sweep_precisions, keep),
-                              boundary_precisions=_on_cpu(profile.boundary_precisions, keep))
-        return SweepPlan(cpu_profile, min(workload.batch_start, main), main, cap, cap, tiny=True)
-    main = profiles.MAIN_BATCH.get(name, workload.batch_start * 8)
-    search_cap = profiles.SEARCH_CAP.get(name, main * profiles.DEFAULT_SEARCH_CAP_FACTOR)
-    return SweepPlan(profile, workload.batch_start, main, max(main * profile.cap_factor, main), search_cap, tiny=False)
-
-
-def instantiate(name: str, device: torch.device) -> Workload:
-    if device.type == "cpu" and name in builtin.TINY:
-        return workload_from_dict(builtin.TINY[name](), "built-in (tiny)")
-    if name in BUILTIN:
-        with device:  # initialise the weights where they will run: gpt-small's take seconds on a CPU
-            return load_workload(name)
-    return load_workload(name)
-
-
-def has_convolution(workload: Workload) -> bool:
-    return any(isinstance(m, torch.nn.modules.conv._ConvNd) for m in workload.model.modules())
-
-
-def untuned(workload: Workload) -> Variant:
-    """The settings of sweeps and probes: without cuDNN autotuning where there is a convolution to tune
-    (elsewhere the switch changes nothing, and the point keeps the name `default`)."""
-    return Variant(cudnn_benchmark=False) if has_convolution(workload) else Variant()
-
-
-def trial_variant(workload: Workload, precision: str, profile: profiles.Profile) -> Variant:
-    """The main-batch point of a precision: the workload's own settings at the detail precisions."""
-    if profile.autotune_everywhere or precision in profile.detail_precisions:
-        return Variant()
-    return untuned(workload)
 
 
 def iter_batch_sweep(workload: Workload, precision: str, plan: SweepPlan, ctx: Context,
@@ -158,7 +96,7 @@ def iter_boundaries(name: str, workload: Workload, precision: str, measured: lis
 def search_boundary(name: str, workload: Workload, precision: str, measured: list[WorkloadPoint], plan: SweepPlan,
                     ctx: Context, variant: Variant, hint: int | None) -> Iterator[WorkloadPoint | OomBoundary]:
     """One boundary's probes and boundary. On a GPU the search runs in a fresh process
-    (collectors/boundary_process.py), and a boundary an earlier run found so is taken with its probes; on a
+    (collectors/workloads/boundary_process.py), and a boundary an earlier run found so is taken with its probes; on a
     CPU (nothing cached between probes to speak of) it runs here."""
     if ctx.device.type not in FRESH_PROCESS_DEVICES:
         yield from iter_boundary(workload, precision, measured, ctx, plan.search_cap, variant, hint)
@@ -333,9 +271,9 @@ def iter_workload_documents(names: list[str], profile_name: str, folder: Path, d
                             point_timeout_s: float | None = None) -> Iterator[tuple[str, WorkloadPayload]]:
     """(file stem, payload) for each workload after each point, so that each is saved at once; then, in
     profiles with steady timing, every document once more, complete, after the points the host's speed moves
-    were timed for all the workloads in one window (collectors/steady.py). Without `fresh`, points a document
+    were timed for all the workloads in one window (collectors/workloads/steady.py). Without `fresh`, points a document
     already in `folder` holds are reused (resume, or a larger profile). A point running longer than
-    `point_timeout_s` is recorded as an error (collectors/time_limit.py)."""
+    `point_timeout_s` is recorded as an error (collectors/core/time_limit.py)."""
     ctx = Context(device, load_ceilings(folder), point_timeout_s=point_timeout_s)
     profile = profiles.PROFILES[profile_name]
     progress.total = len(names) * len(device_precisions(profile, device))

@@ -6,13 +6,13 @@ import os
 import platform
 import socket
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import torch
 
-from collectors.allocator import configured_by_environment
-from gpuplan_schema.payloads import CpuInfo, EnvironmentPayload, GpuInfo
+from collectors.core.allocator import configured_by_environment
+from collectors.core.machine import describe_cpu
+from gpuplan_schema.payloads import EnvironmentPayload, GpuInfo
 
 NAME, VERSION = "environment", "1"
 
@@ -40,41 +40,6 @@ def _os_name() -> str:
         return platform.freedesktop_os_release().get("PRETTY_NAME", platform.platform())
     except OSError:
         return platform.platform()
-
-
-def describe_cpu() -> CpuInfo:
-    model, physical = _read_cpuinfo()
-    return CpuInfo(model=model or platform.processor() or platform.machine(),
-                   logical_cores=os.cpu_count() or 1, physical_cores=physical, ram_bytes=_ram_bytes())
-
-
-def _read_cpuinfo() -> tuple[str | None, int | None]:
-    """CPU model and physical core count from /proc/cpuinfo (distinct physical id + core id)."""
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return None, None
-    model, cores, phys = None, set(), "0"
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        key, value = key.strip(), value.strip()
-        if key == "model name" and model is None:
-            model = value
-        elif key == "physical id":
-            phys = value
-        elif key == "core id":
-            cores.add((phys, value))
-    return model, len(cores) or None
-
-
-def _ram_bytes() -> int | None:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
 
 
 def describe_gpus() -> tuple[list[GpuInfo], str | None, str | None]:

@@ -32,11 +32,12 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from collectors.host_time import host_issue
-from collectors.sweep import Context, error_line, free_memory
-from collectors.timing import TimingPlan, time_callable
-from collectors.training import Variant, build_step, precision_mode, prepare_model
+from collectors.core.device import error_line, free_memory
+from collectors.core.host_time import host_issue
+from collectors.core.timing import TimingPlan, time_callable
 from collectors.workloads import Workload
+from collectors.workloads.sweep import Context
+from collectors.workloads.training import Variant, build_step, precision_mode, prepare_model
 from gpuplan_schema.payloads import WorkloadPayload, WorkloadPoint
 from gpuplan_schema.progress import Progress
 from gpuplan_schema.stats import Stat, summarize
@@ -45,7 +46,7 @@ IDLE_MARGIN = 1.05       # step > this × GPU busy: the GPU idles for part of it
 ROUNDS = 8
 SLICE_S = 0.2            # each step's share of a round
 ISSUES_PER_ROUND = 2
-SAMPLE_S = 0.03          # as the sweep's samples (collectors/sweep.py): back-to-back steps within one sample
+SAMPLE_S = 0.03          # as the sweep's samples (collectors/workloads/sweep.py): back-to-back steps within one sample
 
 
 @dataclass(frozen=True)

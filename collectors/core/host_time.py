@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from collectors.timing import synchronize
+from collectors.core.timing import synchronize
 from gpuplan_schema.stats import Stat, summarize
 
 HOST_SAMPLES = 5   # steps timed on the host after the timed loop (the brief's N >= 5)

@@ -1,4 +1,4 @@
-"""Measuring workload points (the out-of-memory boundary's probes are in collectors/boundary.py).
+"""Measuring workload points (the out-of-memory boundary's probes are in collectors/workloads/boundary.py).
 
 Every point builds its step afresh and frees it afterwards, so one point's memory never leaks
 into the next; an out-of-memory error is recorded as the point's status and never ends the run.
@@ -6,19 +6,19 @@ into the next; an out-of-memory error is recorded as the point's status and neve
 
 from __future__ import annotations
 
-import gc
 import time
 from dataclasses import dataclass, field, replace
 
 import torch
 
-from collectors.accounting import count_flops, estimate_traffic
-from collectors.host_time import measure_host_share
-from collectors.nvml_sampler import NvmlSampler
-from collectors.time_limit import PointTimeout, hard_limit, soft_limit
-from collectors.timing import TimingPlan, time_callable
-from collectors.training import Variant, build_step, precision_mode, prepare_model
+from collectors.core.device import error_line, free_memory, is_oom
+from collectors.core.host_time import measure_host_share
+from collectors.core.nvml_sampler import NvmlSampler
+from collectors.core.time_limit import PointTimeout, hard_limit, soft_limit
+from collectors.core.timing import TimingPlan, time_callable
 from collectors.workloads import Workload
+from collectors.workloads.accounting import count_flops, estimate_traffic
+from collectors.workloads.training import Variant, build_step, precision_mode, prepare_model
 from gpuplan_schema.payloads import CeilingsPayload, MemoryUse, OomBoundary, WorkloadPoint
 from gpuplan_schema.payloads.workloads import point_key
 from gpuplan_schema.stats import Stat
@@ -44,7 +44,7 @@ class Context:
     earlier: dict[tuple, WorkloadPoint] = field(default_factory=dict)
     earlier_boundaries: dict[tuple[str, str], OomBoundary] = field(default_factory=dict)  # by (precision, allocator)
     reused: int = 0
-    point_timeout_s: float | None = None  # a point still running after this is an error (collectors/time_limit.py)
+    point_timeout_s: float | None = None  # a point still running after this is an error (collectors/core/time_limit.py)
 
     def recall(self, base: dict) -> WorkloadPoint | None:
         found = self.earlier.get(point_key(**base))
@@ -55,18 +55,6 @@ class Context:
         if self.device.type != "cuda":
             return CPU_STEP_PLAN
         return GPU_SWEEP_PLAN if sweep in SWEEPS else GPU_STEP_PLAN
-
-
-def free_memory(device: torch.device) -> None:
-    gc.collect()
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-        torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats(device)
-
-
-def is_oom(error: BaseException) -> bool:
-    return isinstance(error, torch.OutOfMemoryError) or "out of memory" in str(error).lower()
 
 
 def measure_point(workload: Workload, precision: str, batch: int, ctx: Context, sweep: str = "batch",
@@ -91,14 +79,6 @@ def measure_point(workload: Workload, precision: str, batch: int, ctx: Context, 
 def describe_point(name: str, base: dict) -> str:
     seq = f", sequence {base['seq_len']}" if base.get("seq_len") else ""
     return f"{name} {base['precision']} batch {base['batch']}{seq} ({base['sweep']}, {base['variant']})"
-
-
-def error_line(error: BaseException) -> str:
-    """One line for the document: the first line of the message, or the exception's type."""
-    if isinstance(error, PointTimeout):
-        return str(error)
-    first = (str(error).splitlines() or [""])[0].strip()
-    return f"{type(error).__name__}: {first}"[:300] if first else type(error).__name__
 
 
 def _measure(workload: Workload, precision: str, batch: int, ctx: Context, variant: Variant,

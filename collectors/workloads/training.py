@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from collectors.allocator import EXPANDABLE, expandable_segments
+from collectors.core.allocator import EXPANDABLE, expandable_segments
 from collectors.workloads import Workload
 
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
@@ -26,7 +26,7 @@ class Variant:
     compile: bool = False
     channels_last: bool | None = None   # None: the workload's own choice
     cudnn_benchmark: bool = True
-    expandable_segments: bool = False   # the allocator's (collectors/allocator.py); boundary probes only
+    expandable_segments: bool = False   # the allocator's (collectors/core/allocator.py); boundary probes only
 
     @property
     def name(self) -> str:
@@ -119,7 +119,7 @@ def prepare_model(workload: Workload, device: torch.device, variant: Variant) ->
 def build_step(workload: Workload, model: torch.nn.Module, precision: str, batch: int,
                device: torch.device, variant: Variant, optimizer: torch.optim.Optimizer | None = None) -> Step:
     """The step's closure; a training step makes its own optimizer unless given one over the same model's
-    parameters (collectors/steady.py shares one among the steps it keeps side by side)."""
+    parameters (collectors/workloads/steady.py shares one among the steps it keeps side by side)."""
     forward = (lambda x: workload.run(model, x)) if workload.run else model
     inputs, targets = _batch(workload, batch, device, variant)
     if not workload.training:

@@ -1,6 +1,6 @@
 """Profile a few steps and give each recorded op call its measured time and kernels.
 
-The steps run under torch.profiler and the OpRecorder (collectors/op_accounting.py), which wraps
+The steps run under torch.profiler and the OpRecorder (collectors/roofline/op_accounting.py), which wraps
 every aten op call in a range `roofline#<index>`. On a GPU a call's time is the device time of
 the kernels launched inside its range (CUPTI durations: the GPU's own clock, unaffected by the
 recorder's Python overhead between ops); on a CPU it is the range's wall time. Kernels launched
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from collectors.op_accounting import ANNOTATION, OpCall, OpRecorder
-from collectors.timing import synchronize
+from collectors.core.timing import synchronize
+from collectors.roofline.op_accounting import ANNOTATION, OpCall, OpRecorder
 
 PROFILE_STEPS = 3
 US = 1e-6

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from collectors.timing import TimingPlan, time_callable
+from collectors.core.timing import TimingPlan, time_callable
 from gpuplan_schema.payloads import MatmulCeiling, MatmulShape
 from gpuplan_schema.stats import Stat
 

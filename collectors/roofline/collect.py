@@ -21,14 +21,14 @@ from pathlib import Path
 
 import torch
 
-from collectors import profiles
-from collectors.op_profile import ProfiledSteps, profile_steps
-from collectors.op_roofline import build_ops, build_roofs
-from collectors.sweep import error_line, free_memory, is_oom
-from collectors.timing import TimingPlan, synchronize, time_callable
-from collectors.training import Variant, build_step, precision_mode, precision_unsupported, prepare_model
-from collectors.workload_collector import build_sweep_plan, instantiate, load_ceilings, untuned
+from collectors.core import profiles
+from collectors.core.device import error_line, free_memory, is_oom
+from collectors.core.timing import TimingPlan, synchronize, time_callable
+from collectors.roofline.op_profile import ProfiledSteps, profile_steps
+from collectors.roofline.op_roofline import build_ops, build_roofs
 from collectors.workloads import Workload
+from collectors.workloads.sweep_plan import build_sweep_plan, instantiate, load_ceilings, untuned
+from collectors.workloads.training import Variant, build_step, precision_mode, precision_unsupported, prepare_model
 from gpuplan_schema.machine import sanitize_machine_id
 from gpuplan_schema.payloads import RooflineAtBatch, RooflinePayload, RooflineRoofs, class_times
 from gpuplan_schema.progress import Progress

@@ -6,25 +6,12 @@ import time
 
 import torch
 
-from collectors import bandwidth, dispatch, matmul
+from collectors.ceilings import bandwidth, dispatch, matmul
+from collectors.core.device import cpu_model, device_name, pick_device
 from gpuplan_schema.payloads import CeilingsPayload
 from gpuplan_schema.progress import Progress
 
-NAME, VERSION = "ceilings", "3"  # 3: the host's dispatch speed (collectors/dispatch.py)
-
-
-def pick_device() -> torch.device:
-    return torch.device("cuda", 0) if torch.cuda.is_available() else torch.device("cpu")
-
-
-def device_name(device: torch.device) -> str:
-    return torch.cuda.get_device_name(device) if device.type == "cuda" else cpu_model()
-
-
-def cpu_model() -> str:
-    from collectors.environment import describe_cpu
-
-    return describe_cpu().model
+NAME, VERSION = "ceilings", "3"  # 3: the host's dispatch speed (collectors/ceilings/dispatch.py)
 
 
 def l2_bytes(device: torch.device) -> int | None:

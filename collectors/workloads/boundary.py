@@ -13,7 +13,7 @@ already searched does (tf32 as fp32, bf16 as fp16) starts from that one's bounda
 a guess (a CPU, no memory figures) the search doubles from the largest batch that ran.
 
 The `capacity` and `full` profiles search each boundary twice: with PyTorch's default allocator (what a
-job run as it is meets) and with expandable segments (collectors/allocator.py), where what is allocated
+job run as it is meets) and with expandable segments (collectors/core/allocator.py), where what is allocated
 sets the boundary rather than how the cache happens to be cut up. An OOM probe keeps its peak allocated
 and reserved bytes: the difference is the memory the allocator held but could not use.
 """
@@ -27,10 +27,11 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from collectors.sweep import Context, describe_point, error_line, free_memory, is_oom
-from collectors.time_limit import PointTimeout, hard_limit, soft_limit
-from collectors.training import Variant, build_step, precision_mode, prepare_model
+from collectors.core.device import error_line, free_memory, is_oom
+from collectors.core.time_limit import PointTimeout, hard_limit, soft_limit
 from collectors.workloads import Workload
+from collectors.workloads.sweep import Context, describe_point
+from collectors.workloads.training import Variant, build_step, precision_mode, prepare_model
 from gpuplan_schema.payloads import Allocator, MemoryUse, OomBoundary, WorkloadPoint
 
 BOUNDARY_TOLERANCE = 0.02

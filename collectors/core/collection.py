@@ -2,12 +2,12 @@
 
 What a paid GPU run must survive is decided here:
 
-- one collection per results folder at a time (collectors/run_lock.py);
+- one collection per results folder at a time (collectors/core/run_lock.py);
 - a rerun resumes: a document already complete for this run is skipped and said so, a partial one
-  continued (collectors/resume.py); `--fresh` measures everything again;
+  continued (collectors/core/resume.py); `--fresh` measures everything again;
 - a collector that raises is recorded in one line and the next one runs; the outcome lists the
   failures (the caller exits 1);
-- Ctrl-C stops at the next saved point, a second Ctrl-C at once (collectors/interrupt.py), and the
+- Ctrl-C stops at the next saved point, a second Ctrl-C at once (collectors/core/interrupt.py), and the
   outcome says so (the caller exits 130 with the command that resumes);
 - every save is atomic (gpuplan_schema/schema.py), so SIGKILL at any moment leaves the previous version
   of a document or the new one, never half of one; temp files a kill left are removed on the next run.
@@ -22,19 +22,21 @@ import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from collectors.distributed.nodes import NodeOptions
-from collectors.interrupt import StopRequest
-from collectors.machine import default_machine_id
-from collectors.resume import why_complete
-from collectors.run_lock import remove_stale_temp_files, results_lock
-from collectors.sweep import error_line
-from collectors.time_limit import DEFAULT_POINT_TIMEOUT_S
+from collectors.core.device import error_line
+from collectors.core.interrupt import StopRequest
+from collectors.core.machine import default_machine_id
+from collectors.core.resume import why_complete
+from collectors.core.run_lock import remove_stale_temp_files, results_lock
+from collectors.core.time_limit import DEFAULT_POINT_TIMEOUT_S
 from gpuplan_schema.machine import sanitize_machine_id
 from gpuplan_schema.payloads import PAYLOADS
 from gpuplan_schema.progress import Progress
 from gpuplan_schema.schema import Document, build_document, load_document, save_document
+
+if TYPE_CHECKING:  # the distributed collectors' options, carried through; core imports no collector
+    from collectors.distributed.nodes import NodeOptions
 
 KIND_OF = {payload_type: kind for kind, payload_type in PAYLOADS.items()}
 TRACEBACK_ENV = "GPUPLAN_TRACEBACK"  # set to 1 to see a failed collector's traceback

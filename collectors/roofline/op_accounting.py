@@ -3,7 +3,7 @@
 A TorchDispatchMode sees every aten op after autograd and autocast, with the tensors it really
 gets (so bf16 matmuls under autocast count 2-byte elements, and backward ops are seen too). For
 each call it records one `OpCall` and wraps the call in a profiler range named `roofline#<index>`,
-so the profiler's kernels can be attributed to exactly this call (collectors/op_profile.py).
+so the profiler's kernels can be attributed to exactly this call (collectors/roofline/op_profile.py).
 
 FLOPs: the formulas of `torch.utils.flop_counter` (what FlopCounterMode counts: matmuls,
 convolutions, attention, forward and backward), plus one FLOP per output element for the

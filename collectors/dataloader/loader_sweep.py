@@ -20,7 +20,7 @@ from itertools import pairwise
 import torch
 from torch.utils.data import DataLoader, Dataset, RandomSampler
 
-from collectors.process_group import MemorySampler, ProcessGroup, cpu_used, wait_until_idle
+from collectors.dataloader.process_group import MemorySampler, ProcessGroup, cpu_used, wait_until_idle
 from gpuplan_schema.payloads import EpochBoundary, LoaderPoint
 from gpuplan_schema.stats import summarize
 

@@ -41,8 +41,8 @@ class Profile:
     # an H100 (68 s at fp32, batch 256, for no gain): outside `full`, only the main precision's
     # trials autotune; the other points of a network with convolutions run without it and say so.
     autotune_everywhere: bool
-    allocator_boundaries: bool = False    # each boundary again with expandable segments (collectors/allocator.py)
-    steady: bool = True                   # points the host's speed moves, timed again (collectors/steady.py)
+    allocator_boundaries: bool = False    # each boundary again with expandable segments (collectors/core/allocator.py)
+    steady: bool = True                   # points the host's speed moves, timed again (collectors/workloads/steady.py)
 
 
 QUICK = Profile("quick", MAIN_ONLY, (), MAIN_ONLY, (), sequence=False, variants=False, compile=False, repeat=False,

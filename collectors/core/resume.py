@@ -2,14 +2,14 @@
 
 A collection that was stopped (Ctrl-C, SIGKILL, a lost host) is resumed by running the same command
 again. A document that is already complete for what this run asks is skipped, and said so; a partial
-workload document is continued point by point (collectors/workload_collector.py); anything else is
+workload document is continued point by point (collectors/workloads/collect.py); anything else is
 measured (again) and replaced. `--fresh` measures everything again.
 
 Complete means: it reads back; same collector and version; not marked `complete: false`; its `status`,
 where it has one, is `ok` (a skipped or failed document is tried again); measured on this kind of
 device; its profile covers this run's (quick < standard < capacity < full: a larger profile's document
 holds every point of a smaller one); for the workloads, the boundaries the profile searches with expandable
-segments (collectors/workload_collector.py: holds_allocator_boundaries); and, for the multi-GPU
+segments (collectors/workloads/collect.py: holds_allocator_boundaries); and, for the multi-GPU
 collectors, the same world and batches.
 """
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from collectors.op_accounting import OpCall
+from collectors.roofline.op_accounting import OpCall
 from gpuplan_schema.payloads import CeilingsPayload, KernelTime, OpClass, OpRoofline, RooflineRoofs
 from gpuplan_schema.stats import summarize
 

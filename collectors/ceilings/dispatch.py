@@ -20,8 +20,8 @@ from pathlib import Path
 
 import torch
 
-from collectors.host_time import device_kernel_count
-from collectors.timing import synchronize
+from collectors.core.host_time import device_kernel_count
+from collectors.core.timing import synchronize
 from gpuplan_schema.payloads import DispatchCeiling
 from gpuplan_schema.stats import Stat, summarize
 
