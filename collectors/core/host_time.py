@@ -1,7 +1,7 @@
 """Host and device shares of one step: how long the host takes to issue it, how long the GPU is busy.
 
 A step whose time hardly changes with the batch is set by the host issuing kernels, not by the GPU;
-the planner needs both shares to carry a step from one machine to another (issue 18).
+the planner needs both shares to carry a step from one machine to another.
 
 - `host_issue`: CPU wall time from the step's start to the return of its Python call, the device
   idle and synchronised before and waited for after (so one step never queues behind another). When

@@ -1,22 +1,15 @@
 """The out-of-memory boundary searched in a fresh process: what a training job started on its own meets.
 
 A search run inside the collection, after the sweeps, the compiled variants and the other precisions,
-finds a smaller boundary than the same search in a new process, and one that moves between collections.
-Measured on the lent GPUs (2026-11-23, benchmarks/boundary_spread.py, results/*/diagnostics/):
-
-    workload      precision  GPU   in the collection         in fresh processes
-    mlp-stgan     fp32       H100  1,095,241                 1,136,001 (3 of 3 searches)
-    mlp-stgan     fp32       H200  2,007,806 and 1,967,810   2,013,448 (3 of 3)
-    conv-rollout  bf16       H200  11,557                    11,587 (2 of 2)
-
-What the collection process ran before keeps memory the search cannot have (the CUDA context's loaded kernels
-grow with every library and compiled graph used; cached blocks pinned by what is still alive). So on a GPU
-each boundary search runs in a child process of its own (`python -m collectors.workloads.boundary_process`): it builds
-the workload from its spec, runs collectors/workloads/boundary.py's search and prints each probe and the boundary as
-a JSON line, which the collector saves as they come. The boundary says so (`fresh_process`). The collection
-keeps its own CUDA context meanwhile (the model goes to the CPU): a new standard collection of mlp-stgan on
-another H100 lend, its sweeps and variants run first, found the same bf16 boundary (1,051,582) as the
-committed document's fresh search (results/h100-80gb/diagnostics/lend-2026-11-23-b/).
+finds a smaller boundary than the same search in a new process, and one that moves between collections:
+what the collection process ran before keeps memory the search cannot have (the CUDA context's loaded
+kernels grow with every library and compiled graph used; cached blocks pinned by what is still alive).
+So on a GPU each boundary search runs in a child process of its own (`python -m
+collectors.workloads.boundary_process`): it builds the workload from its spec, runs
+collectors/workloads/boundary.py's search and prints each probe and the boundary as a JSON line, which the
+collector saves as they come. The boundary says so (`fresh_process`). The collection keeps its own CUDA
+context meanwhile (the model goes to the CPU). The measurements behind this: docs/history.md, "The
+boundary in a fresh process".
 """
 
 from __future__ import annotations

@@ -1,28 +1,21 @@
 """Steady timing of the steps a host sets: their points timed again side by side, in interleaved rounds.
 
-On the lent GPU machines (virtual machines) the host's speed wanders from second to second: vit-tiny bf16
-at batch 64 took 25–40 ms in consecutive 1-s rounds on an H100 (benchmarks/host_noise.py). A sweep point
-is timed within half a second, so a step the host sets caught whichever spell the host was in: the same
-configuration measured twice moved by a median of 19 %, up to 71 % (docs/accuracy.md, "Repeatability"),
-and a prediction from one machine to another cannot be checked closer than that.
-
-So the points where the host's time matters are timed again once every workload of the collection is
-measured, all of them side by side in one window: in each of `rounds` rounds every step runs for
-`slice_s` and issues `issues_per_round` steps on their own. Slow and fast spells of the host fall on every
-point alike, over a window of a minute or two instead of one second. One window for the whole collection,
-not one per workload: timed a workload after another, the H100/H200 ratio of their steady steps came out
-0.9 for mlp-stgan and 1.45 for gpt-small; timed in one window (benchmarks/host_window.py), the host issue
-times of six workloads differed between the two machines by 1.07–1.14. The point's `step_s` becomes the
-distribution of its rounds' medians and its `host_issue_s` that of its issues; the sweep's own timing stays
-as `quick_step_s`. The steps of one workload share its model and one optimizer, so that the window holds
-the optimizer state once (dlrm-small's AdamW state is 15 GB) and each step's activations only while it runs.
+Where the host's speed wanders from second to second (virtual machines), a point timed within half a
+second catches whichever spell the host was in, and a prediction from one machine to another cannot be
+checked closer than that. So the points where the host's time matters are timed again once every workload
+of the collection is measured, all of them side by side in one window: in each of `rounds` rounds every
+step runs for `slice_s` and issues `issues_per_round` steps on their own. Slow and fast spells of the host
+fall on every point alike, over a window of a minute or two instead of one second. One window for the whole
+collection, not one per workload, so that two machines' windows compare like with like. The point's
+`step_s` becomes the distribution of its rounds' medians and its `host_issue_s` that of its issues; the
+sweep's own timing stays as `quick_step_s`. The steps of one workload share its model and one optimizer, so
+that the window holds the optimizer state once and each step's activations only while it runs.
 
 Which points: those whose GPU idles for more than a twentieth of the step (step > IDLE_MARGIN × the GPU's
-busy time): something other than the GPU's work sets part of the step, on these machines the host, and
-the step moves with its speed. The H100's vit-tiny bf16 b64 (busy 8.7 ms of 32.7) and dlrm-small b16384
-(16.5 of 24.5) are such; its resnet50 b256 (63.1 of 65.5) and conv-rollout (263 of 267), whose repeats
-agreed within 1 %, are not. Also left out: a layout variant, which converts the model's parameters in place
+busy time): something other than the GPU's work sets part of the step, typically the host, and the step
+moves with its speed. Also left out: a layout variant, which converts the model's parameters in place
 while the steps here share the model, and the sequence sweep, whose steps are built from another model.
+The measurements behind this: docs/history.md, "Steady timing of host-set steps".
 """
 
 from __future__ import annotations
