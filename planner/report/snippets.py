@@ -1,6 +1,7 @@
 """A workload's answer as text to copy: Python (the lines to put in a training script) and YAML (a config).
 
-Plain functions from a `WorkloadAnswer` to a string, for the terminal and the report alike. Every value
+Plain functions from a `WorkloadAnswer` to a string: the report holds the snippets as text in its typed
+structure (the decision page), so they are built here, beside it, not in render/. Every value
 comes from the answer's `Settings` (the recommendations); nothing is decided here.
 """
 
@@ -12,7 +13,7 @@ from planner.model.presets import settings_yaml_lines
 AUTOCAST = {"bf16": "torch.bfloat16", "fp16": "torch.float16"}
 
 
-def render_snippet_python(answer: WorkloadAnswer) -> str:
+def build_snippet_python(answer: WorkloadAnswer) -> str:
     s = answer.settings
     lines = [f"# {answer.workload} on {answer.target}: settings from gpuplan "
              f"({'measured' if answer.measured else 'predicted batch'})"]
@@ -55,7 +56,7 @@ def _step(precision: str) -> list[str]:
     return lines + ["    loss.backward()", "    optimizer.step()", "    optimizer.zero_grad(set_to_none=True)"]
 
 
-def render_snippet_yaml(answer: WorkloadAnswer) -> str:
+def build_snippet_yaml(answer: WorkloadAnswer) -> str:
     """The settings as a YAML mapping under the workload's name; the allocator also as the environment line."""
     lines = [f"# {answer.workload} on {answer.target} (gpuplan)", f"{answer.workload}:",
              *settings_yaml_lines(answer.settings, "  ")]
