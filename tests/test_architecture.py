@@ -212,7 +212,7 @@ def test_the_charts_are_pure_functions_of_their_data():
 
 def package_graph(top: str) -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
-    for module, own, other in imports_between(top):
+    for _module, own, other in imports_between(top):
         graph.setdefault(own, set()).add(other)
         graph.setdefault(other, set())
     return graph
