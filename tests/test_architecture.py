@@ -10,7 +10,7 @@ import venv
 from pathlib import Path
 
 import pytest
-from paths import REPO
+from paths import FROZEN, REPO
 
 PACKAGES = ("gpuplan_schema", "collectors", "planner", "gpuplan_templates")
 # package (or sub-package) -> the first-party packages it may import
@@ -261,7 +261,7 @@ def test_planner_model_imports_with_the_rendering_stack_blocked():
 def test_gpuplan_plan_runs_without_the_rendering_stack(tmp_path):
     code = BLOCKER.format(blocked=set(RENDERING_STACK)) + (
         "import sys; from planner.cli import main\n"
-        f"sys.exit(main(['plan', {str(REPO / 'results' / 'h100-80gb')!r}, '--target', 'H200']))\n")
+        f"sys.exit(main(['plan', {str(FROZEN / 'h100-80gb')!r}, '--target', 'H200']))\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300,
                           env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr
@@ -296,9 +296,9 @@ def test_a_wheel_installs_into_a_fresh_environment_and_runs(tmp_path):
     assert where.returncode == 0 and str(env_dir) in where.stdout, where.stderr
     assert run(str(python), "-m", "collectors", "--help").returncode == 0
     gpuplan = str(env_dir / "bin" / "gpuplan")
-    plan = run(gpuplan, "plan", str(REPO / "results" / "h100-80gb"), "--target", "H200")
+    plan = run(gpuplan, "plan", str(FROZEN / "h100-80gb"), "--target", "H200")
     assert plan.returncode == 0, plan.stderr
-    report = run(gpuplan, "report", str(REPO / "results" / "h100-80gb"), "--out", str(tmp_path / "reports"))
+    report = run(gpuplan, "report", str(FROZEN / "h100-80gb"), "--out", str(tmp_path / "reports"))
     assert report.returncode == 0, report.stderr
     assert (tmp_path / "reports" / "h100-80gb" / "report.pdf").stat().st_size > 10_000
     site = run(gpuplan, "site", str(REPO / "tests" / "fixtures" / "results"), "--out", str(tmp_path / "site"),

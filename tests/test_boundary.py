@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from paths import RESULTS
+from paths import FROZEN
 
 from collectors.core.profiles import PROFILES
 from collectors.workloads import Workload, load_workload, workload_from_dict
@@ -294,7 +294,7 @@ def test_a_capacity_document_without_the_expandable_searches_is_continued(monkey
 
     monkeypatch.delenv("PYTORCH_CUDA_ALLOC_CONF", raising=False)
     monkeypatch.delenv("PYTORCH_ALLOC_CONF", raising=False)
-    now = load_document(RESULTS / "h100-80gb" / "workload-conv-rollout.json").payload
+    now = load_document(FROZEN / "h100-80gb" / "workload-conv-rollout.json").payload
     before = with_fields(now, boundaries=now.default_boundaries)
     assert holds_allocator_boundaries(now, "capacity") and holds_allocator_boundaries(now, "full")
     assert not holds_allocator_boundaries(before, "capacity") and holds_allocator_boundaries(before, "standard")

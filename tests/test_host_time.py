@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from paths import REPO, RESULTS
+from paths import FROZEN, REPO
 
 from collectors.__main__ import main as collect_main
 from collectors.ceilings.collect import VERSION as CEILINGS_VERSION
@@ -145,7 +145,7 @@ def test_ceilings_carry_the_dispatch_rows_and_an_older_document_has_none(tmp_pat
     assert old.collector.version == "2" and old.payload.dispatch is None
     issue = measure_dispatch(CPU, None)
     folder = tmp_path / "m"
-    payload = replace(load_document(RESULTS / "vm-cpu" / "ceilings.json").payload, dispatch=issue)
+    payload = replace(load_document(FROZEN / "vm-cpu" / "ceilings.json").payload, dispatch=issue)
     assert isinstance(payload, CeilingsPayload)
     save_document(build_document("ceilings", "ceilings", CEILINGS_VERSION, "m", payload), folder / "ceilings.json")
     rows = {r.metric: r for r in iter_tidy_rows(load_machine(folder))}

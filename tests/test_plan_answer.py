@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from paths import REPO
+from paths import FROZEN, REPO
 
 from gpuplan_schema.results import load_machine_and_root
 from gpuplan_schema.schema import load_document
@@ -21,13 +21,15 @@ from planner.model.plan import MAIN_PRECISION, build_plan
 from planner.model.recommend import main_trials, sweep_throughput
 from planner.report.snippets import build_snippet_python, build_snippet_yaml
 
+H100_DIR = "tests/fixtures/frozen/h100-80gb"  # relative to the repository root, where the commands run
+
 MACHINES = ("h100-80gb", "h200")
 SCREEN = 40
 
 
 @pytest.fixture(scope="module", params=MACHINES)
 def planned(request):  # noqa: ANN001, ANN201
-    machine, root = load_machine_and_root(REPO / "results" / request.param)
+    machine, root = load_machine_and_root(FROZEN / request.param)
     return machine, build_plan(machine, ["H200 SXM", "A100 80GB SXM"], None, root)
 
 
@@ -160,10 +162,10 @@ def gpuplan(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_plan_text_leads_with_the_answer_of_each_workload():
-    run = gpuplan("plan", "results/h100-80gb", "--target", "H200")
+    run = gpuplan("plan", H100_DIR, "--target", "H200")
     assert run.returncode == 0, run.stderr
     lines = run.stdout.splitlines()
-    folder = REPO / "results" / "h100-80gb"
+    folder = FROZEN / "h100-80gb"
     measured = sorted(p.stem.removeprefix("workload-") for p in folder.glob("workload-*.json"))
     summary = lines.index("The answer, one line per workload (the blocks below say why):")
     assert [line.split(":")[0].strip() for line in lines[summary + 1:summary + 1 + len(measured)]] == measured
@@ -177,18 +179,18 @@ def test_plan_text_leads_with_the_answer_of_each_workload():
     gain = bf16["compile"] / bf16["default"] - 1   # the measured torch.compile gain, as the plan prints it
     assert "fp16 autocast" in resnet and f"torch.compile ({gain:+.0%})" in resnet and "channels_last" in resnet
     table = lines.index(next(line for line in lines if line.startswith("Largest batch that fits")))
-    plan = __import__("json").loads(gpuplan("plan", "results/h100-80gb", "--target", "H200", "--json").stdout)
+    plan = __import__("json").loads(gpuplan("plan", H100_DIR, "--target", "H200", "--json").stdout)
     rows = {(c["workload"], c["precision"]) for c in plan["targets"][0]["capacity"]}
     assert len(lines) - table == 2 + len(rows)  # header, column names, one row per workload × precision fitted
     assert "max batch" not in run.stdout  # the per-figure lines are --verbose's
-    verbose = gpuplan("plan", "results/h100-80gb", "--target", "H200", "--verbose").stdout
+    verbose = gpuplan("plan", H100_DIR, "--target", "H200", "--verbose").stdout
     assert verbose.splitlines()[1:len(lines)] == lines[1:] and "max batch resnet50      fp16" in verbose
 
 
 def test_plan_job_prints_the_ranking_as_a_table_on_the_first_screen():
-    run = gpuplan("plan", "results/h100-80gb", "--job", "gpt-small bf16 tokens=10B", "--top", "10", "--json")
+    run = gpuplan("plan", H100_DIR, "--job", "gpt-small bf16 tokens=10B", "--top", "10", "--json")
     ok = [r for r in __import__("json").loads(run.stdout)["ranking"] if r["status"] == "ok"]
-    text = gpuplan("plan", "results/h100-80gb", "--job", "gpt-small bf16 tokens=10B", "--top", "10").stdout
+    text = gpuplan("plan", H100_DIR, "--job", "gpt-small bf16 tokens=10B", "--top", "10").stdout
     lines = text.splitlines()
     head = next(i for i, line in enumerate(lines) if line.startswith("Instances for 'gpt-small bf16 tokens=10B'"))
     rows = lines[head + 2:head + 12]
