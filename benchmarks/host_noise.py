@@ -1,4 +1,4 @@
-"""Why does a host-bound step's time move 20-40 % between repeats on one GPU machine? (issue 18)
+"""Why does a host-bound step's time move 20-40 % between repeats on one GPU machine?
 
 Runs on the GPU host with torch and the standard library (run from the repository root):
 

@@ -1,8 +1,8 @@
-"""Do two machines' hosts differ by one factor for every workload, when timed in one window? (issue 18)
+"""Do two machines' hosts differ by one factor for every workload, when timed in one window?
 
-The workloads collector times each workload's host-set points steadily (collectors/workloads/steady.py), but one
-workload after another: on the lent H100 and H200 the ratio of their steady steps came out 0.9 for
-mlp-stgan and 1.45 for gpt-small. Either the hosts differ per kind of work (Python against kernel
+The workloads collector times each workload's host-set points steadily (collectors/workloads/steady.py); timed
+one workload after another, two machines' ratios of steady steps differed by workload (docs/history.md,
+"Steady timing of host-set steps"). Either the hosts differ per kind of work (Python against kernel
 launches), or each workload caught its own minute of a wandering host. This times one host-set step of
 each workload side by side in the same rounds (collectors.workloads.steady.interleave), with the kernels each step
 launches and the dispatch benchmark once per round, so that every figure shares one window.

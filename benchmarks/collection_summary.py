@@ -1,8 +1,8 @@
-"""Summary of an issue-18 collection (benchmarks/gpu_issue18.sh): host and GPU shares per timed point,
-the dispatch speed, and the roofline's time by class at each profiled batch.
+"""Summary of one machine's collection: host and GPU shares per timed point, the dispatch speed, and the
+roofline's time by class at each profiled batch (benchmarks/gpu_run.sh prints it after its steps).
 
 Standard library only (it runs on the bare GPU host, which has no pandas): reads the JSON documents as
-they are, so it also shows what an interrupted step left. Usage: python3 benchmarks/issue18_summary.py FOLDER
+they are, so it also shows what an interrupted step left. Usage: python3 benchmarks/collection_summary.py FOLDER
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def roofline_lines(path: Path) -> list[str]:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1 or not Path(argv[0]).is_dir():
-        print("usage: python3 benchmarks/issue18_summary.py RESULTS_FOLDER", file=sys.stderr)
+        print("usage: python3 benchmarks/collection_summary.py RESULTS_FOLDER", file=sys.stderr)
         return 2
     folder = Path(argv[0])
     lines = dispatch_lines(folder)
