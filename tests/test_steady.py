@@ -202,8 +202,8 @@ def test_a_standard_collection_on_the_cpu_completes_at_this_collector_version(tm
 
 
 def test_a_smaller_profile_over_a_larger_ones_document_keeps_what_it_does_not_measure(tmp_path):
-    """A capacity document of collector 3 continued by a standard run (as benchmarks/gpu_run.sh --from-results does): the
-    fp32 boundary and the points only capacity measures are kept, every reading unchanged."""
+    """A capacity document of collector 3 continued by a standard run (as benchmarks/gpu_run.sh --from-results
+    does): the fp32 boundary and the points only capacity measures are kept, every reading unchanged."""
     *_, (stem, capacity) = iter_workload_documents(["mlp-stgan"], "capacity", tmp_path, CPU, quiet())
     save_document(build_document("workload", NAME, "3", "m", capacity), tmp_path / f"{stem}.json")
     *_, (_, standard) = iter_workload_documents(["mlp-stgan"], "standard", tmp_path, CPU, quiet())
