@@ -14,7 +14,7 @@ from dataclasses import replace
 
 import pytest
 import torch
-from paths import FROZEN, REPO
+from paths import REPO
 
 from collectors.core import profiles
 from collectors.workloads.collect import NAME, VERSION, iter_workload_documents, load_earlier
@@ -37,7 +37,7 @@ from gpuplan_schema.stats import Stat, summarize
 
 CPU = torch.device("cpu")
 V3_VIT = REPO / "tests" / "fixtures" / "older" / "workload-v3-vit-tiny-h100.json"  # workloads collector 3
-USER = str(FROZEN.parent / "examples" / "user_workload.py") + ":build"
+USER = str(REPO / "examples" / "user_workload.py") + ":build"
 
 
 def quiet() -> Progress:
@@ -114,7 +114,7 @@ def test_rounds_interleave_every_step_and_time_each_in_its_own_mode():
 @pytest.fixture(scope="module")
 def cpu_payloads() -> dict[str, WorkloadPayload]:
     """Tiny mlp-stgan and sensor-cnn (a user's file) collected on the CPU with the standard profile."""
-    folder = FROZEN.parent / "build" / "steady-test"
+    folder = REPO / "build" / "steady-test"
     shutil.rmtree(folder, ignore_errors=True)
     out = {}
     for name in ("mlp-stgan", USER):
