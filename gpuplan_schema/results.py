@@ -13,6 +13,9 @@ from gpuplan_schema.payloads import CeilingsPayload, EnvironmentPayload, Workloa
 from gpuplan_schema.schema import Document, DocumentError, load_document
 
 SINGLETON_KINDS = ("environment", "ceilings", "dataloader")  # one per machine; workload documents are one per workload
+# Workload documents of the same GPU type collected on another host (another rental), kept beside a machine's own
+# under OTHER_HOSTS/<host>/: the repeatability check compares them. Loaded and checked like the machine's own.
+OTHER_HOSTS = "diagnostics"
 
 
 @dataclass(frozen=True)
@@ -20,6 +23,7 @@ class MachineResults:
     machine: str
     folder: Path
     documents: dict[str, Document]  # by file stem: "environment", "ceilings", "workload-gpt-small"…
+    other_hosts: tuple[tuple[str, WorkloadPayload], ...] = ()  # (host, workload) timed on another host, same GPU
 
     @property
     def environment(self) -> EnvironmentPayload | None:
@@ -81,7 +85,21 @@ def load_machine(folder: Path) -> MachineResults:
         machine = doc.machine
         documents[path.stem] = doc
     assert machine is not None
-    return MachineResults(machine, folder, documents)
+    return MachineResults(machine, folder, documents, load_other_hosts(folder))
+
+
+def load_other_hosts(folder: Path) -> tuple[tuple[str, WorkloadPayload], ...]:
+    """The workload documents under `folder`/OTHER_HOSTS/<host>/, each checked as any document is (a bad one stops
+    the command with its one line, as a bad document of the machine's own does)."""
+    out = []
+    for path in sorted((folder / OTHER_HOSTS).glob("*/workload-*.json")):
+        if path.is_symlink() or path.parent.is_symlink():
+            continue
+        doc = load_document(path)
+        if not isinstance(doc.payload, WorkloadPayload):
+            raise DocumentError(path, "kind", f"{doc.kind!r}: only workload documents are kept for another host")
+        out.append((path.parent.name, doc.payload))
+    return tuple(out)
 
 
 def load_results_root(root: Path) -> list[MachineResults]:

@@ -163,7 +163,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     job = parse_job(args.job) if args.job else None
     machine, measured = load_machine_and_root(args.results_dir)
-    plan = build_plan(machine, args.targets, job, measured)
+    plan = build_plan(machine, args.targets, job, measured, rank_defaults=True)
     print(json.dumps(plan_to_json(plan), indent=1) if args.json
           else render_plan_text(plan, verbose=args.verbose, top=args.top))
     return EXIT_OK

@@ -3,15 +3,14 @@ Python and YAML, the throughput to expect and the instances for a default job (o
 
 from __future__ import annotations
 
-import itertools
-import json
 import re
 
 import pytest
 from paths import FROZEN
 
 from gpuplan_schema.results import load_machine_and_root
-from planner.model.default_jobs import nice_count, rank_workload_jobs
+from planner.model.bounds import BoundKind
+from planner.model.default_jobs import nice_count
 from planner.model.jobs import parse_job
 from planner.model.plan import DEFAULT_JOB, build_plan, report_plan
 from planner.render.report import render_report_html
@@ -50,29 +49,28 @@ def test_the_decision_section_comes_first_and_answers_for_every_workload(report,
         assert roles[0] in ("fastest", "fastest and cheapest") and ("cheapest" in roles or len(roles) == 1)
         assert all(p.hours > 0 and p.cost_usd > 0 for p in block.picks)
         assert block.chart is not None and block.bound and block.why
-    # every H100 verdict is decided; mlp-stgan's tf32 point (unswept) is judged by the bf16 sweep's doublings
-    assert [b.bound for b in first.blocks].count("undetermined") == 0
-    mlp = next(b for b in first.blocks if b.workload == "mlp-stgan")
-    gain = re.search(r"\(in the bf16 sweep\) still gains \+([\d.]+)%", mlp.why)
-    assert mlp.bound == "launch/latency-bound" and gain
-    sweep = sorted((p.batch, p.throughput_per_s) for p in next(w for w in h100.workloads
-                                                               if w.workload == "mlp-stgan").points
-                   if p.sweep == "batch" and p.precision == "bf16" and p.status == "ok")
-    doublings = [b[1] / a[1] - 1 for a, b in itertools.pairwise(sweep) if b[0] == 2 * a[0]]
-    shown = float(gain[1]) / 100   # three significant figures (planner/units.format_percent)
-    assert any(abs(shown - d) <= 0.005 * abs(d) + 1e-4 for d in doublings)   # one of the sweep's measured doublings
+    # every bound is a word of the one vocabulary, judged at the recommended batch; undetermined only where no
+    # per-operation profile was collected for the workload, and then the page says what decides it
+    labels = {kind.label for kind in BoundKind}
+    profiled = {d.payload.workload for d in h100.documents.values() if d.kind == "roofline"}
+    for block in first.blocks:
+        assert block.bound in labels, block.workload
+        assert block.bound != "undetermined" or (block.workload not in profiled and "--only roofline" in block.why)
+    mlp = next(b for b in first.blocks if b.workload == "mlp-stgan")   # host-set at batch 4096, not at 131072
+    assert mlp.bound == "compute-bound" and "per-operation profile at batch 131072" in mlp.why
 
 
 def test_settings_follow_the_measurements(report):
     blocks = {b.workload: b for b in report.sections[0].blocks}
     resnet = blocks["resnet50"]
     assert "channels_last" in resnet.python and "num_workers=15" in resnet.python  # the loader was measured
-    assert "torch.compile(model)" in resnet.python and "GradScaler" in resnet.python  # fp16: 4824 > 3946 img/s
+    # one measured configuration: bf16 compiled (+36 %) beat fp16 eager (+22 %); their product was never measured
+    assert "torch.compile(model)" in resnet.python and "GradScaler" not in resnet.python
     assert "num_workers: not measured" in blocks["gpt-small"].python  # no loader measurement: said, not guessed
     assert "expandable_segments:True" in blocks["gpt-small"].python  # its measured boundary grew ≥ 5 % with it
     assert "expandable_segments" not in blocks["resnet50"].python  # resnet50's did not
-    assert resnet.job == "resnet50 fp16 epochs=100 dataset=imagenet" and blocks["gpt-small"].job.endswith("tokens=10B")
-    assert re.fullmatch(r"mlp-stgan tf32 samples=\de\d+", blocks["mlp-stgan"].job)  # a day on this GPU, stated
+    assert resnet.job == "resnet50 bf16 epochs=100 dataset=imagenet" and blocks["gpt-small"].job.endswith("tokens=10B")
+    assert re.fullmatch(r"mlp-stgan bf16 samples=\de\d+", blocks["mlp-stgan"].job)  # a day on this GPU, stated
 
 
 def test_the_page_shows_the_snippets_and_the_instances_before_the_summary(report):
@@ -97,9 +95,9 @@ def test_a_job_asked_for_replaces_its_workloads_default_and_the_instance_section
     assert instances.job == "gpt-small bf16 tokens=1B"
 
 
-def test_default_jobs_rank_without_a_plan_only_for_a_plannable_machine():
+def test_default_jobs_rank_only_for_a_plannable_machine():
     machine, measured = load_machine_and_root(FROZEN / "h200-x2")
-    assert rank_workload_jobs(machine, None, measured) == {}
+    assert report_plan(machine, None, measured) is None
     assert [nice_count(x) for x in (0.5, 3, 7.9, 1.65e11)] == [1.0, 2, 10, 2e11]
 
 
@@ -109,7 +107,7 @@ def test_the_decision_page_ranks_a_job_as_gpuplan_plan_does():
     machine, measured = load_machine_and_root(H100)
     job = parse_job(DEFAULT_JOB)
     plan = build_plan(machine, ["H100 SXM"], job, measured)
-    page = rank_workload_jobs(machine, job, measured)["resnet50"]
+    page = report_plan(machine, job, measured).jobs["resnet50"]
 
     def key(rows: list) -> list[tuple]:
         return [(r.instance, r.hours, r.hours_low, r.limited_by, r.validated) for r in rows]
@@ -130,14 +128,11 @@ def test_the_expected_throughput_reads_at_a_glance(report):
     assert short_rate(dlrm.throughput.value).endswith("M")
 
 
-def test_the_first_screen_says_to_pad_gpt_smalls_vocabulary_with_the_measured_gain(report):
-    """The largest measured gain left for gpt-small is not a setting: its unaligned output GEMMs
-    (planner/model/alignment.py), quoted with the padding benchmark's eager speed-up on this GPU."""
+def test_the_first_screen_says_to_pad_gpt_smalls_vocabulary(report):
+    """The largest gain left for gpt-small is not a setting: its unaligned output GEMMs (planner/model/alignment.py),
+    found in its per-op profile; the padding benchmark's own figures stay in the docs (outside the contract)."""
     blocks = {b.workload: b for b in report.sections[0].blocks}
-    raw = json.loads((H100 / "diagnostics" / "vocab-padding.json").read_text())
-    eager = {r["vocab"]: min(s["median"] for s in r["step_s"]) for r in raw["rows"] if r["variant"] == "default"}
-    gain = eager[50257] / eager[50304]
-    said = f"gemm shapes: pad matrix dimensions to a multiple of 64 (measured {gain:.2f}× faster)"
+    said = "gemm shapes: pad matrix dimensions to a multiple of 64"
     assert said in blocks["gpt-small"].extra
     assert not any(e.startswith("gemm shapes") for e in blocks["resnet50"].extra)
     assert said in text(render_report_html(report))

@@ -12,7 +12,7 @@ import pytest
 from paths import FROZEN
 
 from gpuplan_schema.results import load_machine
-from gpuplan_schema.schema import load_document
+from gpuplan_schema.schema import DocumentError, load_document
 from planner.model.host_speed import MIN_PAIRS, host_set, step_host_ratio
 from planner.model.repeatability import ANOTHER_LEND, SAME_RUN, other_lends, repeat_pairs, repeat_summaries
 
@@ -80,15 +80,20 @@ def test_another_lends_steady_documents_pair_with_this_machines(h200):
     assert ("host", ANOTHER_LEND) in scopes and ("host", SAME_RUN) in scopes
 
 
-def test_a_diagnostics_document_that_does_not_read_is_left_out(tmp_path):
-    folder = tmp_path / "m"
-    shutil.copytree(FROZEN / "h200" / "diagnostics", folder / "diagnostics")
+def test_another_hosts_documents_load_with_the_machine_and_a_broken_one_stops_it_with_one_line(tmp_path):
+    """Another host's workload documents are part of the contract: loaded and checked with the machine
+    (gpuplan_schema.results.load_other_hosts), never read on the side; a broken one names its file and field."""
+    folder = tmp_path / "h200"
+    shutil.copytree(FROZEN / "h200", folder)
+    machine = load_machine(folder)
+    lends = other_lends(machine)
+    assert "vit-tiny" in lends and "gpt-small" in lends
     broken = next((folder / "diagnostics").glob("lend-*/workload-vit-tiny.json"))
     doc = json.loads(broken.read_text())
     doc["payload"]["points"][0]["step_s"]["median"] = -1.0
     broken.write_text(json.dumps(doc))
-    lends = other_lends(folder)
-    assert "vit-tiny" not in lends and "gpt-small" in lends
+    with pytest.raises(DocumentError, match="workload-vit-tiny.json"):
+        load_machine(folder)
 
 
 def test_a_ratio_from_real_steps_applies_without_either_dispatch_benchmark():

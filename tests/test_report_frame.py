@@ -13,7 +13,6 @@ from paths import FROZEN, REPO
 from gpuplan_schema.schema import load_document
 from planner.charts.accuracy import build_accuracy_chart
 from planner.model.accuracy import AccuracyRow
-from planner.model.workload_verdict import judged_point
 from planner.render.report import render_report_html
 from planner.report.changes import MIN_GAIN, Change, change_worth, throughput_knee, top_changes
 from planner.report.frame import REPORT_ORDER, PlaceholderSection, build_report_for
@@ -100,14 +99,14 @@ def test_h100_summary_proposes_three_changes_with_the_gains_measured(h100):
     # and the host-bound vit-tiny) are worth about as much, so their order follows the measurements
     assert summary.changes[0].setting == "precision" and summary.changes[0].workload == "wide-transformer"
     assert sorted((c.setting, c.workload) for c in summary.changes) == [
-        ("batch size", "sensor-cnn"), ("precision", "wide-transformer"), ("torch.compile", "conv-rollout")]
+        ("batch size", "vit-b16"), ("precision", "wide-transformer"), ("torch.compile", "conv-rollout")]
     precision, batch, compile_ = (next(c for c in summary.changes if c.setting == name)
                                   for name in ("precision", "batch size", "torch.compile"))
-    assert [w for w, _ in batch.also] == ["vit-tiny"]
-    sensor = load_document(H100 / "workload-sensor-cnn.json").payload
-    assert batch.value == "8192" and batch.gain == pytest.approx(
-        point(sensor, "batch", "bf16", 8192, "no_cudnn_benchmark").throughput_per_s
-        / point(sensor, "batch", "bf16", 256, "no_cudnn_benchmark").throughput_per_s)
+    assert [w for w, _ in batch.also] == ["dlrm-small", "sensor-cnn", "vit-tiny", "mlp-stgan"]
+    vit = load_document(H100 / "workload-vit-b16.json").payload   # ViT-B/16: host-set at batch 8, its main batch
+    assert batch.value == "512" and batch.gain == pytest.approx(
+        point(vit, "batch", "bf16", 512, "no_cudnn_benchmark").throughput_per_s
+        / point(vit, "batch", "bf16", 8, "no_cudnn_benchmark").throughput_per_s)
     wide = load_document(H100 / "workload-wide-transformer.json").payload
     assert precision.value == "bf16 autocast"  # as the planner recommends for wide-transformer
     assert precision.gain == pytest.approx(point(wide, "variant", "bf16", 32).throughput_per_s
@@ -133,7 +132,9 @@ def test_summary_has_a_verdict_row_per_workload_with_its_judged_throughput(h100)
     payload = load_document(H100 / "workload-gpt-small.json").payload
     # the per-op roofline's split: 61% of the step in math-bound ops (planner/model/bound.py)
     assert (gpt.bound, gpt.precision, gpt.batch) == ("compute-bound", "bf16", 32)
-    assert gpt.throughput == judged_point(payload, 32).throughput_per_s
+    # the plan's figure at its recommended settings (bf16 compiled, measured at batch 32), not the eager point's
+    compiled = next(p for p in payload.points if p.sweep == "variant" and p.variant == "compile" and p.batch == 32)
+    assert gpt.throughput == compiled.throughput_per_s
 
 
 def test_quick_profile_proposes_no_change_and_says_why():

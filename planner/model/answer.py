@@ -27,6 +27,7 @@ class WorkloadAnswer:
     expected: Expected | None
     reasons: dict[str, str]  # setting → why (the recommendation's reason)
     loader_note: str         # where the data-loader figures come from
+    validated: bool = True   # False: no published benchmark checks predictions for this GPU (marked †)
 
     @property
     def allocator_env(self) -> dict[str, str]:
@@ -34,6 +35,7 @@ class WorkloadAnswer:
 
     def to_dict(self) -> dict:
         out = asdict(self)
+        out["expected"] = self.expected.to_dict() if self.expected else None
         out["allocator_env"] = self.allocator_env
         return out
 
@@ -49,8 +51,17 @@ def answers_of_target(plan: Plan, target: Target) -> list[WorkloadAnswer]:
         note = loader.reason if target.is_source else \
             f"measured on {plan.machine}'s host, not this one: {loader.reason}"
         out.append(WorkloadAnswer(workload, target.name, target.gpu.name, target.gpu_count, target.is_source,
-                                  settings, target.expected.get(workload), reasons.get(workload, {}), note))
+                                  settings, target.expected.get(workload), reasons.get(workload, {}), note,
+                                  target.validated))
     return out
+
+
+def measured_answers(plan: Plan | None) -> dict[str, WorkloadAnswer]:
+    """Per workload, the measured GPU's answer (one GPU), as the report's sections read it."""
+    if plan is None:
+        return {}
+    source = next(t for t in plan.targets if t.is_source)
+    return {a.workload: a for a in answers_of_target(plan, source) if a.gpu_count == 1}
 
 
 def build_answers(plan: Plan) -> list[WorkloadAnswer]:

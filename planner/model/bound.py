@@ -28,9 +28,6 @@ from planner.model.split import StepSplit
 
 DECISIVE = 0.50
 HOST_MARGIN = 1.1
-# The workload verdict's words for each bound (planner/model/workload_verdict.py BOUNDS).
-VERDICT_NAME = {"math": "compute-bound", "memory": "memory-bandwidth-bound", "latency": "launch/latency-bound",
-                "host": "launch/latency-bound", "unattributed": "undetermined"}
 
 
 @dataclass(frozen=True)
@@ -43,10 +40,6 @@ class Bound:
     @property
     def decisive(self) -> bool:
         return self.share >= DECISIVE
-
-    @property
-    def verdict_name(self) -> str:
-        return VERDICT_NAME[self.name]
 
     def describe(self) -> str:
         """'math-bound (61% of the step; memory 38%), from roofline bf16 batch 32'."""

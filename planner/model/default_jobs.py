@@ -5,19 +5,19 @@ a job a person would plausibly run: ResNet-50 for 100 ImageNet epochs, gpt-small
 workload (the MLP, the rollout, user workloads) gets "a day on this GPU": the samples the measured GPU processes
 in 24 hours at its fastest measured point, rounded to 1, 2 or 5 × 10^k, so that its hours read in hours, not
 seconds; the job's `samples=` states the count. A job the user asked for (`--job`) replaces its workload's
-default. The ranking is `gpuplan plan --job`'s (planner/model/plan.py JobRanker: bands, scaling, vCPU feed).
+default. The plan ranks them (planner/model/plan.py: one JobRanker, as `gpuplan plan --job` ranks: bands,
+scaling, vCPU feed); the report and the site read its rankings.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from gpuplan_schema.payloads import WorkloadPayload
-from gpuplan_schema.results import MachineResults
+from planner.model.advice import MAIN_PRECISION
 from planner.model.jobs import Job, parse_job
-from planner.model.plan import MAIN_PRECISION, PlanError, build_ranker
 from planner.model.ranking import OK, RankedInstance
 
 DAY_S = 24 * 3600
@@ -65,16 +65,12 @@ def default_job_spec(workload: str, precision: str = MAIN_PRECISION, samples: fl
     return f"{workload} {precision} {DEFAULT_AMOUNT.get(workload, f'samples={samples:.0e}'.replace('e+', 'e'))}"
 
 
-def rank_workload_jobs(machine: MachineResults, asked: Job | None = None, measured: Sequence[MachineResults] = (),
-                       precisions: dict[str, str] | None = None) -> dict[str, JobRanking]:
+def rank_default_jobs(workloads: Sequence[WorkloadPayload], rank: Callable[[Job], list[RankedInstance]],
+                      asked: Job | None = None, precisions: dict[str, str] | None = None) -> dict[str, JobRanking]:
     """Per measured workload: the ranking of `asked` when it is that workload's job, else of its default job at
     `precisions[workload]` (the recommended precision; bf16 when it is absent or ranks no instance)."""
-    try:
-        ranker = build_ranker(machine, measured)
-    except PlanError:
-        return {}
     out = {}
-    for payload in machine.workloads:
+    for payload in workloads:
         name = payload.workload
         if asked is not None and asked.workload == name:
             jobs = [(asked, True)]
@@ -84,7 +80,7 @@ def rank_workload_jobs(machine: MachineResults, asked: Job | None = None, measur
             precisions_tried = dict.fromkeys((wanted, MAIN_PRECISION))
             jobs = [(parse_job(default_job_spec(name, p, samples)), False) for p in precisions_tried]
         for job, is_asked in jobs:
-            ranking = JobRanking(job, ranker.rank(job), is_asked)
+            ranking = JobRanking(job, rank(job), is_asked)
             if ranking.ok or is_asked or job is jobs[-1][0]:
                 out[name] = ranking
                 break

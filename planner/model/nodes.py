@@ -29,7 +29,15 @@ from planner.model.network import (
     intra_links,
     network_link,
 )
-from planner.model.ranking import OK, Estimate, Predictor, RankedInstance, rank_instances
+from planner.model.ranking import (
+    OK,
+    Estimate,
+    FeedProvider,
+    Predictor,
+    RankedInstance,
+    no_feed_limit,
+    rank_instances,
+)
 from planner.specs import GpuSpec, InstanceSpec, load_gpu_catalog, load_instances, match_gpu
 
 MAX_NODES = 16
@@ -80,7 +88,8 @@ def _network_text(spec: InstanceSpec) -> str:
 
 def expand_nodes(job: Job, predict: Predictor, inputs: NetworkInputs, *,
                  instances: tuple[InstanceSpec, ...] | None = None, scaling: ScalingProvider = assumed_scaling,
-                 max_nodes: int = MAX_NODES, sort_by: str = "cost") -> list[NodeRow]:
+                 max_nodes: int = MAX_NODES, sort_by: str = "cost", feed: FeedProvider = no_feed_limit
+                 ) -> list[NodeRow]:
     """The ranking over node counts: every instance at one node, multi-node ones at 2, 4, … nodes."""
     base = load_instances() if instances is None else instances
     estimates: dict[str, Estimate | None] = {}
@@ -108,9 +117,10 @@ def expand_nodes(job: Job, predict: Predictor, inputs: NetworkInputs, *,
                        f"{_network_text(original)} (planner/model/network.py)", one.measured)
 
     specs = [spec if n == 1 else replace(spec, name=name, gpu_count=spec.gpu_count * n,
-                                         price_usd_per_hour=spec.price_usd_per_hour * n)
+                                         price_usd_per_hour=spec.price_usd_per_hour * n, vcpus=spec.vcpus * n)
              for name, (spec, n) in virtual.items()]
-    ranked = rank_instances(job, remember, instances=specs, scaling=provider, sort_by=sort_by)
+    # the same vCPU feed limit as the main ranking: one instance, one figure per job
+    ranked = rank_instances(job, remember, instances=specs, scaling=provider, sort_by=sort_by, feed=feed)
     rows = [NodeRow(r, virtual[r.instance][0].name, virtual[r.instance][1], r.gpu_count,
                     _network_text(virtual[r.instance][0])) for r in ranked]
     return _trim_and_mark(rows)
@@ -171,10 +181,11 @@ def measured_node(machines: Iterable[MachineResults]) -> MeasuredNode | None:
 
 
 def build_node_ranking(job: Job, predict: Predictor, machines: Iterable[MachineResults],
-                       scaling: ScalingProvider = assumed_scaling) -> list[NodeRow]:
+                       scaling: ScalingProvider = assumed_scaling, feed: FeedProvider = no_feed_limit
+                       ) -> list[NodeRow]:
     """The plan's hook: `--job` ranked over node counts, from the loaded machines (empty when none has
     multi-GPU measurements on GPUs for the job's workload)."""
     machines = list(machines)
     measured = measured_node(machines)
     inputs = node_inputs(measured, job.workload) if measured else None
-    return expand_nodes(job, predict, inputs, scaling=scaling) if inputs else []
+    return expand_nodes(job, predict, inputs, scaling=scaling, feed=feed) if inputs else []

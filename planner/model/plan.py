@@ -19,12 +19,15 @@ from planner.model.advice import MAIN_PRECISION, REFERENCE_BATCH, advise_workloa
 from planner.model.alignment import recommend_alignment
 from planner.model.assumed_scaling import ScalingProvider
 from planner.model.bands import BandTable, band_table_for, measured_band, with_band
+from planner.model.choice import Choice
 from planner.model.crossarch import CrossCheck, build_crosscheck
 from planner.model.dataloader_verdict import build_feed_verdicts
-from planner.model.expect import Expected, build_expected, knee_prediction
+from planner.model.default_jobs import JobRanking, rank_default_jobs
+from planner.model.expect import Expected, build_expected, cap_by_input, knee_prediction
 from planner.model.fp8 import as_fp8, measured_precision, require_fp8
 from planner.model.host import feed_limit, load_feed
 from planner.model.jobs import Job, parse_job
+from planner.model.judge import judge, judge_on_target, plain_point
 from planner.model.memory import MemoryFit, fit_memory
 from planner.model.nodes import NodeRow, build_node_ranking
 from planner.model.performance import Prediction, Rates, iter_predictions, measured_rates, predict_point, target_rates
@@ -76,6 +79,7 @@ class Target:
     settings: dict[str, Settings] = field(default_factory=dict)          # workload → the recommendations, typed
     expected: dict[str, Expected] = field(default_factory=dict)          # workload → throughput with them
     preset_values: dict[str, list[Preset]] = field(default_factory=dict)  # workload → the presets, typed
+    choices: dict[str, Choice] = field(default_factory=dict)             # workload → the trials chosen from
     validated: bool = True   # False: no published cross-architecture check covers this GPU
 
 
@@ -89,6 +93,9 @@ class Plan:
     crosscheck: CrossCheck | None = None
     assumptions: list[str] = field(default_factory=list)
     node_ranking: list[NodeRow] = field(default_factory=list)   # with a job: multi-node instances by node count
+    jobs: dict[str, JobRanking] = field(default_factory=dict)   # workload → its default job (or the one asked) ranked
+    job_asked: bool = False     # `job` is the user's (--job), not the default job
+    ranker: JobRanker | None = field(default=None, repr=False, compare=False)   # ranks any other job of the source
 
 
 @dataclass(frozen=True)
@@ -113,17 +120,17 @@ def load_source(machine: MachineResults) -> Source:
 
 def report_plan(machine: MachineResults, job: Job | None = None,
                 measured: Sequence[MachineResults] = ()) -> Plan | None:
-    """The plan a report shows (default targets, `job` ranked), or None for a machine the planner cannot
-    use (no GPU in the catalog, no ceilings, no workloads): its report says so in each planner part.
-    Without a `job`, DEFAULT_JOB is ranked where the machine measured its workload, else nothing is."""
-    try:
-        load_source(machine)
-    except PlanError:
+    """The plan a report shows (default targets, every workload's default job ranked, `job` in its workload's
+    place), or None for a machine the planner cannot use (no GPU in the catalog, no ceilings, no workloads): its
+    report says so in each planner part."""
+    if not plannable(machine):
         return None
-    if job is None:
-        default = parse_job(DEFAULT_JOB)
-        job = default if any(w.workload == default.workload for w in machine.workloads) else None
-    return build_plan(machine, None, job, measured)
+    return build_plan(machine, None, job, measured, rank_defaults=True)
+
+
+def plannable(machine: MachineResults) -> bool:
+    name = machine.gpu_name
+    return bool(name and match_gpu(name) and machine.ceilings is not None and machine.workloads)
 
 
 def resolve_target(name: str) -> tuple[str, GpuSpec, int]:
@@ -160,19 +167,33 @@ def build_source_target(source: Source, name: str, count: int) -> Target:
     feeds = {f.workload: f for f in build_feed_verdicts(loader, machine.workloads)} if loader else {}
     cores = machine.environment.cpu.logical_cores if machine.environment else None
     target = Target(name, source.spec, count, True, predictions, capacity, [])
-    shapes = recommend_alignment(source.rooflines, machine.folder)
+    shapes = recommend_alignment(source.rooflines)
     for payload in machine.workloads:
-        advice = advise_workload(source.spec, payload, fits, feeds.get(payload.workload), cores)
+        advice = advise_workload(source.spec, payload, fits, feeds.get(payload.workload), cores, source.rooflines,
+                                 source.rates)
         target.recommendations.extend(advice.recommendations)
         target.recommendations.extend(r for r in shapes if r.workload == payload.workload)
         target.settings[payload.workload] = advice.settings
+        target.choices[payload.workload] = advice.choice
         target.presets[payload.workload] = render_presets_yaml(payload.workload, advice.presets)
         target.preset_values[payload.workload] = advice.presets
-        if advice.knee:
-            pred = knee_prediction(predictions, payload.workload, MAIN_PRECISION, advice.knee.batch)
-            target.expected[payload.workload] = build_expected(payload, advice.settings, MAIN_PRECISION,
-                                                               advice.knee.throughput_per_s, "measured", pred)
+        if advice.knee and advice.judgement:
+            base = plain_point(payload, advice.knee.batch, MAIN_PRECISION)
+            expected = build_expected(payload, advice.settings, advice.choice, base, advice.judgement)
+            if expected:
+                target.expected[payload.workload] = cap_by_input(expected, *input_feed(source, advice.settings))
     return target
+
+
+def input_feed(source: Source, settings: Settings, host: str = "") -> tuple[float | None, str]:
+    """What the measured data loader feeds with the recommended workers, where it measured this workload's input."""
+    feed = load_feed(source.machine, settings.workload)
+    if feed is None:
+        return None, ""
+    workers = settings.loader.workers
+    # on the measured host itself, never above what a measured worker count delivered (no extrapolation)
+    rate = min(feed.samples_per_s(workers), max(r for _, r in feed.rates))
+    return rate, f"the data loader measured on {host or source.machine.machine}'s host, {workers} workers,"
 
 
 def build_target(source: Source, name: str, gpu: GpuSpec, count: int, measured: Target) -> Target:
@@ -194,9 +215,13 @@ def build_target(source: Source, name: str, gpu: GpuSpec, count: int, measured: 
             continue  # the GPU lacks the recommended precision: no answer rather than a wrong one
         target.settings[payload.workload] = settings
         pred = knee_prediction(predictions, payload.workload, MAIN_PRECISION, settings.batch)
-        if pred:
-            target.expected[payload.workload] = build_expected(payload, settings, MAIN_PRECISION,
-                                                               pred.throughput_per_s, "predicted", pred)
+        choice = measured.choices.get(payload.workload)
+        if pred and choice:
+            judged = judge(payload, settings.batch, MAIN_PRECISION, source.rooflines, source.rates)  # type: ignore
+            there = judge_on_target(judged, pred, source.machine.machine)
+            expected = build_expected(payload, settings, choice, None, there, pred)
+            if expected:
+                target.expected[payload.workload] = cap_by_input(expected, *input_feed(source, settings))
     return target
 
 
@@ -279,10 +304,11 @@ def _does_not_fit(payload: WorkloadPayload, job: Job, safe: int | None) -> Estim
 
 
 def build_plan(machine: MachineResults, targets: list[str] | None = None, job: Job | None = None,
-               measured: Sequence[MachineResults] = ()) -> Plan:
+               measured: Sequence[MachineResults] = (), *, rank_defaults: bool = False) -> Plan:
     """The plan of one measured machine. `measured`: the machines (loaded once, the source among them or
     not) whose measurements the plan may cite: multi-GPU efficiencies, and the accuracy residuals that set
-    the prediction bands."""
+    the prediction bands. `job` is ranked; without one, `rank_defaults` ranks each workload's default job at its
+    recommended precision and makes resnet50's (DEFAULT_JOB's workload) the plan's job, as a report shows it."""
     machines = all_machines(machine, measured)
     source, check = prepare_source(machine, machines)
     names = targets or [source.spec.name, *(t for t in DEFAULT_TARGETS if t != source.spec.name)]
@@ -293,12 +319,21 @@ def build_plan(machine: MachineResults, targets: list[str] | None = None, job: J
             continue  # the measured GPU itself: already first
         built.append(build_source_target(source, label, count) if gpu.name == source.spec.name
                      else build_target(source, label, gpu, count, built[0]))
-    if job is None:
+    if job is None and not rank_defaults:
         return Plan(machine.machine, source.spec, built, None, [], check)
     ranker = JobRanker(source, build_scaling(gather_efficiencies(measured)))
+    precisions = {w: s.precision for w, s in built[0].settings.items()}
+    jobs = rank_default_jobs(machine.workloads, ranker.rank, job, precisions) if rank_defaults else {}
+    asked = job is not None
+    if job is None:
+        default = parse_job(DEFAULT_JOB).workload
+        job = jobs[default].job if default in jobs else None
+    if job is None:
+        return Plan(machine.machine, source.spec, built, None, [], check, jobs=jobs, ranker=ranker)
     predict = build_predictor(source, job)
-    nodes = build_node_ranking(job, predict, machines, scaling=ranker.scaling)
-    return Plan(machine.machine, source.spec, built, job, ranker.rank(job, predict), check, ASSUMPTIONS, nodes)
+    ranking = jobs[job.workload].rows if job.workload in jobs else ranker.rank(job, predict)
+    nodes = build_node_ranking(job, predict, machines, scaling=ranker.scaling, feed=build_feed(source, job))
+    return Plan(machine.machine, source.spec, built, job, ranking, check, ASSUMPTIONS, nodes, jobs, asked, ranker)
 
 
 def all_machines(machine: MachineResults, measured: Sequence[MachineResults]) -> list[MachineResults]:
@@ -356,6 +391,9 @@ def plan_to_json(plan: Plan) -> dict:
                      "validated": t.validated} for t in plan.targets],
         "job": plan.job.to_dict() if plan.job else None,
         "ranking": [r.to_dict() for r in plan.ranking],
+        "job_asked": plan.job_asked,
+        "jobs": {w: {"job": j.job.to_dict(), "asked": j.asked, "ranking": [r.to_dict() for r in j.rows]}
+                 for w, j in plan.jobs.items()},
         "assumptions": plan.assumptions,
         "node_ranking": [r.to_dict() for r in plan.node_ranking],
         "crosscheck": plan.crosscheck.to_dict() if plan.crosscheck else None,

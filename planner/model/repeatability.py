@@ -20,11 +20,9 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
 from gpuplan_schema.payloads import WorkloadPayload, WorkloadPoint
 from gpuplan_schema.results import MachineResults
-from gpuplan_schema.schema import DocumentError, load_document
 from planner.model.performance import source_bound
 from planner.model.split import machine_rooflines
 
@@ -75,7 +73,7 @@ def repeat_pairs(machine: MachineResults) -> list[RepeatPair]:
         return []
     rooflines = machine_rooflines(machine)
     pairs = []
-    lends = other_lends(machine.folder)
+    lends = other_lends(machine)
     for payload in machine.workloads:
 
         def regime(point: WorkloadPoint, payload: WorkloadPayload = payload) -> str:
@@ -98,17 +96,11 @@ def repeat_pairs(machine: MachineResults) -> list[RepeatPair]:
     return pairs
 
 
-def other_lends(folder: Path) -> dict[str, list[tuple[str, WorkloadPayload]]]:
-    """Another lend's workload documents kept under `folder`/diagnostics/<lend>/, by workload; a document that
-    does not read is left out (they are diagnostics, not results)."""
+def other_lends(machine: MachineResults) -> dict[str, list[tuple[str, WorkloadPayload]]]:
+    """The workloads timed on another host of the same GPU type (loaded with the machine), by workload."""
     out: dict[str, list[tuple[str, WorkloadPayload]]] = {}
-    for path in sorted((folder / "diagnostics").glob("*/workload-*.json")):
-        try:
-            doc = load_document(path)
-        except DocumentError:
-            continue
-        if isinstance(doc.payload, WorkloadPayload):
-            out.setdefault(doc.payload.workload, []).append((path.parent.name, doc.payload))
+    for host, payload in machine.other_hosts:
+        out.setdefault(payload.workload, []).append((host, payload))
     return out
 
 

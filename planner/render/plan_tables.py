@@ -11,7 +11,7 @@ import re
 from collections import Counter
 
 from planner.model.plan import Capacity, Plan
-from planner.model.ranking import OK, RankedInstance
+from planner.model.ranking import OK, UNCHECKED_MARK, UNCHECKED_WORDS, RankedInstance
 
 BOUND = re.compile(r"(compute|memory|overhead|input|launch)[- ]bound")
 
@@ -69,7 +69,7 @@ def _range(value: float, low: float | None, high: float | None, fmt: str) -> str
 
 
 def ranking_row(r: RankedInstance) -> list[str]:
-    flag = " †" if getattr(r, "unvalidated", False) else ""
+    flag = f" {UNCHECKED_MARK}" if r.unchecked else ""
     nodes = getattr(r, "nodes", None) or getattr(r, "node_count", None)
     gpus = f"{r.gpu_count} × {r.gpu}{flag}" + (f" ({nodes} nodes)" if nodes and nodes > 1 else "")
     hours = _range(r.hours, getattr(r, "hours_low", None), getattr(r, "hours_high", None), ",.1f")
@@ -107,6 +107,6 @@ def render_ranking_table(plan: Plan, top: int) -> list[str]:
     if cannot:
         lines.append("   cannot run it: " + ", ".join(f"{n} {s}" for s, n in cannot.most_common()))
     notes = ["eff. = data-parallel efficiency (~ assumed, not measured)"]
-    if any(getattr(r, "unvalidated", False) for r in shown):
-        notes.append("† GPU whose prediction no measurement has checked")
+    if any(r.unchecked for r in shown):
+        notes.append(UNCHECKED_WORDS)
     return [*lines, "   " + "; ".join(notes)]

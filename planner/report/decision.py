@@ -13,19 +13,16 @@ from dataclasses import dataclass
 
 import altair as alt
 
-from gpuplan_schema.payloads import WorkloadPayload, WorkloadPoint
+from gpuplan_schema.payloads import WorkloadPayload
 from gpuplan_schema.results import MachineResults
 from planner.charts.ticks import log_ticks
 from planner.charts.vega import finish, unvalidated
 from planner.model.default_jobs import DEFAULT_SAMPLES, JobRanking
-from planner.model.performance import PLAIN_VARIANTS
 from planner.model.plan import Plan
 from planner.model.ranking import RankedInstance
 from planner.model.recommend import Recommendation
-from planner.model.workload_verdict import gpu_memory_bytes
 from planner.report.decision_settings import Settings, settings_of, snippet_python, snippet_yaml
 from planner.report.sections import SectionBase
-from planner.report.workloads import verdict_of
 from planner.units import unit_label
 
 
@@ -126,7 +123,9 @@ def build_decision_sections(machine: MachineResults, plan: Plan | None,
 
 def build_block(machine: MachineResults, payload: WorkloadPayload, settings: Settings | None,
                 ranking: JobRanking | None) -> WorkloadDecision:
-    verdict = verdict_of(payload, gpu_memory_bytes(machine), machine)
+    expected = settings.answer.expected if settings else None
+    bound = expected.judgement.label if expected else "undetermined"
+    why = expected.judgement.sentence if expected else "the planner made no recommendation for this workload here"
     picks = build_picks(ranking) if ranking else []
     no_instance = None
     if ranking is None:
@@ -137,7 +136,7 @@ def build_block(machine: MachineResults, payload: WorkloadPayload, settings: Set
     if ranking:
         note = "the job asked for (--job)" if ranking.asked else "default job"
     return WorkloadDecision(
-        payload.workload, verdict.bound, settings_line(settings), verdict.reason,
+        payload.workload, bound, settings_line(settings), why,
         snippet_python(settings) if settings else None, snippet_yaml(settings) if settings else None,
         [extra_line(r) for r in settings.extra] if settings else [],
         expected_throughput(payload, settings), ranking.job.spec if ranking else None, note, picks, no_instance,
@@ -179,7 +178,7 @@ def pick(role: str, r: RankedInstance) -> Pick:
     hours = _band(r, "hours")
     cost = _band(r, "cost")
     return Pick(role, r.instance, r.provider, f"{r.gpu_count} × {r.gpu}", r.hours or 0.0, r.cost_usd or 0.0,
-                hours, cost, bool(getattr(r, "unvalidated", False)))
+                hours, cost, r.unchecked)
 
 
 def _band(r: RankedInstance, name: str) -> tuple[float, float] | None:
@@ -188,31 +187,12 @@ def _band(r: RankedInstance, name: str) -> tuple[float, float] | None:
 
 
 def expected_throughput(payload: WorkloadPayload, s: Settings | None) -> Throughput | None:
-    """What `gpuplan plan` expects with the recommended settings (planner/model/expect.py: the measured sweep at
-    the recommended batch with the separately measured precision and compile gains, and the range between);
-    where the plan has none, the measured point closest to the settings, its band the step time's IQR."""
+    """What the plan expects with its recommended settings (planner/model/expect.py); none where it has none."""
     expected = s.answer.expected if s else None
-    if expected is not None:
-        return Throughput(expected.throughput_per_s, expected.low_per_s, expected.high_per_s,
-                          unit_label(payload.unit), expected.basis)
-    ok = [p for p in payload.points if p.status == "ok" and p.step_s and p.throughput_per_s and p.seq_len is None
-          and p.sweep in ("variant", "batch")]
-    precision = s.precision if s else None
-    mine = [p for p in ok if p.precision == precision] or ok
-    choice: WorkloadPoint | None = None
-    if s and s.compile:
-        choice = next((p for p in mine if p.variant == "compile"), None)
-    if choice is None and s and s.batch:
-        choice = next((p for p in mine if p.batch == s.batch and p.variant in PLAIN_VARIANTS), None)
-    if choice is None:
-        choice = max((p for p in mine if p.variant in PLAIN_VARIANTS), key=lambda p: p.throughput_per_s, default=None)
-    if choice is None or choice.step_s is None:
+    if expected is None:
         return None
-    step = choice.step_s
-    per_step = choice.throughput_per_s * step.median
-    variant = "" if choice.variant in PLAIN_VARIANTS else f", {choice.variant.replace('_', ' ')}"
-    return Throughput(choice.throughput_per_s, per_step / step.q3, per_step / step.q1, unit_label(payload.unit),
-                      f"measured here: {choice.precision}, batch {choice.batch}{variant}")
+    return Throughput(expected.throughput_per_s, expected.low_per_s, expected.high_per_s, unit_label(payload.unit),
+                      expected.basis)
 
 
 def _log_axis(values: list[float], title: str, money: bool) -> dict:

@@ -21,13 +21,12 @@ from pathlib import Path
 from gpuplan_schema.machine import sanitize_machine_id
 from gpuplan_schema.payloads import PAYLOADS
 from gpuplan_schema.results import MachineResults, load_machine_and_root
-from planner.model.default_jobs import JobRanking, rank_workload_jobs
+from planner.model.default_jobs import JobRanking
 from planner.model.jobs import Job
-from planner.model.plan import DEFAULT_JOB, Plan, report_plan
+from planner.model.plan import Plan, report_plan
 from planner.report.ceilings import CeilingsSection, RooflineSection, build_ceilings_section, build_roofline_section
 from planner.report.dataloader import DataloaderSection, build_dataloader_sections
 from planner.report.decision import DecisionSection, build_decision_sections
-from planner.report.decision_settings import settings_of
 from planner.report.glossary import GlossarySection, build_glossary_section
 from planner.report.method import (
     EnvironmentSection,
@@ -113,7 +112,7 @@ REPORT_ORDER: tuple[Slot, ...] = (
          "Not collected: the ceilings collector has not run on this machine (gpuplan collect --only ceilings)."),
     Slot("roofline", "Roofline", lambda r: build_roofline_sections(r.machine),
          "No roofline: it is drawn from the measured ceilings, which were not collected."),
-    Slot("workloads", "Workloads", lambda r: build_workload_sections(r.machine),
+    Slot("workloads", "Workloads", lambda r: build_workload_sections(r.machine, r.plan),
          "Not collected: no workload was measured on this machine (gpuplan collect --only workloads)."),
     Slot("op-roofline", "Per-operation roofline", lambda r: build_op_roofline_sections(r.machine),
          "Not collected: no per-operation profile (a roofline document) is in this machine's results."),
@@ -160,15 +159,9 @@ def build_report_for(folder: Path, job: Job | None = None) -> Report:
     return build_report(machine, report_plan(machine, job, measured), measured)
 
 
-def workload_rankings(machine: MachineResults, plan: Plan | None,
-                      measured: Sequence[MachineResults] = ()) -> dict[str, JobRanking]:
-    """Each workload's default job ranked (the plan's job for its workload when the user asked for one), at the
-    recommended precision; none without a plan."""
-    if plan is None:
-        return {}
-    asked = plan.job if plan.job is not None and plan.job.spec != DEFAULT_JOB else None
-    precisions = {w: s.precision for w, s in settings_of(plan).items()}
-    return rank_workload_jobs(machine, asked, measured, precisions)
+def workload_rankings(plan: Plan | None) -> dict[str, JobRanking]:
+    """Each workload's default job (or the one asked for) as the plan ranked it; none without a plan."""
+    return plan.jobs if plan else {}
 
 
 def build_report(machine: MachineResults, plan: Plan | None = None, measured: Sequence[MachineResults] = ()) -> Report:
@@ -178,7 +171,7 @@ def build_report(machine: MachineResults, plan: Plan | None = None, measured: Se
     given = ReportInput(machine, plan)
     body = [section for slot in REPORT_ORDER for section in slot.sections(given)]
     # The answer first: what to set and where to run, before the summary of measured changes and the detail.
-    head: list[Section] = [*build_decision_sections(machine, plan, workload_rankings(machine, plan, measured)),
+    head: list[Section] = [*build_decision_sections(machine, plan, workload_rankings(plan)),
                            build_summary(machine, collected, body)]
     present = {doc.kind for doc in machine.documents.values()}
     missing = [kind for kind in PAYLOADS if kind not in present]

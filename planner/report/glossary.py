@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from planner.model.bounds import BoundKind
 from planner.report.sections import SectionBase
 
 
@@ -21,7 +22,11 @@ class Term:
         return "term-" + re.sub(r"[^a-z0-9]+", "-", self.term.lower()).strip("-")
 
 
-TERMS: tuple[Term, ...] = (
+# The bounds, in the plan's one vocabulary (planner/model/bounds.py): its label and what would help.
+BOUND_TERMS = tuple(Term(kind.label[0].upper() + kind.label[1:], kind.hint[0].upper() + kind.hint[1:] + ".")
+                    for kind in BoundKind)
+
+TERMS: tuple[Term, ...] = BOUND_TERMS + (
     Term("Achieved fraction", "A workload step's rate divided by this machine's measured ceiling: FLOPs per second "
          "over the dense matmul peak of the same precision, or estimated bytes per second over the copy bandwidth."),
     Term("Algorithm bandwidth", "Message size divided by the time a collective operation (all-reduce, all-gather…) "
@@ -35,12 +40,8 @@ TERMS: tuple[Term, ...] = (
     Term("Bus bandwidth", "Algorithm bandwidth times a factor of the collective (2(n−1)/n for all-reduce, (n−1)/n for "
          "all-gather and reduce-scatter, 1 for broadcast, with n GPUs), so that it compares with the speed of the "
          "links whatever the number of GPUs (busbw in nccl-tests)."),
-    Term("Capacity-bound", "More memory would buy more throughput: the batch that would run faster does not fit, "
-         "or too little memory is left at the batch used."),
     Term("channels_last", "The NHWC memory format of 4-D tensors: channels vary fastest, as tensor-core convolution "
          "kernels read them, so no layout transposes are needed around each convolution."),
-    Term("Compute-bound", "The step runs at a large fraction of the machine's matmul FLOP/s ceiling: only a faster "
-         "precision or fewer FLOPs make it faster."),
     Term("Copy bandwidth", "Bytes read plus bytes written per second by a device-to-device copy of buffers far "
          "larger than the L2 cache: the slope of the roofline."),
     Term("cudnn.benchmark", "torch.backends.cudnn.benchmark = True makes cuDNN time several convolution algorithms "
@@ -56,12 +57,8 @@ TERMS: tuple[Term, ...] = (
          "middle half. The report writes it after ±."),
     Term("Launch latency", "The time to queue and run one tiny kernel: the floor under any GPU operation, and what "
          "dominates a step made of many small operations."),
-    Term("Launch/latency-bound", "Doubling the batch nearly doubles throughput: the step's fixed costs (kernel "
-         "launches, Python, synchronisation) dominate, and a larger batch is nearly free."),
     Term("Median", "The middle one of a figure's samples. Unlike the mean, an outlier (a background process, a clock "
          "change) does not move it."),
-    Term("Memory-bandwidth-bound", "The step waits on memory traffic rather than on arithmetic: fusing operations "
-         "(torch.compile) or moving fewer bytes makes it faster; more FLOP/s would not."),
     Term("OOM boundary", "The largest batch that runs without running out of GPU memory, found by doubling the batch "
          "until a step fails and then bisecting to within 2%."),
     Term("Peak and sustained", "Peak: short bursts after an idle pause, at the clock a GPU holds for its first moments "

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from gpuplan_schema.results import MachineResults
 from gpuplan_schema.stats import Stat
-from planner.model.workload_verdict import judged_point
+from planner.model.workload_verdict import plain_point
 from planner.report.changes import Change, build_workload_changes, top_changes
 from planner.report.glossary import term_anchor
 from planner.report.sections import SectionBase
@@ -59,11 +59,14 @@ class SummarySection(SectionBase, kind="summary", title="Summary"):
 
 
 def build_verdict_row(section: WorkloadSection) -> VerdictRow:
-    v = section.verdict
-    point = judged_point(section.payload, v.batch) if v.batch and v.precision else None
+    """The plan's verdict and expected figure at its recommended settings (a plan-less machine: the measured
+    main-batch point)."""
+    v, e, payload = section.verdict, section.expected, section.payload
+    point = plain_point(payload, v.batch, v.precision) if v.batch and v.precision else None
+    throughput = e.throughput_per_s if e else point.throughput_per_s if point else None
+    tokens = throughput * payload.tokens_per_sample if throughput and payload.tokens_per_sample else None
     return VerdictRow(section.name, section.anchor, v.bound, v.reason, v.precision, v.batch, section.unit,
-                      point.throughput_per_s if point else None, point.tokens_per_s if point else None,
-                      point.step_s if point else None, section.tiny)
+                      throughput, tokens, point.step_s if point else None, section.tiny)
 
 
 def proposed_changes(sections: list) -> list[Change]:

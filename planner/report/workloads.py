@@ -10,16 +10,23 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from functools import partial
 
 from gpuplan_schema.machine import sanitize_machine_id
 from gpuplan_schema.payloads import WorkloadPayload, WorkloadPoint
 from gpuplan_schema.results import MachineResults
 from gpuplan_schema.stats import Stat
 from planner.charts.base import DTYPE_ORDER, build_memory_chart, build_sequence_chart, build_throughput_chart
-from planner.model.performance import source_bound
-from planner.model.split import machine_rooflines
-from planner.model.workload_verdict import Verdict, build_verdict, gpu_memory_bytes, main_batch
+from planner.model.answer import WorkloadAnswer, measured_answers
+from planner.model.expect import Expected
+from planner.model.plan import Plan
+from planner.model.workload_verdict import (
+    Verdict,
+    evidence_lines,
+    gpu_memory_bytes,
+    judged_point,
+    main_batch,
+    plain_point,
+)
 from planner.report.sections import SectionBase
 from planner.units import unit_label
 
@@ -93,6 +100,7 @@ class WorkloadSection(SectionBase, kind="workload"):
     main_batch: int | None
     gpu_memory_bytes: int | None
     verdict: Verdict
+    expected: Expected | None         # the plan's figure at its recommended settings
     throughput_chart: dict | None
     memory_chart: dict | None
     sequence_chart: dict | None
@@ -112,12 +120,13 @@ class WorkloadSection(SectionBase, kind="workload"):
         return self.payload.scale == "tiny"
 
 
-def build_workload_sections(machine: MachineResults) -> list[WorkloadSection]:
-    """One section per workload document, in the order of their files."""
+def build_workload_sections(machine: MachineResults, plan: Plan | None = None) -> list[WorkloadSection]:
+    """One section per workload document, in the order of their files; the verdict is the plan's."""
     gpu_memory = gpu_memory_bytes(machine)
+    answers = measured_answers(plan)
     sections, anchors = [], set()
     for payload in machine.workloads:
-        section = build_workload_section(payload, gpu_memory, machine)
+        section = build_workload_section(payload, gpu_memory, answers.get(payload.workload))
         if section.anchor in anchors:  # two names that sanitise alike still get an anchor each
             section = replace(section, anchor=f"{section.anchor}-{len(sections) + 1}")
         if sections:
@@ -127,22 +136,31 @@ def build_workload_sections(machine: MachineResults) -> list[WorkloadSection]:
     return sections
 
 
-def verdict_of(payload: WorkloadPayload, gpu_memory: int | None, machine: MachineResults | None) -> Verdict:
-    """The workload's verdict with the one bound of its judged point (planner/model/bound.py): what the
-    workload section and the decision page both say."""
-    rooflines = machine_rooflines(machine) if machine else []
-    ceilings = machine.ceilings if machine else None
-    bound = partial(source_bound, payload=payload, ceilings=ceilings, rooflines=rooflines)
-    return build_verdict(payload, gpu_memory, bound)
+def verdict_of(payload: WorkloadPayload, gpu_memory: int | None, answer: WorkloadAnswer | None) -> Verdict:
+    """The plan's judgement at the recommended settings in words, with the measured figures of the judged point;
+    without a plan (a machine the planner cannot use), what is missing."""
+    expected = answer.expected if answer else None
+    if expected is None:
+        main = main_batch(payload)
+        point = judged_point(payload, main) if main else None
+        lines = evidence_lines(payload, point, gpu_memory) if point else []
+        return Verdict("undetermined", "the planner made no recommendation for this workload on this machine (no GPU "
+                       "in the catalog, no ceilings, or no batch sweep), so no bound is judged", lines,
+                       point.precision if point else None, main)
+    j = expected.judgement
+    point = plain_point(payload, j.batch, j.precision) if j.batch and j.precision else None
+    lines = evidence_lines(payload, point, gpu_memory) if point else []
+    return Verdict(j.label, j.sentence, lines, j.precision, j.batch)
 
 
 def build_workload_section(payload: WorkloadPayload, gpu_memory: int | None,
-                           machine: MachineResults | None = None) -> WorkloadSection:
+                           answer: WorkloadAnswer | None = None) -> WorkloadSection:
     main = main_batch(payload)
     return WorkloadSection(
         name=payload.workload, anchor=f"workload-{sanitize_machine_id(payload.workload)}", payload=payload,
         unit=unit_label(payload.unit), main_batch=main, gpu_memory_bytes=gpu_memory,
-        verdict=verdict_of(payload, gpu_memory, machine), throughput_chart=build_throughput_chart(payload),
+        verdict=verdict_of(payload, gpu_memory, answer), expected=answer.expected if answer else None,
+        throughput_chart=build_throughput_chart(payload),
         memory_chart=build_memory_chart(payload, gpu_memory), sequence_chart=build_sequence_chart(payload),
         trials=build_trial_rows(payload, main) if main else [], boundaries=boundary_rows(payload),
         batches=[point_row(p) for p in ordered([p for p in payload.points if p.sweep == "batch"])],

@@ -33,6 +33,7 @@ from gpuplan_schema.results import MachineResults, load_results_root
 from gpuplan_schema.schema import DocumentError, utc_now, write_bytes_atomic, write_text_atomic
 from planner.export.frame import machines_frame, to_csv
 from planner.model.accuracy import AccuracyRow, iter_accuracy_tables, site_rows
+from planner.model.plan import report_plan
 from planner.model.repeatability import all_repeat_pairs
 from planner.render.report import (
     DEFAULT_PAPER,
@@ -147,7 +148,8 @@ def build_site(results_root: Path, out: Path = Path("site/_build"), *, accuracy:
         accuracy = site_rows(iter_accuracy_tables(machines))
     out = Path(out).resolve()
     files_of = workload_files([w.workload for m in machines for w in m.workloads])
-    built = build_machine_pages(machines, site_nav("../../", "", files_of), pdf)
+    planned = [(m, report_plan(m, None, machines)) for m in machines]   # each machine's plan, once
+    built = build_machine_pages(planned, site_nav("../../", "", files_of), pdf)
     reports = [page.report for page in built]
     check_unique_ids(machines, reports)
     files: dict[Path, str | bytes] = {
@@ -159,7 +161,7 @@ def build_site(results_root: Path, out: Path = Path("site/_build"), *, accuracy:
     files[out / ACCURACY_NAME] = render_site_page("site_accuracy.html.j2", site_nav("", ACCURACY_NAME, files_of),
                                                   charts=accuracy_page.chart is not None, accuracy=accuracy_page)
     files[out / JOBS_NAME] = render_site_page("site_jobs.html.j2", site_nav("", JOBS_NAME, files_of),
-                                              chooser=build_chooser(machines),
+                                              chooser=build_chooser(planned),
                                               amounts=", ".join(f"{k:g}" for k in AMOUNTS))
     files[out / CSV_NAME] = to_csv(machines_frame(machines))
     pages = {name: f"{WORKLOADS_DIR}/{file}" for name, file in files_of.items()}

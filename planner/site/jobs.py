@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from gpuplan_schema.results import MachineResults
 from planner.model.default_jobs import DEFAULT_AMOUNT, day_samples, default_job_spec
 from planner.model.jobs import DATASETS, PRECISIONS, TOKENS_PER_SAMPLE, parse_job
-from planner.model.plan import JobRanker, PlanError, build_ranker
+from planner.model.plan import JobRanker, Plan
 from planner.model.ranking import OK, RankedInstance
 
 AMOUNTS = (0.1, 1.0, 10.0)   # × the default job's samples: the tables computed at build time
@@ -48,14 +48,14 @@ def default_amount(workload: str, samples: float) -> dict:
     return {"kind": "samples", "value": samples}
 
 
-def build_chooser(machines: Sequence[MachineResults]) -> ChooserData:
+def build_chooser(planned: Sequence[tuple[MachineResults, Plan | None]]) -> ChooserData:
+    """The chooser's tables, ranked by each machine's plan (its ranker: the plan's bands, scaling and feed)."""
     instances: dict[str, int] = {}
     rows_meta: list[list] = []
     workloads, tables = [], {}
-    for machine in machines:
-        try:
-            ranker = build_ranker(machine, machines)
-        except PlanError:
+    for machine, plan in planned:
+        ranker = plan.ranker if plan else None
+        if ranker is None:
             continue
         for payload in machine.workloads:
             base = parse_job(default_job_spec(payload.workload, "bf16", day_samples(payload))).samples
@@ -95,7 +95,7 @@ def _row(r: RankedInstance, index: dict[str, int], meta: list[list]) -> list:
         return [index[key], 0, None, None, None, 0, None, None, 0, r.status.replace("_", " ")]
     low, high = getattr(r, "hours_low", None), getattr(r, "hours_high", None)
     return [index[key], 1, _round(r.samples_per_s), _round(r.hours), _round(r.cost_usd), int(r.pareto),
-            _round(low), _round(high), int(bool(getattr(r, "unvalidated", False))), ""]
+            _round(low), _round(high), int(r.unchecked), ""]
 
 
 def _round(x: float | None) -> float | None:

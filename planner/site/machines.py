@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from gpuplan_schema.results import MachineResults
-from planner.model.plan import report_plan
+from planner.model.plan import Plan
 from planner.render.report import NavLink, render_report_html, render_report_pdf
 from planner.report.frame import Report, build_report
 
@@ -69,14 +69,16 @@ def map_forked(make: Callable[[T], R], items: Sequence[T]) -> list[R]:
         _JOB = None
 
 
-def build_machine_pages(machines: list[MachineResults], nav: list[NavLink], has_pdf: bool) -> list[MachinePage]:
-    """Each machine's report and its page, in the order given; each plan cites the multi-GPU measurements
-    of all of `machines`, and ranks the default job where the machine measured its workload."""
-    def make(machine: MachineResults) -> MachinePage:
-        report = build_report(machine, report_plan(machine, None, machines), machines)
+def build_machine_pages(planned: list[tuple[MachineResults, Plan | None]], nav: list[NavLink],
+                        has_pdf: bool) -> list[MachinePage]:
+    """Each machine's report and its page from its plan (built once by the caller), in the order given."""
+    machines = [m for m, _ in planned]
+
+    def make(pair: tuple[MachineResults, Plan | None]) -> MachinePage:
+        report = build_report(pair[0], pair[1], machines)
         return MachinePage(report, render_report_html(report, nav=nav, has_pdf=has_pdf))
 
-    return map_forked(make, machines)
+    return map_forked(make, planned)
 
 
 def render_machine_pdfs(reports: list[Report], paper: str) -> list[bytes]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from gpuplan_schema.machine import sanitize_machine_id
 from gpuplan_schema.stats import Stat
-from planner.model.workload_verdict import judged_point
+from planner.model.workload_verdict import plain_point
 from planner.report.frame import Report
 from planner.report.glossary import term_anchor
 from planner.report.workloads import WorkloadSection, precision_rank
@@ -57,7 +57,8 @@ class WorkloadPage:
 
 def build_machine_row(report: Report, section: WorkloadSection) -> WorkloadMachineRow:
     v, payload = section.verdict, section.payload
-    point = judged_point(payload, v.batch) if v.batch and v.precision else None
+    point = plain_point(payload, v.batch, v.precision) if v.batch and v.precision else None
+    expected = section.expected.throughput_per_s if section.expected else None
     boundary = payload.boundary(v.precision) if v.precision else None
     boundary = boundary if boundary and boundary.max_batch else None
     defaults = {r.precision: r.throughput for r in section.trials if r.variant == "default" and r.throughput}
@@ -65,7 +66,9 @@ def build_machine_row(report: Report, section: WorkloadSection) -> WorkloadMachi
                      and r.vs_default), None)
     return WorkloadMachineRow(
         report.machine, report.machine_id, report.device, payload.profile, section.tiny, v.bound, v.precision,
-        v.batch, point.throughput_per_s if point else None, point.tokens_per_s if point else None,
+        v.batch, expected or (point.throughput_per_s if point else None),
+        expected * payload.tokens_per_sample if expected and payload.tokens_per_sample else
+        (point.tokens_per_s if point else None),
         point.step_s if point else None,
         point.memory.peak_allocated_bytes if point and point.memory else None,
         boundary.max_batch if boundary else None, bool(boundary and boundary.capped),

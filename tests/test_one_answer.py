@@ -1,0 +1,210 @@
+"""One answer: the plan decides, every screen formats it. The plan's JSON (`gpuplan plan --json`), the report and
+the site say the same bound, settings, expected range and instances for every workload; the bound is judged at the
+recommended batch; unchecked GPUs carry their mark everywhere; a report builds its plan once."""
+
+from __future__ import annotations
+
+import ast
+import html as html_lib
+import json
+import re
+from pathlib import Path
+
+import pytest
+from paths import FROZEN, REPO, RESULTS
+
+from gpuplan_schema.results import load_machine, load_machine_and_root
+from planner.cli import main as gpuplan_main
+from planner.model import plan as plan_module
+from planner.model.bounds import BoundKind
+from planner.model.choice import Trial, choose, ties
+from planner.model.judge import elasticity, judge
+from planner.model.performance import measured_rates
+from planner.model.plan import build_plan, report_plan
+from planner.model.split import machine_rooflines
+from planner.render.plan_text import render_plan_text
+from planner.render.report import render_report_html
+from planner.report.decision import DecisionSection
+from planner.report.frame import build_report, build_report_for
+from planner.site.index import build_site_index, workload_names
+from planner.site.jobs import build_chooser
+from planner.units import short_rate
+
+VIT = REPO / "tests" / "fixtures" / "vit-b16" / "h100-80gb"
+COMMITTED = sorted(p for p in RESULTS.iterdir() if p.is_dir() and any(p.glob("*.json")))
+
+
+def visible(page: str) -> str:
+    return html_lib.unescape(re.sub(r"<[^>]+>", " ", page))
+
+
+def plan_json(folder: Path, capsys: pytest.CaptureFixture, *extra: str) -> dict:
+    assert gpuplan_main(["plan", str(folder), "--json", *extra]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("folder", COMMITTED, ids=lambda p: p.name)
+def test_committed_results_plan_json_report_and_site_give_one_answer(folder, capsys):
+    """For each workload: the bound, the settings, the expected range and the default job's first instances are the
+    same in `gpuplan plan --json`, the report (its structure and its HTML) and the site's index and job chooser."""
+    machine, measured = load_machine_and_root(folder)
+    plan = report_plan(machine, None, measured)
+    report = build_report(machine, plan, measured)
+    decision = next((s for s in report.sections if isinstance(s, DecisionSection)), None)
+    if plan is None:  # a CPU or collectives-only folder: no screen may claim a bound
+        assert decision is None or all(b.bound == "undetermined" and b.throughput is None for b in decision.blocks)
+        return
+    data = plan_json(folder, capsys)
+    answers = {a["workload"]: a for a in data["targets"][0]["answers"] if a["gpu_count"] == 1}
+    page = visible(render_report_html(report))
+    blocks = {b.workload: b for b in decision.blocks}
+    index = build_site_index([machine], [report])
+    cells = dict(zip([c.title for c in index.columns], index.rows[0].cells, strict=True))
+    chooser = build_chooser([(machine, plan)])
+    for workload in workload_names([machine]):
+        answer, block = answers.get(workload), blocks[workload]
+        if answer is None or answer["expected"] is None:
+            continue
+        expected, settings = answer["expected"], answer["settings"]
+        label = BoundKind(expected["bound"]["bound"]).label
+        assert block.bound == label and expected["bound"]["how"] in block.why, workload
+        assert block.throughput.value == expected["throughput_per_s"], workload
+        assert (block.throughput.low, block.throughput.high) == (expected["low_per_s"], expected["high_per_s"])
+        assert f"batch {settings['batch']}" in block.settings_line and settings["precision"] in block.settings_line
+        assert short_rate(expected["throughput_per_s"]) in page and label in page, workload
+        assert cells[workload].value == expected["throughput_per_s"], workload   # the site compares the plan's figure
+        ranked = [r for r in data["jobs"][workload]["ranking"] if r["status"] == "ok"]
+        assert block.job == data["jobs"][workload]["job"]["spec"]
+        cheapest = min(ranked, key=lambda r: (r["cost_usd"], r["hours"]))
+        fastest = min(ranked, key=lambda r: (r["hours"], r["cost_usd"]))
+        picks = {p.role: p for p in block.picks}
+        first = picks.get("fastest and cheapest") or picks["fastest"]
+        assert (first.instance, first.hours) == (fastest["instance"], fastest["hours"]), workload
+        assert (picks.get("cheapest") or first).instance == cheapest["instance"], workload
+        assert cheapest["instance"] in page and fastest["instance"] in page
+        key = f"{machine.machine}|{workload}|{settings['precision']}|1"
+        if key in chooser.tables and data["jobs"][workload]["job"]["samples"] == chooser.tables[key]["samples"]:
+            top = [chooser.instances[row[0]][0] for row in chooser.tables[key]["rows"][:3]]
+            assert top == [r["instance"] for r in data["jobs"][workload]["ranking"][:3]], workload
+
+
+def test_an_unchecked_gpu_is_marked_on_every_screen(capsys):
+    """A B200 has no published check: the plan text (†), its JSON (`unchecked`), the report's instance table and the
+    site's job chooser all say so; an H100 SXM row does not."""
+    machine, measured = load_machine_and_root(FROZEN / "h100-80gb")
+    plan = report_plan(machine, None, measured)
+    b200 = [r for r in plan.ranking if r.gpu == "B200" and r.status == "ok"]
+    assert b200 and all(r.unchecked for r in b200)
+    assert not any(r.unchecked for r in plan.ranking if r.gpu == "H100 SXM")
+    text = render_plan_text(plan, top=200)
+    rows = [line for line in text.splitlines() if "× B200" in line]
+    assert rows and all("†" in line for line in rows) and "on B200 † (predicted)" in text
+    data = plan_json(FROZEN / "h100-80gb", capsys, "--job", "resnet50 bf16 epochs=100 dataset=imagenet")
+    assert all(r["unchecked"] for r in data["ranking"] if r["gpu"] == "B200")
+    assert not next(t for t in data["targets"] if t["gpu"] == "B200")["validated"]
+    page = render_report_html(build_report(machine, plan, measured))
+    instance = next(r.instance for r in b200)
+    row = next(line for line in page.splitlines() if f"<tr><td>{instance} " in line)
+    assert "† unchecked" in row
+    chooser = build_chooser([(machine, plan)])
+    names = [m[0] for m in chooser.instances]
+    flagged = {names[r[0]] for t in chooser.tables.values() for r in t["rows"] if r[1] and r[8]}
+    assert instance in flagged and not any("H100" in n and "B200" not in n for n in flagged if "p5." in n)
+
+
+def test_vit_b16_is_judged_where_the_plan_runs_it_not_at_its_main_batch():
+    """ViT-B/16 (examples/vit_tiny.py:build_b16), collected on the lent H100: its main batch is 8, where the host
+    sets the step; the plan recommends the sweep's knee (512), profiled by roofline collector 3, where the GPU does.
+    The bound there agrees with the measured step scaling, and the trials at batch 8 are not carried to 512."""
+    machine = load_machine(VIT)
+    [payload] = machine.workloads
+    plan = build_plan(machine, ["H100 SXM"])
+    source = plan.targets[0]
+    settings, expected = source.settings["vit-b16"], source.expected["vit-b16"]
+    assert settings.batch == 512 and expected.judgement.batch == 512
+    assert expected.judgement.kind.gpu_sets_step and "per-operation profile at batch 512" in expected.judgement.how
+    e, low, high = elasticity(payload, "bf16", 512)
+    assert e >= 0.75 and (low, high) == (256, 512)       # the step grows with the batch: the GPU sets it
+    rooflines, rates = machine_rooflines(machine), measured_rates(machine.ceilings)
+    at_main = judge(payload, 8, "bf16", rooflines, rates)
+    assert at_main.kind is BoundKind.HOST
+    assert elasticity(payload, "bf16", 8)[0] < 0.35     # and at 8 it barely grows: the host sets it
+    # torch.compile measured +33 % at batch 8; not recommended at 512, and the reason says why
+    assert not settings.torch_compile and settings.precision == "bf16" and not source.choices["vit-b16"].applies
+    reason = next(r.reason for r in source.recommendations if r.setting == "precision")
+    assert "do not apply at the recommended batch" in reason and "host/launch-bound" in reason
+    assert expected.throughput_per_s == pytest.approx(
+        next(p.throughput_per_s for p in payload.points if p.sweep == "batch" and p.batch == 512))
+
+
+def test_a_choice_within_the_measured_spread_keeps_the_simpler_configuration_whichever_measured_faster():
+    """Two hosts of one GPU type time the same configurations a few per cent apart: where two options tie, both
+    recommend the simpler, so their settings agree (the H100 and H200 once split tf32/fp32 on noise)."""
+    machine = load_machine(FROZEN / "h100-80gb")
+    payload = next(w for w in machine.workloads if w.workload == "vit-tiny")
+    base = choose(payload, "bf16", True, applies=True)
+    fp32, tf32 = (next(t for t in base.candidates if t.precision == p and not t.compiled) for p in ("fp32", "tf32"))
+    assert ties(fp32, tf32)
+    for leader in (fp32, tf32):   # either one measured a little faster: the same answer
+        nudged = [p for p in payload.points if p is not leader.point] + [
+            type(leader.point)(**{**leader.point.__dict__, "throughput_per_s": leader.throughput * 1.01})]
+        chosen = choose(type(payload)(**{**payload.__dict__, "points": nudged}), "bf16", True, True).chosen
+        assert chosen.precision in ("fp32", "tf32") and chosen.cost <= Trial(tf32.point).cost
+        assert chosen.precision == base.chosen.precision
+
+
+def test_committed_results_h100_and_h200_recommend_the_same_where_their_measurements_tie():
+    h100, h200 = (report_plan(load_machine(RESULTS / m)) for m in ("h100-80gb", "h200"))
+    for workload, a in h100.targets[0].choices.items():
+        b = h200.targets[0].choices.get(workload)
+        if b is None or a.chosen is None or b.chosen is None:
+            continue
+        tie_a = all(ties(t, a.best) for t in a.candidates if t.name in {c.name for c in b.candidates})
+        tie_b = all(ties(t, b.best) for t in b.candidates if t.name in {c.name for c in a.candidates})
+        if (not a.applies and not b.applies) or (tie_a and tie_b):
+            assert a.chosen.name == b.chosen.name, workload
+
+
+def test_a_report_builds_its_plan_once(monkeypatch):
+    """load_source ran three times and prepare_source twice per report: the decision page, the instance section
+    and the workload sections each rebuilt what the plan had."""
+    calls = {"load_source": 0, "prepare_source": 0}
+    for name in calls:
+        original = getattr(plan_module, name)
+
+        def counted(*args, _name=name, _original=original, **kwargs):  # noqa: ANN002, ANN003, ANN202
+            calls[_name] += 1
+            return _original(*args, **kwargs)
+        monkeypatch.setattr(plan_module, name, counted)
+    build_report_for(FROZEN / "h100-80gb")
+    assert calls == {"load_source": 1, "prepare_source": 1}
+
+
+PRESENTATION = ("planner/report", "planner/render", "planner/site", "planner/charts")
+DECIDERS = {
+    "planner.model.judge", "planner.model.choice", "planner.model.expect.build_expected",
+    "planner.model.expect.cap_by_input", "planner.model.performance.predict_point",
+    "planner.model.performance.iter_predictions", "planner.model.performance.source_bound",
+    "planner.model.performance.target_rates", "planner.model.plan.build_plan", "planner.model.plan.load_source",
+    "planner.model.plan.prepare_source", "planner.model.plan.build_ranker", "planner.model.advice",
+    "planner.model.recommend.find_knee", "planner.model.recommend.recommend_precision",
+    "planner.model.recommend.recommend_variants",
+}
+ENTRY_POINTS = {"planner/report/frame.py", "planner/site/build.py"}   # load their folder once, then report_plan
+
+
+def test_presentation_imports_no_function_that_decides_and_no_loader():
+    """docs/architecture.md, 'The plan decides; everything else formats'."""
+    wrong = []
+    for folder in PRESENTATION:
+        for path in sorted((REPO / folder).rglob("*.py")):
+            rel = str(path.relative_to(REPO))
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if not isinstance(node, ast.ImportFrom) or not node.module:
+                    continue
+                names = {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+                wrong += [f"{rel}: {n}" for n in names if n in DECIDERS]
+                if node.module == "gpuplan_schema.results" and rel not in ENTRY_POINTS:
+                    wrong += [f"{rel}: {a.name}" for a in node.names if a.name.startswith("load_")]
+    assert wrong == []
