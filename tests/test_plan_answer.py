@@ -10,7 +10,6 @@ import sys
 
 import pytest
 from paths import FROZEN, REPO
-from planner.render.snippets import render_snippet_python, render_snippet_yaml
 
 from gpuplan_schema.results import load_machine_and_root
 from gpuplan_schema.schema import load_document
@@ -21,6 +20,7 @@ from planner.model.jobs import JobError, parse_job
 from planner.model.performance import Rates
 from planner.model.plan import MAIN_PRECISION, build_plan
 from planner.model.recommend import sweep_throughput
+from planner.report.snippets import build_snippet_python, build_snippet_yaml
 
 H100_DIR = "tests/fixtures/frozen/h100-80gb"  # relative to the repository root, where the commands run
 
@@ -138,15 +138,15 @@ def test_snippets_parse_and_hold_the_recommended_values(planned):
     _, plan = planned
     for answer in build_answers(plan):
         s = answer.settings
-        tree = ast.parse(render_snippet_python(answer))
+        tree = ast.parse(build_snippet_python(answer))
         calls = {ast.unparse(n.func): n for n in ast.walk(tree) if isinstance(n, ast.Call)}
         loader = {k.arg: ast.literal_eval(k.value) for k in calls["DataLoader"].keywords if k.arg != "batch_size"}
         assert loader == {"shuffle": True, "num_workers": s.loader.workers, "prefetch_factor": s.loader.prefetch_factor,
                           "pin_memory": s.loader.pin_memory, "persistent_workers": s.loader.persistent_workers}
         assert ("torch.compile" in calls) == s.torch_compile
         assert ("torch.autocast" in calls) == (s.precision in ("bf16", "fp16"))
-        assert f"BATCH_SIZE = {s.batch}" in render_snippet_python(answer)
-        config = yaml_mapping(render_snippet_yaml(answer))[answer.workload]
+        assert f"BATCH_SIZE = {s.batch}" in build_snippet_python(answer)
+        config = yaml_mapping(build_snippet_yaml(answer))[answer.workload]
         assert (config["precision"], int(config["batch_size"]), config["torch_compile"]) == \
             (s.precision, s.batch, s.torch_compile)
         assert int(config["num_workers"]) == s.loader.workers
@@ -158,7 +158,7 @@ def test_the_allocator_is_set_before_torch_is_imported(planned):
     with_allocator = [a for a in build_answers(plan) if a.settings.allocator]
     assert with_allocator  # conv-rollout and gpt-small measured a larger boundary with expandable segments
     for answer in with_allocator:
-        text = render_snippet_python(answer)
+        text = build_snippet_python(answer)
         assert text.index("os.environ['PYTORCH_CUDA_ALLOC_CONF']") < text.index("import torch")
 
 
