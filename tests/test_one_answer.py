@@ -213,7 +213,7 @@ def test_presentation_imports_no_function_that_decides_and_no_loader():
 def test_one_instance_has_one_figure_per_job_in_one_report():
     """'Across nodes' put Standard_ND96isr_MI300X_v5 at 0.8 h where the main table had 1.2 h, input-bound: the
     node ranking now applies the same vCPU feed limit, so its one-node rows are the main table's."""
-    machine, measured = load_machine_and_root(RESULTS / "h100-80gb")
+    machine, measured = load_machine_and_root(FROZEN / "h100-80gb")
     plan = report_plan(machine, None, measured)
     main = {r.instance: (r.hours, r.cost_usd, r.limited_by) for r in plan.ranking if r.status == "ok"}
     one_node = [(row.base, row.ranked) for row in plan.node_ranking if row.nodes == 1 and row.ranked.status == "ok"]
