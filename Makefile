@@ -24,7 +24,7 @@ APT_PACKAGES ?= libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz0b libharfbuzz-subse
 # The results folder name: MACHINE=... if given (made filesystem-safe), else this host's id
 # (hostname + GPU model + count), as `gpuplan collect` names it.
 MACHINE ?=
-MACHINE_ID = $(PYTHON) -c "import sys; from collectors.machine import default_machine_id; from gpuplan_schema.machine import sanitize_machine_id; \
+MACHINE_ID = $(PYTHON) -c "import sys; from collectors.core.machine import default_machine_id; from gpuplan_schema.machine import sanitize_machine_id; \
 	print(sanitize_machine_id(sys.argv[1]) if sys.argv[1] else default_machine_id())" "$(MACHINE)"
 
 .PHONY: setup system-packages venv report site test test-fast lint

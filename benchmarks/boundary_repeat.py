@@ -3,7 +3,9 @@
     python benchmarks/boundary_repeat.py             # committed results/ against benchmarks/boundary_repeat/
 
 benchmarks/boundary_repeat/<machine>/workload-conv-rollout.json is a second `capacity` collection of
-conv-rollout, made afresh on the same kind of device (benchmarks/gpu_allocator_boundaries.sh again).
+conv-rollout, made afresh on the same kind of device into another folder:
+    OUT=... bash benchmarks/gpu_run.sh --machine MACHINE --tag again \
+        --collect "420 --only workloads --workload conv-rollout --profile capacity"
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """How far one out-of-memory boundary moves when its search is repeated, each search in a fresh process.
 
-Issue 18's max-batch check compares a predicted boundary with one measured search. With PyTorch's default
-allocator that search's answer depends on how the cache happened to be cut up: the H200's mlp-stgan fp32
-boundary was 2,007,806 in one collection and 1,967,810 (-2.0 %) in another. This repeats the search of one
+The accuracy check of max batch compares a predicted boundary with one measured search. With PyTorch's
+default allocator that search's answer depends on how the cache happened to be cut up, so a boundary moves
+between collections (docs/history.md, "The boundary in a fresh process"). This repeats the search of one
 (workload, precision, allocator) REPEATS times, each in a new Python process (the collector's own child,
-collectors/boundary_process.py; this process never starts CUDA), starting from the line through the
+collectors/workloads/boundary_process.py; this process never starts CUDA), starting from the line through the
 committed document's memory readings (not from its boundary) and bisecting to TOLERANCE, tighter than the
 collector's 2 %. Runs on the GPU host with torch, nvidia-ml-py and the standard library, from the repository
 root:
@@ -14,8 +14,8 @@ root:
 
 Each search runs with the collector's settings (`untuned`: no cuDNN autotuning where there is a convolution).
 The output (appended to --out when it exists) lists each search's variant, bracket and probes. Searches
-without a `variant` field were made before that (2026-11-23, first runs) with PyTorch's defaults, cuDNN
-autotuning on: for mlp-stgan and gpt-small (no convolution) the same thing, for conv-rollout not.
+without a `variant` field were made with PyTorch's defaults, cuDNN autotuning on: for mlp-stgan and gpt-small
+(no convolution) the same thing, for conv-rollout not. Output committed: results/*/diagnostics/boundary-spread.json.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from collectors.boundary_process import Search, iter_boundary_in_fresh_process  # noqa: E402
-from collectors.workload_collector import untuned  # noqa: E402
 from collectors.workloads import load_workload  # noqa: E402
+from collectors.workloads.boundary_process import Search, iter_boundary_in_fresh_process  # noqa: E402
+from collectors.workloads.sweep_plan import untuned  # noqa: E402
 from gpuplan_schema.payloads import OomBoundary  # noqa: E402
 from gpuplan_schema.schema import load_document  # noqa: E402
 
@@ -52,7 +52,8 @@ def gpu_name() -> str | None:
 
 
 def one_search(search: Search) -> dict:
-    """One search, in a fresh child process (the collector's own, collectors/boundary_process.py), as a dict."""
+    """One search, in a fresh child process (the collector's own, collectors/workloads/boundary_process.py),
+    as a dict."""
     started = time.perf_counter()
     probes, found = [], None
     for item in iter_boundary_in_fresh_process(search):

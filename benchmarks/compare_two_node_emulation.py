@@ -1,7 +1,9 @@
 """The two-node emulation's validation: predict run B's DDP step (e.g. sockets) from run A's (e.g. NVLink)
 and B's measured all-reduce bandwidth; print the transports both runs recorded and the error.
 
-    PYTHONPATH=. python benchmarks/compare_two_node_emulation.py results/h200-2x1-nvlink results/h200-2x1-socket
+    PYTHONPATH=. python benchmarks/compare_two_node_emulation.py RUN_A_FOLDER RUN_B_FOLDER
+
+(benchmarks/gpu_two_node_emulation.sh runs both collections and this.)
 
 The same comparison runs on the CPU (gloo, two nodes on loopback) in tests/test_multinode.py.
 """

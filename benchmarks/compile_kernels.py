@@ -1,5 +1,5 @@
-"""Where does torch.compile's gain come from on this GPU? (issue 18: gpt-small bf16 b32 gains 1.42× from compiling
-on the lent H100 and 1.69× on the H200, both GPU-bound, which the eager per-op split cannot show.)
+"""Where does torch.compile's gain come from on this GPU? A GPU-bound step that compiling speeds up (gpt-small
+bf16 b32 on an H100 or H200) gains it in kernels the eager per-op split cannot show.
 
 Profiles the eager and the compiled step of one configuration (3 steps each, after warm-up) and sums the device
 time of their kernels by family: matmul (cuBLAS/CUTLASS/nvjet GEMMs), attention (flash/efficient SDPA kernels),
@@ -20,9 +20,9 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from collectors.host_time import device_events  # noqa: E402
-from collectors.training import Variant, build_step, precision_mode, prepare_model  # noqa: E402
+from collectors.core.host_time import device_events  # noqa: E402
 from collectors.workloads import load_workload  # noqa: E402
+from collectors.workloads.training import Variant, build_step, precision_mode, prepare_model  # noqa: E402
 
 STEPS = 3
 FAMILIES = (("attention", ("flash", "fmha", "attention", "efficient")),

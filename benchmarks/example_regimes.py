@@ -9,10 +9,10 @@ For each example, at the size `build()` measures on a GPU:
   act B/sample    bytes autograd saves for backward per sample (meta, fp32: bf16 autocast saves less)
   AdamW bytes     what the fused AdamW streams per step: 28 B per fp32 parameter (p, g, m, v read;
                   p, m, v written)
-  step bytes      collectors/accounting.py's model at gpuplan's main GPU batch: 2 × (params + grads +
+  step bytes      collectors/workloads/accounting.py's model at gpuplan's main GPU batch: 2 × (params + grads +
                   AdamW state) + 2 × saved activations
   ops/step        aten ops reaching the backend in one bf16-autocast step (forward, backward, AdamW)
-                  built by collectors.training.build_step, counted on `build_tiny()`, which keeps
+                  built by collectors.workloads.training.build_step, counted on `build_tiny()`, which keeps
                   the layers and tables (so the same ops); `kernels` leaves out views and allocations
   host µs/op      this CPU's time per op for the tiny step: an upper bound on the host's cost per op
                   (the tiny step's compute is in it), on a CPU slower than a GPU server's
@@ -35,10 +35,10 @@ from torch.utils.flop_counter import FlopCounterMode
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from collectors.profiles import QUICK  # noqa: E402
-from collectors.training import Variant, build_step, prepare_model  # noqa: E402
-from collectors.workload_collector import build_sweep_plan  # noqa: E402
+from collectors.core.profiles import QUICK  # noqa: E402
 from collectors.workloads import Workload, load_workload  # noqa: E402
+from collectors.workloads.sweep_plan import build_sweep_plan  # noqa: E402
+from collectors.workloads.training import Variant, build_step, prepare_model  # noqa: E402
 
 EXAMPLES = ("examples/vit_tiny.py", "examples/dlrm_small.py", "examples/wide_transformer.py")
 H100_FLOPS, H100_BYTES, H100_LAUNCH_S = 800e12, 3.0e12, 9e-6

@@ -1,4 +1,4 @@
-"""Why does a host-bound step's time move 20-40 % between repeats on one GPU machine? (issue 18)
+"""Why does a host-bound step's time move 20-40 % between repeats on one GPU machine?
 
 Runs on the GPU host with torch and the standard library (run from the repository root):
 
@@ -39,10 +39,10 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from collectors.dispatch import measure_dispatch  # noqa: E402
-from collectors.nvml_sampler import NvmlSampler  # noqa: E402
-from collectors.training import Variant, build_step, precision_mode, prepare_model  # noqa: E402
+from collectors.ceilings.dispatch import measure_dispatch  # noqa: E402
+from collectors.core.nvml_sampler import NvmlSampler  # noqa: E402
 from collectors.workloads import load_workload  # noqa: E402
+from collectors.workloads.training import Variant, build_step, precision_mode, prepare_model  # noqa: E402
 
 CASES = (("examples/vit_tiny.py:build", "bf16", 64), ("gpt-small", "bf16", 2),
          ("examples/user_workload.py:build", "bf16", 1024))

@@ -1,10 +1,10 @@
-"""Do two machines' hosts differ by one factor for every workload, when timed in one window? (issue 18)
+"""Do two machines' hosts differ by one factor for every workload, when timed in one window?
 
-The workloads collector times each workload's host-set points steadily (collectors/steady.py), but one
-workload after another: on the lent H100 and H200 the ratio of their steady steps came out 0.9 for
-mlp-stgan and 1.45 for gpt-small. Either the hosts differ per kind of work (Python against kernel
+The workloads collector times each workload's host-set points steadily (collectors/workloads/steady.py); timed
+one workload after another, two machines' ratios of steady steps differed by workload (docs/history.md,
+"Steady timing of host-set steps"). Either the hosts differ per kind of work (Python against kernel
 launches), or each workload caught its own minute of a wandering host. This times one host-set step of
-each workload side by side in the same rounds (collectors.steady.interleave), with the kernels each step
+each workload side by side in the same rounds (collectors.workloads.steady.interleave), with the kernels each step
 launches and the dispatch benchmark once per round, so that every figure shares one window.
 
 Runs on the GPU host with torch and the standard library (run from the repository root):
@@ -24,11 +24,11 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from collectors.dispatch import measure_dispatch  # noqa: E402
-from collectors.host_time import device_kernel_count, gpu_busy  # noqa: E402
-from collectors.steady import build_turn, interleave  # noqa: E402
-from collectors.training import Variant  # noqa: E402
+from collectors.ceilings.dispatch import measure_dispatch  # noqa: E402
+from collectors.core.host_time import device_kernel_count, gpu_busy  # noqa: E402
 from collectors.workloads import load_workload  # noqa: E402
+from collectors.workloads.steady import build_turn, interleave  # noqa: E402
+from collectors.workloads.training import Variant  # noqa: E402
 
 CASES = (("examples/vit_tiny.py:build", "bf16", 64, "no_cudnn_benchmark"),
          ("gpt-small", "bf16", 1, "default"), ("gpt-small", "bf16", 2, "default"),

@@ -1,8 +1,8 @@
-"""What padding gpt-small's vocabulary to a multiple of 64 gains (issue 18's gpt-small compile miss).
+"""What padding gpt-small's vocabulary to a multiple of 64 gains.
 
 gpt-small's 50257-wide output layer is not a multiple of 8, so its three output GEMMs run on Turing-era
-CUTLASS kernels for unaligned shapes (`cutlass_75_…_align1`): 61 of ~150 ms of the eager bf16 batch-32 step on
-the lent H100 and H200 (results/*/diagnostics/compile-kernels.json). This times the step with the vocabulary
+CUTLASS kernels for unaligned shapes (`cutlass_75_…_align1`; their share of the step:
+benchmarks/compile_kernels.py). This times the step with the vocabulary
 as it is and padded to 50304 (the tokens stay below 50257), eager and compiled, and sums each one's kernel time
 by family. Each configuration is timed in two separate passes (A B A B …), so that the spread between
 passes shows how much of a difference is noise. Runs on the GPU host with torch and the standard library:
@@ -22,9 +22,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.compile_kernels import kernel_time  # noqa: E402
-from collectors.timing import TimingPlan, time_callable  # noqa: E402
-from collectors.training import Variant, build_step, precision_mode, prepare_model  # noqa: E402
-from collectors.workloads import builtin, workload_from_dict  # noqa: E402
+from collectors.core.timing import TimingPlan, time_callable  # noqa: E402
+from collectors.workloads import workload_from_dict
+from collectors.workloads.models import builtin  # noqa: E402
+from collectors.workloads.training import Variant, build_step, precision_mode, prepare_model  # noqa: E402
 
 VOCABS = (builtin.GPT_VOCAB, 50304)
 PASSES = 2

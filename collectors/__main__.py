@@ -12,17 +12,22 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from collectors import ceilings, dataloader_collector, environment, roofline, workload_collector
-from collectors.collection import Collector, Options, Outcome, run_collection
+from collectors.ceilings import collect as ceilings
+from collectors.core.collection import Collector, Options, Outcome, run_collection
+from collectors.core.device import pick_device
+from collectors.core.interrupt import EXIT_INTERRUPTED, resume_command
+from collectors.core.profiles import PROFILES
+from collectors.core.resume import same_ddp_batches, same_world
+from collectors.core.run_lock import LockHeld
+from collectors.core.time_limit import DEFAULT_POINT_TIMEOUT_S
+from collectors.dataloader import collect as dataloader_collector
+from collectors.dataloader.jpeg_dataset import default_cache_root
 from collectors.distributed import collect as distributed
 from collectors.distributed import collectives, ddp, nodes
-from collectors.interrupt import EXIT_INTERRUPTED, resume_command
-from collectors.jpeg_dataset import default_cache_root
-from collectors.profiles import PROFILES
-from collectors.resume import same_ddp_batches, same_world
-from collectors.run_lock import LockHeld
-from collectors.time_limit import DEFAULT_POINT_TIMEOUT_S
+from collectors.environment import collect as environment
+from collectors.roofline import collect as roofline
 from collectors.workloads import BUILTIN, WorkloadError, load_workload
+from collectors.workloads import collect as workload_collector
 from gpuplan_schema.machine import sanitize_machine_id
 from gpuplan_schema.payloads import DataloaderPayload, RooflinePayload, WorkloadPayload
 from gpuplan_schema.progress import Progress
@@ -45,7 +50,7 @@ def _ceilings(progress: Progress, folder: Path, options: Options) -> Iterator[tu
 
 def _workloads(progress: Progress, folder: Path, options: Options) -> Iterator[tuple[str, Any]]:
     names = options.workloads or workload_collector.DEFAULT_WORKLOADS
-    yield from workload_collector.iter_workload_documents(names, options.profile, folder, ceilings.pick_device(),
+    yield from workload_collector.iter_workload_documents(names, options.profile, folder, pick_device(),
                                                           progress, options.fresh, options.point_timeout or None)
 
 
@@ -66,12 +71,12 @@ def _same_ddp(payload: Any, options: Options) -> bool:
 
 def _roofline(progress: Progress, folder: Path, options: Options) -> Iterator[tuple[str, Any]]:
     names = options.workloads or workload_collector.DEFAULT_WORKLOADS
-    yield from roofline.iter_roofline_documents(names, folder, ceilings.pick_device(), progress)
+    yield from roofline.iter_roofline_documents(names, folder, pick_device(), progress)
 
 
 def _dataloader(progress: Progress, folder: Path, options: Options) -> Iterator[tuple[str, Any]]:
     yield "dataloader", dataloader_collector.collect_dataloader(
-        progress, options.profile, options.dataset_cache or default_cache_root(), ceilings.pick_device())
+        progress, options.profile, options.dataset_cache or default_cache_root(), pick_device())
 
 
 def _distributed(name: str) -> Callable[[Progress, Path, Options], Iterator[tuple[str, Any]]]:
@@ -228,7 +233,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     try:
         check_options(options)
-        outcome = run_collection(options, COLLECTORS, ceilings.pick_device().type, summary_of)
+        outcome = run_collection(options, COLLECTORS, pick_device().type, summary_of)
     except (WorkloadError, distributed.DistributedOptionError, LockHeld) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT

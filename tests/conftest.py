@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from paths import FIXTURES, REPO, RESULTS
+from paths import FIXTURES, FROZEN, REPO
 
 from gpuplan_schema.results import MachineResults, load_machine, load_results_root
 
@@ -56,19 +56,19 @@ def in_repo() -> Iterator[Path]:
 
 @pytest.fixture(scope="session")
 def results_machines() -> list[MachineResults]:
-    """Every machine under results/, as `gpuplan site results` loads them."""
-    return load_results_root(RESULTS)
+    """Every machine of the frozen copy of results/, as `gpuplan site` loads a results root."""
+    return load_results_root(FROZEN)
 
 
 @pytest.fixture(scope="session")
 def h100() -> MachineResults:
-    """The committed H100 collection (standard + capacity, roofline, dataloader)."""
-    return load_machine(RESULTS / "h100-80gb")
+    """The H100 collection (standard + capacity, roofline, dataloader), frozen from results/."""
+    return load_machine(FROZEN / "h100-80gb")
 
 
 @pytest.fixture(scope="session")
 def h200() -> MachineResults:
-    return load_machine(RESULTS / "h200")
+    return load_machine(FROZEN / "h200")
 
 
 @pytest.fixture(scope="session")

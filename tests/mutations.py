@@ -1,6 +1,6 @@
 """Hypothesis strategies that break real documents: what a hand-edited, truncated, corrupted or
-malicious results folder could hold. Each example starts from a document committed under results/
-or tests/fixtures/ and applies one to three mutations at places drawn from its own tree: a deletion,
+malicious results folder could hold. Each example starts from a real document under tests/fixtures/
+(the frozen copy of results/ included) and applies one to three mutations at places drawn from its own tree: a deletion,
 a type swap, NaN or infinity, a huge, negative or zero number, hostile unicode (markup, quotes,
 path separators, control characters, lone surrogates), deep nesting, a duplicated or emptied list,
 an unknown key; then, sometimes, the text itself is cut short or its bytes damaged."""
@@ -30,8 +30,9 @@ ALL_SCALES = (0.0, 1e-300, 1e-12, 1e12, 1e20)  # kept within what the loader tak
 
 @cache
 def base_documents() -> tuple[tuple[str, Any], ...]:
-    """(file, parsed JSON) of every committed document."""
-    paths = sorted([*REPO.glob("results/*/*.json"), *REPO.glob("tests/fixtures/**/*.json")])
+    """(file, parsed JSON) of every real document under tests/fixtures/."""
+    # the frozen copy of results/ included; documents only, not the benchmarks' diagnostics/
+    paths = sorted(p for p in REPO.glob("tests/fixtures/**/*.json") if "diagnostics" not in p.parts)
     return tuple((p.relative_to(REPO).as_posix(), json.loads(p.read_text(encoding="utf-8"))) for p in paths)
 
 

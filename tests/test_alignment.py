@@ -4,7 +4,7 @@ H200 (planner/model/alignment.py)."""
 from __future__ import annotations
 
 import pytest
-from paths import RESULTS
+from paths import FROZEN
 
 from gpuplan_schema.results import load_machine
 from planner.model.alignment import recommend_alignment, unaligned_gemms
@@ -13,7 +13,7 @@ from planner.model.split import machine_rooflines
 
 @pytest.fixture(scope="module", params=["h100-80gb", "h200"])
 def machine(request):
-    return load_machine(RESULTS / request.param)
+    return load_machine(FROZEN / request.param)
 
 
 def test_gpt_small_spends_about_two_fifths_of_its_gpu_time_in_unaligned_gemms(machine):

@@ -10,34 +10,72 @@ import venv
 from pathlib import Path
 
 import pytest
-from paths import REPO
+from paths import FROZEN, REPO
 
-PACKAGES = ("gpuplan_schema", "collectors", "planner")
+PACKAGES = ("gpuplan_schema", "collectors", "planner", "gpuplan_templates")
 # package (or sub-package) -> the first-party packages it may import
 ALLOWED = {
     "gpuplan_schema": {"gpuplan_schema"},
     "collectors": {"gpuplan_schema", "collectors"},
-    "planner": {"gpuplan_schema", "planner"},
+    "planner": {"gpuplan_schema", "planner", "gpuplan_templates"},
+    "gpuplan_templates": set(),
 }
 # The model stage computes; it never imports presentation (charts, rendering, report, site, export).
 MODEL_MAY_NOT = ("planner.charts", "planner.render", "planner.report", "planner.site", "planner.export",
                  "planner.cli")
 RENDERING_STACK = ("altair", "jinja2", "markupsafe", "weasyprint", "vl_convert")
+# Each collector package imports collectors.core (what they share) and itself; the documented exceptions
+# (docs/architecture.md, "Collectors"): roofline profiles the workloads collector's steps, built by its
+# sweep plan; distributed trains the reference workloads with its training step and overlaps the ceilings'
+# matmul with the all-reduce. collectors.core imports no collector package.
+COLLECTOR_PACKAGES = ("core", "environment", "ceilings", "workloads", "roofline", "dataloader", "distributed")
+COLLECTOR_MAY_ALSO = {"roofline": {"workloads"}, "distributed": {"workloads", "ceilings"}}
+# planner's stages (docs/architecture.md, "Inside planner"): the model decides; report builds typed structures
+# from the plan (charts are part of them); render turns them into HTML, PDF and text; site puts pages
+# together. Nothing imports cli; report never imports render or site, render never imports site.
+PLANNER_MAY = {
+    "units": set(),
+    "specs": set(),
+    "model": {"specs", "units"},
+    "charts": {"model", "units"},
+    "report": {"model", "specs", "charts", "units"},
+    "render": {"model", "specs", "charts", "report", "units"},
+    "site": {"model", "specs", "charts", "report", "render", "export", "units"},
+    "export": {"model", "specs", "units"},
+    "fleet": {"model", "specs", "units"},
+}
+TEMPLATES = REPO / "templates"   # installs as gpuplan_templates (pyproject.toml's package-dir)
 
 
 def module_name(path: Path) -> str:
+    if path.is_relative_to(TEMPLATES):
+        path = REPO / "gpuplan_templates" / path.relative_to(TEMPLATES)
     parts = path.relative_to(REPO).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def package_dir(package: str) -> Path:
+    return TEMPLATES if package == "gpuplan_templates" else REPO / package
+
+
 def iter_modules() -> list[tuple[str, Path]]:
-    return sorted((module_name(p), p) for pkg in PACKAGES for p in (REPO / pkg).rglob("*.py"))
+    return sorted((module_name(p), p) for pkg in PACKAGES for p in package_dir(pkg).rglob("*.py"))
+
+
+def is_type_checking(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+
+
+def runtime_nodes(tree: ast.Module) -> list[ast.AST]:
+    """Every node but those under `if TYPE_CHECKING:` (names for the type checker, never imported)."""
+    skip = {id(n) for block in ast.walk(tree) if is_type_checking(block) for n in ast.walk(block)}
+    return [n for n in ast.walk(tree) if id(n) not in skip]
 
 
 def imports_of(path: Path, module: str, *, top_level_only: bool = False) -> set[str]:
     """Absolute names a module imports; `top_level_only` leaves out imports inside functions (lazy ones)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    nodes = tree.body if top_level_only else list(ast.walk(tree))
+    nodes = tree.body if top_level_only else runtime_nodes(tree)
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found = set()
     for node in nodes:
@@ -122,6 +160,83 @@ def test_find_cycle_finds_one():  # the checker itself can fail
     assert find_cycle({"a": {"b"}, "b": set()}) is None
 
 
+def sub_package(name: str, top: str) -> str | None:
+    """`collectors.workloads.sweep` -> `workloads`; None for the package itself and its __main__."""
+    parts = name.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == top and parts[1] != "__main__" else None
+
+
+def imports_between(top: str) -> list[tuple[str, str, str]]:
+    """(importing module, its sub-package, the imported sub-package) for imports across sub-packages of `top`."""
+    found = []
+    for module, path in MODULES:
+        if (own := sub_package(module, top)) is None:
+            continue
+        for name in imports_of(path, module):
+            other = sub_package(name, top)
+            if other and other != own:
+                found.append((module, own, other))
+    return found
+
+
+def test_the_collectors_are_one_package_each_sharing_only_core():
+    assert {p.name for p in (REPO / "collectors").iterdir() if (p / "__init__.py").is_file()} == set(
+        COLLECTOR_PACKAGES)
+    assert sorted(p.name for p in (REPO / "collectors").glob("*.py")) == ["__init__.py", "__main__.py"]
+    wrong = [f"{module} imports collectors.{other}" for module, own, other in imports_between("collectors")
+             if other != "core" and other not in COLLECTOR_MAY_ALSO.get(own, set()) or own == "core"]
+    assert wrong == []
+
+
+def test_the_planner_stages_import_only_what_their_rules_allow():
+    wrong = [f"{module} imports planner.{other}" for module, own, other in imports_between("planner")
+             if own != "cli" and other not in PLANNER_MAY[own]]
+    assert wrong == []
+    assert set(PLANNER_MAY) | {"cli"} == {p.stem for p in (REPO / "planner").iterdir()
+                                          if p.suffix == ".py" or (p / "__init__.py").is_file()} - {"__init__"}
+
+
+def test_the_charts_are_pure_functions_of_their_data():
+    """No file, no clock, no rendering: a chart spec follows from its arguments (altair builds the spec)."""
+    effects = ("open", "write_text", "write_bytes", "read_text", "read_bytes", "now", "time", "perf_counter")
+    wrong = []
+    for module, path in MODULES:
+        if module.startswith("planner.charts"):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            wrong += [f"{module} calls {ast.unparse(n.func)}" for n in ast.walk(tree) if isinstance(n, ast.Call)
+                      and (n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")) in effects]
+            wrong += [f"{module} imports {name}" for name in imports_of(path, module)
+                      if name.split(".")[0] in set(RENDERING_STACK) - {"altair"}]
+    assert wrong == []
+
+
+def package_graph(top: str) -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for _module, own, other in imports_between(top):
+        graph.setdefault(own, set()).add(other)
+        graph.setdefault(other, set())
+    return graph
+
+
+@pytest.mark.parametrize("top", ["collectors", "planner"])
+def test_no_circles_between_sub_packages(top):
+    """Lazy imports included: report and render importing each other was a circle no module-level test saw."""
+    assert find_cycle(package_graph(top)) is None
+
+
+def test_pyproject_lists_every_package_and_ships_the_templates():
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    found = {module for module, path in MODULES if path.name == "__init__.py"}
+    assert set(config["packages"]) == found
+    assert config["package-dir"] == {"gpuplan_templates": "templates"}
+    shipped = {p.relative_to(TEMPLATES).as_posix() for pattern in config["package-data"]["gpuplan_templates"]
+               for p in TEMPLATES.glob(pattern)}
+    assert shipped == {p.relative_to(TEMPLATES).as_posix() for p in TEMPLATES.rglob("*")
+                       if p.is_file() and p.suffix != ".py" and "__pycache__" not in p.parts}
+
+
 BLOCKER = """
 import importlib.abc, sys
 class Block(importlib.abc.MetaPathFinder):
@@ -146,7 +261,7 @@ def test_planner_model_imports_with_the_rendering_stack_blocked():
 def test_gpuplan_plan_runs_without_the_rendering_stack(tmp_path):
     code = BLOCKER.format(blocked=set(RENDERING_STACK)) + (
         "import sys; from planner.cli import main\n"
-        f"sys.exit(main(['plan', {str(REPO / 'results' / 'h100-80gb')!r}, '--target', 'H200']))\n")
+        f"sys.exit(main(['plan', {str(FROZEN / 'h100-80gb')!r}, '--target', 'H200']))\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300,
                           env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr
@@ -181,9 +296,9 @@ def test_a_wheel_installs_into_a_fresh_environment_and_runs(tmp_path):
     assert where.returncode == 0 and str(env_dir) in where.stdout, where.stderr
     assert run(str(python), "-m", "collectors", "--help").returncode == 0
     gpuplan = str(env_dir / "bin" / "gpuplan")
-    plan = run(gpuplan, "plan", str(REPO / "results" / "h100-80gb"), "--target", "H200")
+    plan = run(gpuplan, "plan", str(FROZEN / "h100-80gb"), "--target", "H200")
     assert plan.returncode == 0, plan.stderr
-    report = run(gpuplan, "report", str(REPO / "results" / "h100-80gb"), "--out", str(tmp_path / "reports"))
+    report = run(gpuplan, "report", str(FROZEN / "h100-80gb"), "--out", str(tmp_path / "reports"))
     assert report.returncode == 0, report.stderr
     assert (tmp_path / "reports" / "h100-80gb" / "report.pdf").stat().st_size > 10_000
     site = run(gpuplan, "site", str(REPO / "tests" / "fixtures" / "results"), "--out", str(tmp_path / "site"),

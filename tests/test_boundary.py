@@ -9,9 +9,11 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from paths import RESULTS
+from paths import FROZEN
 
-from collectors.boundary import (
+from collectors.core.profiles import PROFILES
+from collectors.workloads import Workload, load_workload, workload_from_dict
+from collectors.workloads.boundary import (
     BOUNDARY_TOLERANCE,
     USABLE_FRACTION,
     Bracket,
@@ -20,11 +22,10 @@ from collectors.boundary import (
     iter_probe_batches,
     probe,
 )
-from collectors.profiles import PROFILES
-from collectors.sweep import Context
-from collectors.training import Variant
-from collectors.workload_collector import build_sweep_plan, iter_precision
-from collectors.workloads import Workload, load_workload, workload_from_dict
+from collectors.workloads.collect import iter_precision
+from collectors.workloads.sweep import Context
+from collectors.workloads.sweep_plan import build_sweep_plan
+from collectors.workloads.training import Variant
 from gpuplan_schema.payloads import MemoryUse, OomBoundary, WorkloadPoint
 from gpuplan_schema.progress import Progress
 
@@ -271,7 +272,7 @@ def test_the_expandable_segments_search_does_not_trust_the_default_allocators_oo
 
 
 def test_allocator_settings_are_read_from_either_environment_variable(monkeypatch):
-    from collectors.allocator import configured_by_environment, expandable_by_environment
+    from collectors.core.allocator import configured_by_environment, expandable_by_environment
 
     for name in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"):
         monkeypatch.delenv(name, raising=False)
@@ -288,12 +289,12 @@ def test_a_capacity_document_without_the_expandable_searches_is_continued(monkey
     profile left it (default boundaries only) answers `standard` but not `capacity`."""
     from dataclasses import replace as with_fields
 
-    from collectors.workload_collector import holds_allocator_boundaries
+    from collectors.workloads.collect import holds_allocator_boundaries
     from gpuplan_schema.schema import load_document
 
     monkeypatch.delenv("PYTORCH_CUDA_ALLOC_CONF", raising=False)
     monkeypatch.delenv("PYTORCH_ALLOC_CONF", raising=False)
-    now = load_document(RESULTS / "h100-80gb" / "workload-conv-rollout.json").payload
+    now = load_document(FROZEN / "h100-80gb" / "workload-conv-rollout.json").payload
     before = with_fields(now, boundaries=now.default_boundaries)
     assert holds_allocator_boundaries(now, "capacity") and holds_allocator_boundaries(now, "full")
     assert not holds_allocator_boundaries(before, "capacity") and holds_allocator_boundaries(before, "standard")

@@ -1,4 +1,4 @@
-"""The boundary searched in a fresh process (collectors/boundary_process.py): the child process runs the
+"""The boundary searched in a fresh process (collectors/workloads/boundary_process.py): the child process runs the
 very search the collector runs in its own process, on the CPU here with workloads that raise torch's
 out-of-memory exception above a batch, and a resumed collection takes a boundary found so with its probes."""
 
@@ -10,13 +10,14 @@ import pytest
 import torch
 from test_boundary import oom_workload
 
-from collectors import workload_collector
-from collectors.boundary import iter_boundary
-from collectors.boundary_process import Search, iter_boundary_in_fresh_process, parse_item
-from collectors.profiles import PROFILES
-from collectors.sweep import Context
-from collectors.training import Variant
-from collectors.workload_collector import build_sweep_plan, not_measured_again, search_boundary
+from collectors.core.profiles import PROFILES
+from collectors.workloads import collect as workload_collector
+from collectors.workloads.boundary import iter_boundary
+from collectors.workloads.boundary_process import Search, iter_boundary_in_fresh_process, parse_item
+from collectors.workloads.collect import not_measured_again, search_boundary
+from collectors.workloads.sweep import Context
+from collectors.workloads.sweep_plan import build_sweep_plan
+from collectors.workloads.training import Variant
 from gpuplan_schema.payloads import OomBoundary, WorkloadPayload, WorkloadPoint
 
 CPU = torch.device("cpu")

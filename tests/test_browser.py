@@ -15,7 +15,7 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 from browser import Browser, find_chromium
-from paths import REPO, RESULTS
+from paths import FROZEN, REPO
 
 from planner.model.accuracy import AccuracyRow
 from planner.site.build import ACCURACY_NAME, build_site
@@ -44,7 +44,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("site")
     rows = [AccuracyRow("gpt-small", "bf16", 32, "h100-80gb", "h200", 216.0, 227.1),
             AccuracyRow("resnet50", "bf16", 256, "h100-80gb", "h200", 5121.0, 4655.0)]
-    build_site(RESULTS, out, accuracy=rows)
+    build_site(FROZEN, out, accuracy=rows)
     return out
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from paths import RESULTS
+from paths import FROZEN
 
 from gpuplan_schema.results import load_machine
 from planner.charts.base import build_memory_chart, build_throughput_chart
@@ -20,7 +20,7 @@ def test_log2_ticks_are_powers_of_two_and_never_more_than_eight():
 
 
 def test_memory_chart_names_close_boundaries_in_its_subtitle_not_over_the_lines():
-    machine = load_machine(RESULTS / "h100-80gb")
+    machine = load_machine(FROZEN / "h100-80gb")
     conv = next(w for w in machine.workloads if w.workload == "conv-rollout")
     spec = build_memory_chart(conv, 85_000_000_000)
     assert not any(layer.get("mark", {}).get("type") == "text" and "boundary" in json.dumps(layer)

@@ -11,7 +11,7 @@ import types
 from pathlib import Path
 
 import pytest
-from paths import FIXTURES, REPO
+from paths import FIXTURES, FROZEN, REPO
 from paths import REPO as ROOT
 
 from gpuplan_schema.schema import DocumentError, load_document
@@ -75,7 +75,7 @@ def test_validate_and_the_loaders_skip_a_machines_diagnostics_folder(capsys):
     """The committed machines keep benchmark outputs (not result documents) in `diagnostics/`: validate
     passes over them, and loading the machine reads only its own documents."""
     from gpuplan_schema.results import load_machine
-    folder = ROOT / "results" / "h100-80gb"
+    folder = FROZEN / "h100-80gb"
     assert (folder / "diagnostics" / "host-noise.json").is_file()
     assert main(["validate", str(folder)]) == 0
     out = capsys.readouterr().out
@@ -218,7 +218,7 @@ def test_real_subprocess_help_and_validate(tmp_path):
 
 
 def test_a_closed_pipe_ends_quietly():  # regression: `gpuplan plan … | head` printed "Broken pipe", exit 2
-    proc = subprocess.Popen([sys.executable, "-m", "planner.cli", "plan", str(REPO / "results" / "h100-80gb")],
+    proc = subprocess.Popen([sys.executable, "-m", "planner.cli", "plan", str(FROZEN / "h100-80gb")],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     proc.stdout.close()  # the reader has gone before the first line is written
     assert proc.wait(timeout=120) == 0

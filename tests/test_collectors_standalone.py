@@ -36,12 +36,12 @@ SCRIPT = textwrap.dedent("""
     from collectors.__main__ import main
     rc = main(["--only", "environment", "--out", out, "--machine", "t"])
 
-    import collectors.ceilings
+    import collectors.ceilings.collect
     from gpuplan_schema.progress import Progress
     from gpuplan_schema.schema import build_document, save_document
     with Progress("ceilings", 1) as progress:
-        payload = collectors.ceilings.collect_ceilings(progress, dtypes=("fp32",))
-    c = collectors.ceilings
+        payload = collectors.ceilings.collect.collect_ceilings(progress, dtypes=("fp32",))
+    c = collectors.ceilings.collect
     save_document(build_document(c.NAME, c.NAME, c.VERSION, "t", payload), Path(out) / "t" / "ceilings.json")
 
     leaked = sorted(m for m in sys.modules if m.split(".")[0] in BLOCKED)

@@ -18,9 +18,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from PIL import Image
 
-from collectors import jpeg_dataset
-from collectors.dataloader_collector import LOADER_PROFILES, build_configs, run_points, worker_counts
-from collectors.image_pipeline import (
+from collectors.dataloader import jpeg_dataset
+from collectors.dataloader.collect import LOADER_PROFILES, build_configs, run_points, worker_counts
+from collectors.dataloader.image_pipeline import (
     CROP,
     MEAN,
     RATIO,
@@ -31,8 +31,8 @@ from collectors.image_pipeline import (
     random_resized_crop_box,
     sample_bytes,
 )
-from collectors.loader_sweep import Bench, LoaderConfig, measure_epoch_boundary, measure_point
-from collectors.process_group import open_group
+from collectors.dataloader.loader_sweep import Bench, LoaderConfig, measure_epoch_boundary, measure_point
+from collectors.dataloader.process_group import open_group
 from gpuplan_schema.progress import Progress
 
 BATCH = 4

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from paths import RESULTS
+from paths import FROZEN
 
 from gpuplan_schema.results import load_machine_and_root
 from planner.model.bounds import BoundKind
@@ -17,7 +17,7 @@ from planner.render.report import render_report_html
 from planner.report.decision import DecisionSection
 from planner.report.frame import build_report
 
-H100 = RESULTS / "h100-80gb"
+H100 = FROZEN / "h100-80gb"
 
 
 def report_for(job: str = DEFAULT_JOB):  # noqa: ANN201 - a Report
@@ -96,7 +96,7 @@ def test_a_job_asked_for_replaces_its_workloads_default_and_the_instance_section
 
 
 def test_default_jobs_rank_only_for_a_plannable_machine():
-    machine, measured = load_machine_and_root(RESULTS / "h200-x2")
+    machine, measured = load_machine_and_root(FROZEN / "h200-x2")
     assert report_plan(machine, None, measured) is None
     assert [nice_count(x) for x in (0.5, 3, 7.9, 1.65e11)] == [1.0, 2, 10, 2e11]
 

@@ -35,6 +35,8 @@ def requirement_names(requirements: list[str]) -> set[str]:
 def local_modules() -> set[str]:
     """Top-level packages and modules of this repository, and the tests' own helper modules."""
     names = {p.name for p in ROOT.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    names |= set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"].get(
+        "package-dir", {}))  # packages installed from a folder of another name (templates/ as gpuplan_templates)
     names |= {p.stem for p in ROOT.glob("*.py")} | {p.stem for p in (ROOT / "tests").glob("*.py")}
     names |= {p.stem for p in (ROOT / "docs").glob("*.py")}  # docs/generate.py and its tables, run by a test
     return names | set(RUNTIME_DIRS)

@@ -19,10 +19,10 @@ from paths import REPO
 from torch import nn
 
 from collectors.__main__ import main as collect_main
-from collectors.profiles import QUICK
-from collectors.training import Variant, build_step, prepare_model
-from collectors.workload_collector import build_sweep_plan
+from collectors.core.profiles import QUICK
 from collectors.workloads import Workload, load_workload
+from collectors.workloads.sweep_plan import build_sweep_plan
+from collectors.workloads.training import Variant, build_step, prepare_model
 from gpuplan_schema.schema import load_document
 
 CPU, META, CUDA = torch.device("cpu"), torch.device("meta"), torch.device("cuda")

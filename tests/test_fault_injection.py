@@ -25,9 +25,9 @@ import torch
 from paths import REPO
 
 from collectors.__main__ import main as collect_main
-from collectors.run_lock import LOCK_NAME, results_lock
-from collectors.sweep import point_key
-from collectors.workload_collector import iter_workload_documents
+from collectors.core.run_lock import LOCK_NAME, results_lock
+from collectors.workloads.collect import iter_workload_documents
+from collectors.workloads.sweep import point_key
 from gpuplan_schema.payloads import WorkloadPayload
 from gpuplan_schema.progress import Progress
 from gpuplan_schema.schema import load_document
@@ -239,7 +239,7 @@ def test_a_hung_step_times_out_and_the_collection_goes_on(tmp_path):
 
 
 def run_stuck(body: str) -> tuple[subprocess.CompletedProcess, float]:
-    code = ("import time\nfrom collectors.time_limit import hard_limit, soft_limit\n"
+    code = ("import time\nfrom collectors.core.time_limit import hard_limit, soft_limit\n"
             f"with hard_limit(0.5, 'the stuck point', grace_s=1.0):\n    {body}\n")
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)

@@ -29,12 +29,12 @@ SLOW = [HealthCheck.too_slow, HealthCheck.data_too_large]
 # One machine folder holding a document of every kind (small ones), so that a mutation can reach
 # every section of the report: its machine is renamed to match.
 MIXED = {
-    "environment": "results/vm-cpu/environment.json",
-    "ceilings": "results/vm-cpu/ceilings.json",
-    "workload-mlp-stgan": "results/vm-cpu/workload-mlp-stgan.json",
+    "environment": "tests/fixtures/frozen/vm-cpu/environment.json",
+    "ceilings": "tests/fixtures/frozen/vm-cpu/ceilings.json",
+    "workload-mlp-stgan": "tests/fixtures/frozen/vm-cpu/workload-mlp-stgan.json",
     "workload-gpt-small": "tests/fixtures/kill-resume-h100/partial-workload-gpt-small.json",
-    "roofline-mlp-stgan": "results/h100-80gb/roofline-mlp-stgan.json",
-    "dataloader": "results/h100-80gb/dataloader.json",
+    "roofline-mlp-stgan": "tests/fixtures/frozen/h100-80gb/roofline-mlp-stgan.json",
+    "dataloader": "tests/fixtures/frozen/h100-80gb/dataloader.json",
     "collectives": "tests/fixtures/multigpu/cpu-gloo-2/collectives.json",
     "ddp": "tests/fixtures/multigpu/cpu-gloo-2/ddp.json",
 }
@@ -74,9 +74,10 @@ def test_the_loader_reads_or_rejects_every_mutated_document(scratch, case):
     assert load_document(save_document(doc, scratch / "again.json")) == doc
 
 
-def test_the_mutations_cover_every_committed_document():
+def test_the_mutations_cover_every_fixture_document():
     names = {name for name, _ in base_documents()}
-    assert len(names) >= 30 and {"results/h100-80gb/ceilings.json", "results/h200-x2/ddp.json"} <= names
+    frozen = "tests/fixtures/frozen"
+    assert len(names) >= 30 and {f"{frozen}/h100-80gb/ceilings.json", f"{frozen}/h200-x2/ddp.json"} <= names
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:

@@ -66,7 +66,8 @@ def test_a_host_limited_step_is_the_slower_pipeline_not_the_sum():
 def test_the_committed_repeats_gpu_bound_within_3_percent_host_bound_steady_in_a_run_not_across_lends(
         results_machines):
     """Within one collection GPU-bound steps repeat within 3 % and host-bound ones, timed steadily in one window
-    (collectors/steady.py), within 15 %; another lend of the same GPU moved some host-bound step by over half."""
+    (collectors/workloads/steady.py), within 15 %; another lend of the same GPU moved some host-bound step by over
+    half."""
     pairs = all_repeat_pairs(results_machines)
     same = [p for p in pairs if p.scope == SAME_RUN]
     assert all(p.spread < 0.03 for p in same if p.regime in ("math", "memory")) and len(same) >= 10

@@ -9,7 +9,7 @@ import shutil
 from dataclasses import replace
 
 import pytest
-from paths import RESULTS
+from paths import FROZEN
 
 from gpuplan_schema.results import load_machine
 from gpuplan_schema.schema import DocumentError, load_document
@@ -19,12 +19,12 @@ from planner.model.repeatability import ANOTHER_LEND, SAME_RUN, other_lends, rep
 
 @pytest.fixture(scope="module")
 def h100():  # noqa: ANN201
-    return load_machine(RESULTS / "h100-80gb")
+    return load_machine(FROZEN / "h100-80gb")
 
 
 @pytest.fixture(scope="module")
 def h200():  # noqa: ANN201
-    return load_machine(RESULTS / "h200")
+    return load_machine(FROZEN / "h200")
 
 
 def slower_host(payloads: list, factor: float) -> list:
@@ -67,10 +67,10 @@ def test_another_lends_steady_documents_pair_with_this_machines(h200):
     pairs = repeat_pairs(h200)
     lend = [p for p in pairs if p.scope == ANOTHER_LEND]
     assert lend and any(p.scope == SAME_RUN for p in pairs)
-    folder = next((RESULTS / "h200" / "diagnostics").glob("lend-*"))
+    folder = next((FROZEN / "h200" / "diagnostics").glob("lend-*"))
     for p in lend:
         stem = f"workload-{p.workload}.json"
-        ours = load_document(RESULTS / "h200" / stem).payload.points
+        ours = load_document(FROZEN / "h200" / stem).payload.points
         theirs = load_document(folder / stem).payload.points
         mine = {(q.precision, q.batch, q.variant, q.sweep): q.step_s.median for q in ours if q.steady_rounds}
         other = {(q.precision, q.batch, q.variant, q.sweep): q.step_s.median for q in theirs if q.steady_rounds}
@@ -84,7 +84,7 @@ def test_another_hosts_documents_load_with_the_machine_and_a_broken_one_stops_it
     """Another host's workload documents are part of the contract: loaded and checked with the machine
     (gpuplan_schema.results.load_other_hosts), never read on the side; a broken one names its file and field."""
     folder = tmp_path / "h200"
-    shutil.copytree(RESULTS / "h200", folder)
+    shutil.copytree(FROZEN / "h200", folder)
     machine = load_machine(folder)
     lends = other_lends(machine)
     assert "vit-tiny" in lends and "gpt-small" in lends

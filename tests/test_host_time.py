@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 import torch
-from paths import REPO, RESULTS
+from paths import FROZEN, REPO
 
 from collectors.__main__ import main as collect_main
-from collectors.ceilings import VERSION as CEILINGS_VERSION
-from collectors.dispatch import measure_dispatch
-from collectors.host_time import device_activities, gpu_busy, host_issue, measure_host_share
-from collectors.resume import why_complete
-from collectors.workload_collector import NAME, VERSION, iter_workload_documents, load_earlier
+from collectors.ceilings.collect import VERSION as CEILINGS_VERSION
+from collectors.ceilings.dispatch import measure_dispatch
+from collectors.core.host_time import device_activities, gpu_busy, host_issue, measure_host_share
+from collectors.core.resume import why_complete
+from collectors.workloads.collect import NAME, VERSION, iter_workload_documents, load_earlier
 from gpuplan_schema.payloads import CeilingsPayload, WorkloadPayload, WorkloadPoint
 from gpuplan_schema.progress import Progress
 from gpuplan_schema.results import load_machine
@@ -145,7 +145,7 @@ def test_ceilings_carry_the_dispatch_rows_and_an_older_document_has_none(tmp_pat
     assert old.collector.version == "2" and old.payload.dispatch is None
     issue = measure_dispatch(CPU, None)
     folder = tmp_path / "m"
-    payload = replace(load_document(RESULTS / "vm-cpu" / "ceilings.json").payload, dispatch=issue)
+    payload = replace(load_document(FROZEN / "vm-cpu" / "ceilings.json").payload, dispatch=issue)
     assert isinstance(payload, CeilingsPayload)
     save_document(build_document("ceilings", "ceilings", CEILINGS_VERSION, "m", payload), folder / "ceilings.json")
     rows = {r.metric: r for r in iter_tidy_rows(load_machine(folder))}

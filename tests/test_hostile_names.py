@@ -17,7 +17,7 @@ from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
-from paths import REPO
+from paths import FROZEN
 from pypdf import PdfReader
 
 from gpuplan_schema.schema import load_document
@@ -81,7 +81,7 @@ def write_machine(folder: Path, source: str, stems: tuple[str, ...], hostile: bo
                   names: dict[str, str] = HOSTILE) -> None:
     folder.mkdir(parents=True)
     for stem in stems:
-        doc = json.loads((REPO / "results" / source / f"{stem}.json").read_text(encoding="utf-8"))
+        doc = json.loads((FROZEN / source / f"{stem}.json").read_text(encoding="utf-8"))
         doc = make_hostile(doc, names) if hostile else plain_gpu({**doc, "machine": folder.name})
         (folder / f"{stem}.json").write_text(json.dumps(doc), encoding="utf-8")
 

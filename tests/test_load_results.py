@@ -7,7 +7,7 @@ import sys
 
 import pandas as pd
 import pytest
-from paths import FIXTURES, RESULTS
+from paths import FIXTURES, FROZEN
 
 from gpuplan_schema.results import load_machine
 from gpuplan_schema.schema import DocumentError
@@ -41,8 +41,8 @@ def test_one_row_per_tidy_row_with_the_same_values():
 
 
 def test_a_results_root_gives_every_machine_and_answers_the_readme_question():
-    df = load_results(RESULTS)
-    assert set(df["machine"]) == {p.name for p in RESULTS.iterdir() if p.is_dir() and any(p.glob("*.json"))}
+    df = load_results(FROZEN)
+    assert set(df["machine"]) == {p.name for p in FROZEN.iterdir() if p.is_dir() and any(p.glob("*.json"))}
     sizes = df.groupby(["gpu", "workload"]).size()
     assert sizes[("NVIDIA H100 80GB HBM3", "gpt-small")] > 0
     h100_bf16 = df.query("machine == 'h100-80gb' and metric == 'matmul_flops_per_s' and precision == 'bf16'")

@@ -10,6 +10,7 @@ import shutil
 
 import pytest
 import vl_convert
+from paths import FROZEN
 from paths import REPO as ROOT
 from pypdf import PdfReader
 
@@ -155,7 +156,7 @@ def test_report_html_and_pdf_show_the_section_with_the_cpu_note(machine, tmp_pat
 def test_the_measured_4_gpu_machine_shows_its_4_gpu_rows():
     """The committed 4 × H200 run (the gloo fixture has 2 ranks): every count 1 → 2 → 4 in each workload's
     table, as the ddp document has it, and the collectives and topology of 4 GPUs on the page."""
-    real = load_machine(ROOT / "results" / "h200-x4")
+    real = load_machine(FROZEN / "h200-x4")
     ddp = real.documents["ddp"].payload
     section = section_of(real)
     for table in section.tables:

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from paths import REPO
+from paths import FROZEN, REPO
 
 from collectors.__main__ import main as collect_main
 from collectors.distributed.nodes import node_options
@@ -158,7 +158,7 @@ def test_report_shows_the_nodes_and_their_transport(two_nodes):
 
 def test_documents_from_before_several_nodes_read_as_one_node():
     for name in ("collectives", "ddp"):
-        launch = load_document(REPO / "results" / "h200-x2" / f"{name}.json").payload.launch
+        launch = load_document(FROZEN / "h200-x2" / f"{name}.json").payload.launch
         assert launch.nodes is None and launch.node_count == 1
 
 

@@ -7,7 +7,7 @@ import json
 from dataclasses import replace
 
 import pytest
-from paths import REPO
+from paths import FROZEN, REPO
 
 from gpuplan_schema.schema import load_document
 from planner.model.jobs import parse_job
@@ -16,7 +16,7 @@ from planner.model.nodes import MIN_EFFICIENCY, NetworkInputs, expand_nodes, nod
 from planner.model.ranking import Estimate
 from planner.specs import CatalogError, load_instances, match_instance, read_instances
 
-X4 = REPO / "results" / "h200-x4"
+X4 = FROZEN / "h200-x4"
 
 
 def test_hierarchical_all_reduce_matches_the_formula_by_hand():
@@ -119,7 +119,7 @@ def test_the_plan_hook_ranks_gpt_small_over_node_counts_from_the_committed_resul
     from planner.model.nodes import build_node_ranking, measured_node
     from planner.model.plan import build_predictor, load_source
 
-    machines = {m.machine: m for m in load_results_root(REPO / "results")}
+    machines = {m.machine: m for m in load_results_root(FROZEN)}
     measured = measured_node(machines.values())
     assert (measured.gpu, measured.collectives.world_size) == ("H200 SXM", 4)
     job = parse_job("gpt-small bf16 tokens=300B")
@@ -140,7 +140,7 @@ def test_a_ddp_run_across_nodes_is_not_taken_as_one_instance_efficiency(tmp_path
     from planner.model.scaling import gather_efficiencies
 
     folder = tmp_path / "h200-2x1-socket"
-    shutil.copytree(REPO / "results" / "h200-x2", folder)
+    shutil.copytree(FROZEN / "h200-x2", folder)
     assert gather_efficiencies([load_machine(folder)])  # one node: counted
     doc = load_document(folder / "ddp.json")
     layout = NodeLayout(2, 1, ["h", "h"], "static", "NET/Socket", "environment")
@@ -156,7 +156,7 @@ def test_the_plan_ranks_multi_node_instances_by_node_count_and_prints_them():
     from planner.model.plan import build_plan, plan_to_json
     from planner.render.plan_text import render_plan_text
 
-    machine, measured = load_machine_and_root(REPO / "results" / "h100-80gb")
+    machine, measured = load_machine_and_root(FROZEN / "h100-80gb")
     plan = build_plan(machine, ["H200"], parse_job("gpt-small bf16 tokens=300B"), measured)
     rows = plan_to_json(plan)["node_ranking"]
     p5en = [r for r in rows if r["base_instance"] == "p5en.48xlarge" and r["status"] == "ok"]

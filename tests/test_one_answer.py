@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
-from paths import REPO, RESULTS
+from paths import FROZEN, REPO, RESULTS
 
 from gpuplan_schema.results import load_machine, load_machine_and_root
 from planner.cli import main as gpuplan_main
@@ -92,7 +92,7 @@ def test_committed_results_plan_json_report_and_site_give_one_answer(folder, cap
 def test_an_unchecked_gpu_is_marked_on_every_screen(capsys):
     """A B200 has no published check: the plan text (†), its JSON (`unchecked`), the report's instance table and the
     site's job chooser all say so; an H100 SXM row does not."""
-    machine, measured = load_machine_and_root(RESULTS / "h100-80gb")
+    machine, measured = load_machine_and_root(FROZEN / "h100-80gb")
     plan = report_plan(machine, None, measured)
     b200 = [r for r in plan.ranking if r.gpu == "B200" and r.status == "ok"]
     assert b200 and all(r.unchecked for r in b200)
@@ -100,7 +100,7 @@ def test_an_unchecked_gpu_is_marked_on_every_screen(capsys):
     text = render_plan_text(plan, top=200)
     rows = [line for line in text.splitlines() if "× B200" in line]
     assert rows and all("†" in line for line in rows) and "on B200 † (predicted)" in text
-    data = plan_json(RESULTS / "h100-80gb", capsys, "--job", "resnet50 bf16 epochs=100 dataset=imagenet")
+    data = plan_json(FROZEN / "h100-80gb", capsys, "--job", "resnet50 bf16 epochs=100 dataset=imagenet")
     assert all(r["unchecked"] for r in data["ranking"] if r["gpu"] == "B200")
     assert not next(t for t in data["targets"] if t["gpu"] == "B200")["validated"]
     page = render_report_html(build_report(machine, plan, measured))
@@ -141,7 +141,7 @@ def test_vit_b16_is_judged_where_the_plan_runs_it_not_at_its_main_batch():
 def test_a_choice_within_the_measured_spread_keeps_the_simpler_configuration_whichever_measured_faster():
     """Two hosts of one GPU type time the same configurations a few per cent apart: where two options tie, both
     recommend the simpler, so their settings agree (the H100 and H200 once split tf32/fp32 on noise)."""
-    machine = load_machine(RESULTS / "h100-80gb")
+    machine = load_machine(FROZEN / "h100-80gb")
     payload = next(w for w in machine.workloads if w.workload == "vit-tiny")
     base = choose(payload, "bf16", True, applies=True)
     fp32, tf32 = (next(t for t in base.candidates if t.precision == p and not t.compiled) for p in ("fp32", "tf32"))
@@ -177,7 +177,7 @@ def test_a_report_builds_its_plan_once(monkeypatch):
             calls[_name] += 1
             return _original(*args, **kwargs)
         monkeypatch.setattr(plan_module, name, counted)
-    build_report_for(RESULTS / "h100-80gb")
+    build_report_for(FROZEN / "h100-80gb")
     assert calls == {"load_source": 1, "prepare_source": 1}
 
 
@@ -213,7 +213,7 @@ def test_presentation_imports_no_function_that_decides_and_no_loader():
 def test_one_instance_has_one_figure_per_job_in_one_report():
     """'Across nodes' put Standard_ND96isr_MI300X_v5 at 0.8 h where the main table had 1.2 h, input-bound: the
     node ranking now applies the same vCPU feed limit, so its one-node rows are the main table's."""
-    machine, measured = load_machine_and_root(RESULTS / "h100-80gb")
+    machine, measured = load_machine_and_root(FROZEN / "h100-80gb")
     plan = report_plan(machine, None, measured)
     main = {r.instance: (r.hours, r.cost_usd, r.limited_by) for r in plan.ranking if r.status == "ok"}
     one_node = [(row.base, row.ranked) for row in plan.node_ranking if row.nodes == 1 and row.ranked.status == "ok"]

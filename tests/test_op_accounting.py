@@ -1,4 +1,4 @@
-"""FLOPs and bytes per aten op (collectors/op_accounting.py) against counts made by hand.
+"""FLOPs and bytes per aten op (collectors/roofline/op_accounting.py) against counts made by hand.
 
 Each case runs the real op under the OpRecorder and compares with the figure worked out from the
 shapes: a matmul reads both operands and writes the product, 2·m·k·n FLOPs; a convolution reads
@@ -11,7 +11,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from collectors.op_accounting import OpCall, OpRecorder
+from collectors.roofline.op_accounting import OpCall, OpRecorder
 
 F32, BF16 = 4, 2
 

@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from paths import REPO
+from paths import FROZEN, REPO
 from PIL import Image, ImageFont
 from pypdf import PdfReader
 
@@ -19,7 +19,7 @@ from planner.render.report import PAPERS, layout_report_pdf, render_chart_svg, r
 from planner.report.frame import build_report_for
 from planner.report.workloads import WorkloadSection
 
-H100 = REPO / "results" / "h100-80gb"
+H100 = FROZEN / "h100-80gb"
 CPU_FIXTURE = REPO / "tests" / "fixtures" / "results" / "cpu-test"
 ARTIFACTS = REPO / "test-artifacts" / "pdf"
 MM = 72 / 25.4  # PDF points per millimetre

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from paths import REPO
+from paths import FROZEN, REPO
 
 from gpuplan_schema.results import load_machine_and_root
 from gpuplan_schema.schema import load_document
@@ -20,7 +20,9 @@ from planner.model.jobs import JobError, parse_job
 from planner.model.performance import Rates
 from planner.model.plan import MAIN_PRECISION, build_plan
 from planner.model.recommend import sweep_throughput
-from planner.render.snippets import render_snippet_python, render_snippet_yaml
+from planner.report.snippets import build_snippet_python, build_snippet_yaml
+
+H100_DIR = "tests/fixtures/frozen/h100-80gb"  # relative to the repository root, where the commands run
 
 MACHINES = ("h100-80gb", "h200")
 SCREEN = 40
@@ -28,7 +30,7 @@ SCREEN = 40
 
 @pytest.fixture(scope="module", params=MACHINES)
 def planned(request):  # noqa: ANN001, ANN201
-    machine, root = load_machine_and_root(REPO / "results" / request.param)
+    machine, root = load_machine_and_root(FROZEN / request.param)
     return machine, build_plan(machine, ["H200 SXM", "A100 80GB SXM"], None, root)
 
 
@@ -136,15 +138,15 @@ def test_snippets_parse_and_hold_the_recommended_values(planned):
     _, plan = planned
     for answer in build_answers(plan):
         s = answer.settings
-        tree = ast.parse(render_snippet_python(answer))
+        tree = ast.parse(build_snippet_python(answer))
         calls = {ast.unparse(n.func): n for n in ast.walk(tree) if isinstance(n, ast.Call)}
         loader = {k.arg: ast.literal_eval(k.value) for k in calls["DataLoader"].keywords if k.arg != "batch_size"}
         assert loader == {"shuffle": True, "num_workers": s.loader.workers, "prefetch_factor": s.loader.prefetch_factor,
                           "pin_memory": s.loader.pin_memory, "persistent_workers": s.loader.persistent_workers}
         assert ("torch.compile" in calls) == s.torch_compile
         assert ("torch.autocast" in calls) == (s.precision in ("bf16", "fp16"))
-        assert f"BATCH_SIZE = {s.batch}" in render_snippet_python(answer)
-        config = yaml_mapping(render_snippet_yaml(answer))[answer.workload]
+        assert f"BATCH_SIZE = {s.batch}" in build_snippet_python(answer)
+        config = yaml_mapping(build_snippet_yaml(answer))[answer.workload]
         assert (config["precision"], int(config["batch_size"]), config["torch_compile"]) == \
             (s.precision, s.batch, s.torch_compile)
         assert int(config["num_workers"]) == s.loader.workers
@@ -156,7 +158,7 @@ def test_the_allocator_is_set_before_torch_is_imported(planned):
     with_allocator = [a for a in build_answers(plan) if a.settings.allocator]
     assert with_allocator  # conv-rollout and gpt-small measured a larger boundary with expandable segments
     for answer in with_allocator:
-        text = render_snippet_python(answer)
+        text = build_snippet_python(answer)
         assert text.index("os.environ['PYTORCH_CUDA_ALLOC_CONF']") < text.index("import torch")
 
 
@@ -166,10 +168,10 @@ def gpuplan(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_plan_text_leads_with_the_answer_of_each_workload():
-    run = gpuplan("plan", "results/h100-80gb", "--target", "H200")
+    run = gpuplan("plan", H100_DIR, "--target", "H200")
     assert run.returncode == 0, run.stderr
     lines = run.stdout.splitlines()
-    folder = REPO / "results" / "h100-80gb"
+    folder = FROZEN / "h100-80gb"
     measured = sorted(p.stem.removeprefix("workload-") for p in folder.glob("workload-*.json"))
     summary = lines.index("The answer, one line per workload (the blocks below say why):")
     assert [line.split(":")[0].strip() for line in lines[summary + 1:summary + 1 + len(measured)]] == measured
@@ -183,18 +185,18 @@ def test_plan_text_leads_with_the_answer_of_each_workload():
     gain = bf16["compile"] / bf16["default"] - 1   # the measured torch.compile gain, as the plan prints it
     assert "bf16 autocast" in resnet and f"torch.compile ({gain:+.0%})" in resnet and "channels_last" in resnet
     table = lines.index(next(line for line in lines if line.startswith("Largest batch that fits")))
-    plan = __import__("json").loads(gpuplan("plan", "results/h100-80gb", "--target", "H200", "--json").stdout)
+    plan = __import__("json").loads(gpuplan("plan", H100_DIR, "--target", "H200", "--json").stdout)
     rows = {(c["workload"], c["precision"]) for c in plan["targets"][0]["capacity"]}
     assert len(lines) - table == 2 + len(rows)  # header, column names, one row per workload × precision fitted
     assert "max batch" not in run.stdout  # the per-figure lines are --verbose's
-    verbose = gpuplan("plan", "results/h100-80gb", "--target", "H200", "--verbose").stdout
+    verbose = gpuplan("plan", H100_DIR, "--target", "H200", "--verbose").stdout
     assert verbose.splitlines()[1:len(lines)] == lines[1:] and "max batch resnet50      fp16" in verbose
 
 
 def test_plan_job_prints_the_ranking_as_a_table_on_the_first_screen():
-    run = gpuplan("plan", "results/h100-80gb", "--job", "gpt-small bf16 tokens=10B", "--top", "10", "--json")
+    run = gpuplan("plan", H100_DIR, "--job", "gpt-small bf16 tokens=10B", "--top", "10", "--json")
     ok = [r for r in __import__("json").loads(run.stdout)["ranking"] if r["status"] == "ok"]
-    text = gpuplan("plan", "results/h100-80gb", "--job", "gpt-small bf16 tokens=10B", "--top", "10").stdout
+    text = gpuplan("plan", H100_DIR, "--job", "gpt-small bf16 tokens=10B", "--top", "10").stdout
     lines = text.splitlines()
     head = next(i for i, line in enumerate(lines) if line.startswith("Instances for 'gpt-small bf16 tokens=10B'"))
     rows = lines[head + 2:head + 12]

@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from paths import REPO
+from paths import FROZEN, REPO
 
 from gpuplan_schema.payloads import WorkloadPayload
 from gpuplan_schema.results import load_machine
@@ -20,7 +20,9 @@ from planner.model.performance import Rates, measured_rates, predict_point, targ
 from planner.model.recommend import recommend_allocator
 from planner.specs import match_gpu
 
-H100, H200 = REPO / "results" / "h100-80gb", REPO / "results" / "h200"
+H100_DIR = "tests/fixtures/frozen/h100-80gb"  # relative to the repository root, where the commands run
+
+H100, H200 = FROZEN / "h100-80gb", FROZEN / "h200"
 
 
 @pytest.fixture(scope="module")
@@ -112,7 +114,7 @@ def test_every_max_batch_prediction_within_the_3_percent_target(h100, h200, dire
 
 
 def test_boundaries_searched_in_fresh_processes_on_both_gpus(h100, h200):
-    """Workloads collector 5 searches each boundary in a process of its own (collectors/boundary_process.py);
+    """Workloads collector 5 searches each boundary in a process of its own (collectors/workloads/boundary_process.py);
     conv-rollout's documents (collectors 2 and 3) keep theirs from the collection's process."""
     for machine in (h100, h200):
         for payload in machine.workloads:
@@ -153,7 +155,7 @@ def gpuplan(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_plan_json_follows_the_documented_contract():
-    run = gpuplan("plan", "results/h100-80gb", "--target", "h200-sxm", "--job", "resnet50 bf16 epochs=100 "
+    run = gpuplan("plan", H100_DIR, "--target", "h200-sxm", "--job", "resnet50 bf16 epochs=100 "
                   "dataset=imagenet", "--json")
     assert run.returncode == 0, run.stderr
     plan = json.loads(run.stdout)
@@ -163,7 +165,7 @@ def test_plan_json_follows_the_documented_contract():
     assert target["gpu_count"] == 1
     keys = {"workload", "precision", "batch", "variant", "step_s", "throughput_per_s", "bound", "error"}
     assert all(keys <= set(p) for p in target["predictions"]) and target["predictions"]
-    measured = {p.stem.removeprefix("workload-") for p in (REPO / "results" / "h100-80gb").glob("workload-*.json")}
+    measured = {p.stem.removeprefix("workload-") for p in (FROZEN / "h100-80gb").glob("workload-*.json")}
     assert {c["workload"] for c in target["capacity"]} == measured  # user workloads too: sensor-cnn and the
     assert REFERENCE | {"vit-tiny", "dlrm-small", "wide-transformer"} <= measured  # three examples of issue 18
     conv_bf16 = {c["allocator"]: c["max_batch"] for c in target["capacity"]
@@ -178,7 +180,7 @@ def test_plan_json_follows_the_documented_contract():
 
 
 def test_plan_ranking_cites_the_measured_multi_gpu_efficiency():
-    run = gpuplan("plan", "results/h100-80gb", "--target", "H200", "--job", "resnet50 bf16 samples=128116700",
+    run = gpuplan("plan", H100_DIR, "--target", "H200", "--job", "resnet50 bf16 samples=128116700",
                   "--json")
     ranking = json.loads(run.stdout)["ranking"]
     h200_multi = [r for r in ranking if r["status"] == "ok" and r["gpu"] == "H200 SXM" and r["gpu_count"] > 1]
@@ -199,7 +201,7 @@ def test_plan_ranking_cites_the_measured_multi_gpu_efficiency():
                                                "cifar-10, cifar-100"),
 ])
 def test_bad_target_or_job_is_one_line_and_exit_2(args, expected):
-    run = gpuplan("plan", "results/h100-80gb", *args)
+    run = gpuplan("plan", H100_DIR, *args)
     assert run.returncode == 2 and expected in run.stderr and len(run.stderr.strip().splitlines()) == 1
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from paths import REPO
+from paths import FROZEN
 
 from planner.model.bound import bound_of
 from planner.model.bounds import PART_KIND
@@ -145,7 +145,7 @@ def test_a_roofline_document_with_several_batches_gives_a_split_at_each():
     from gpuplan_schema.schema import load_document
     from planner.model.split import roofline_splits
 
-    doc = load_document(REPO / "results" / "h100-80gb" / "roofline-gpt-small.json").payload
+    doc = load_document(FROZEN / "h100-80gb" / "roofline-gpt-small.json").payload
     half_ops = [dataclasses.replace(op, time_s=dataclasses.replace(op.time_s, median=op.time_s.median / 2))
                 for op in doc.ops]
     other = RooflineAtBatch(doc.batch // 2, "ok", doc.variant, None, doc.steps,

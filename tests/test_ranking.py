@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from paths import RESULTS
+from paths import FROZEN
 
 from gpuplan_schema.results import load_machine, load_results_root
 from planner.model.assumed_scaling import Scaling, assumed_scaling
@@ -111,7 +111,7 @@ def test_pcie_scales_worse_than_nvlink_at_every_size():
 def lowest_measured(gpus: int, *machines: str) -> float:
     """The lowest DDP efficiency on `gpus` GPUs among the workloads of the named machines' documents."""
     return min(w.points[gpus].efficiency for m in machines
-               for w in load_scaling(load_machine(RESULTS / m)).workloads.values() if gpus in w.points)
+               for w in load_scaling(load_machine(FROZEN / m)).workloads.values() if gpus in w.points)
 
 
 def h200s(count: int) -> InstanceSpec:
@@ -120,7 +120,7 @@ def h200s(count: int) -> InstanceSpec:
 
 
 def test_an_instance_measured_at_its_gpu_count_cites_that_measurement():
-    scaling = measured_under(RESULTS)
+    scaling = measured_under(FROZEN)
     four, two = scaling(h200s(4)), scaling(h200s(2))
     assert four.measured and four.efficiency == lowest_measured(4, "h200-x4")
     assert four.note.startswith(f"measured DDP efficiency on h200-x4 ({four.efficiency:.3f} on 4 GPUs, ")
@@ -131,7 +131,7 @@ def test_an_instance_measured_at_its_gpu_count_cites_that_measurement():
 
 
 def test_beyond_the_largest_measured_count_the_efficiency_compounds_per_doubling():
-    eight = measured_under(RESULTS)(h200s(8))
+    eight = measured_under(FROZEN)(h200s(8))
     at_four = lowest_measured(4, "h200-x4")
     assert eight.measured and eight.efficiency == pytest.approx(at_four ** 1.5)  # 4 → 8: half of 4's two doublings
     assert eight.note.startswith("extrapolated per doubling from the measured 4-GPU DDP efficiency on h200-x4 "
@@ -143,14 +143,14 @@ def measured_under(root: Path) -> ScalingProvider:
 
 
 def test_with_only_two_gpus_measured_four_are_extrapolated(tmp_path):
-    shutil.copytree(RESULTS / "h200-x2", tmp_path / "h200-x2")
+    shutil.copytree(FROZEN / "h200-x2", tmp_path / "h200-x2")
     four = measured_under(tmp_path)(h200s(4))
     assert four.efficiency == pytest.approx(lowest_measured(2, "h200-x2") ** 2)
     assert four.note.startswith("extrapolated per doubling from the measured 2-GPU DDP efficiency on h200-x2")
 
 
 def test_without_a_measurement_of_the_gpu_model_the_assumption_stands():
-    scaling = measured_under(RESULTS)
+    scaling = measured_under(FROZEN)
     h100s = match_instance("p5.48xlarge")
     assert scaling(h100s) == assumed_scaling(h100s) and scaling(h200s(1)) == assumed_scaling(h200s(1))
     assert build_scaling([])(h200s(8)) == assumed_scaling(h200s(8))

@@ -16,12 +16,13 @@ from pathlib import Path
 import pytest
 import torch
 import vl_convert
+from paths import FROZEN
 from paths import REPO as ROOT
 from pypdf import PdfReader
 
 from collectors.__main__ import main as collect_main
-from collectors.dataloader_collector import skipped_payload
-from collectors.image_pipeline import sample_bytes
+from collectors.dataloader.collect import skipped_payload
+from collectors.dataloader.image_pipeline import sample_bytes
 from gpuplan_schema.payloads import DataloaderPayload, WorkloadPayload
 from gpuplan_schema.results import load_machine
 from gpuplan_schema.schema import build_document, load_document, save_document
@@ -34,8 +35,8 @@ from planner.report.dataloader import DataloaderSection
 from planner.report.frame import NotCollectedSection, build_report_for
 from planner.units import format_bytes
 
-VM_CPU = ROOT / "results" / "vm-cpu"
-H100 = ROOT / "results" / "h100-80gb"
+VM_CPU = FROZEN / "vm-cpu"
+H100 = FROZEN / "h100-80gb"
 VARIANT = re.compile(r"workers=(\d+),prefetch=(none|\d+),pin=([01]),persistent=([01])(,epoch=2)?")
 
 

@@ -8,7 +8,7 @@ import shutil
 import pytest
 from altair.utils.schemapi import validate_jsonschema
 from altair.vegalite.v6.schema import load_schema
-from paths import REPO
+from paths import FROZEN, REPO
 
 from gpuplan_schema.schema import load_document
 from planner.charts.accuracy import build_accuracy_chart
@@ -20,7 +20,7 @@ from planner.report.glossary import TERMS, GlossarySection
 from planner.report.summary import SummarySection
 from planner.report.workloads import PointRow, WorkloadSection
 
-H100, H200 = REPO / "results" / "h100-80gb", REPO / "results" / "h200"
+H100, H200 = FROZEN / "h100-80gb", FROZEN / "h200"
 QUICK = REPO / "tests" / "fixtures" / "results-quick" / "h100-quick"  # an H100 `--profile quick` collection
 CPU_FIXTURE = REPO / "tests" / "fixtures" / "results" / "cpu-test"
 NOT_YET = ("multi-gpu",)  # the one part the single-GPU H100 folder has no documents for

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import vl_convert
-from paths import REPO, RESULTS
+from paths import FROZEN
 from pypdf import PdfReader
 
 from collectors.__main__ import main as collect_main
@@ -25,7 +25,7 @@ from planner.report.frame import NotCollectedSection, build_report, build_report
 from planner.report.workloads import WorkloadSection, build_workload_section, build_workload_sections
 from planner.units import format_count, format_number
 
-H100 = RESULTS / "h100-80gb"
+H100 = FROZEN / "h100-80gb"
 GPT = H100 / "workload-gpt-small.json"
 TINY_NOTE = "Reduced sizes, not for planning."
 
@@ -194,8 +194,7 @@ def build_report_with(payload: WorkloadPayload):  # noqa: ANN201 - a Report
 def test_memory_chart_takes_the_untimed_probe_points_of_a_capacity_run():
     # Regression: the boundary search's probes (status ok, peak memory, no step time) made the memory
     # chart's tooltip format a missing throughput, and the committed H100 and H200 reports failed.
-    repo = REPO
-    payload = load_document(repo / "results/h100-80gb/workload-gpt-small.json").payload
+    payload = load_document(FROZEN / "h100-80gb/workload-gpt-small.json").payload
     assert any(p.sweep == "probe" and p.status == "ok" and p.throughput_per_s is None for p in payload.points)
     spec = build_memory_chart(payload)
     rows = [row for data in spec["datasets"].values() for row in data if "throughput_text" in row]

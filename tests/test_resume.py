@@ -14,8 +14,8 @@ import pytest
 import torch
 
 from collectors.__main__ import main as collect_main
-from collectors.sweep import point_key
-from collectors.workload_collector import NAME, VERSION, iter_workload_documents
+from collectors.workloads.collect import NAME, VERSION, iter_workload_documents
+from collectors.workloads.sweep import point_key
 from gpuplan_schema.payloads import WorkloadPayload
 from gpuplan_schema.progress import Progress
 from gpuplan_schema.schema import build_document, load_document, parse_document, save_document

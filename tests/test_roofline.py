@@ -24,14 +24,14 @@ from torch.autograd.profiler_util import FunctionEvent
 from torch.utils.flop_counter import flop_registry
 
 from collectors.__main__ import main as collect_main
-from collectors.accounting import count_flops
-from collectors.op_accounting import OpCall
-from collectors.op_profile import attribute, profile_steps
-from collectors.op_roofline import LATENCY_MULTIPLE, build_ops, build_roofs, classify
-from collectors.profiles import CPU_MAIN_BATCH
-from collectors.roofline import collect_roofline
-from collectors.training import Variant, build_step, precision_mode, prepare_model
-from collectors.workload_collector import instantiate
+from collectors.core.profiles import CPU_MAIN_BATCH
+from collectors.roofline.collect import collect_roofline
+from collectors.roofline.op_accounting import OpCall
+from collectors.roofline.op_profile import attribute, profile_steps
+from collectors.roofline.op_roofline import LATENCY_MULTIPLE, build_ops, build_roofs, classify
+from collectors.workloads.accounting import count_flops
+from collectors.workloads.sweep_plan import instantiate
+from collectors.workloads.training import Variant, build_step, precision_mode, prepare_model
 from gpuplan_schema.payloads import OpRoofline, RooflinePayload, RooflineRoofs
 from gpuplan_schema.progress import Progress
 from gpuplan_schema.results import load_machine

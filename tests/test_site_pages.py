@@ -10,7 +10,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from paths import FIXTURES, RESULTS
+from paths import FIXTURES, FROZEN
 
 import planner.site.machines as site_machines
 from gpuplan_schema.results import load_machine
@@ -47,7 +47,7 @@ def check_links(out: Path) -> int:
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("site")
-    build_site(RESULTS, out, pdf=False)
+    build_site(FROZEN, out, pdf=False)
     return out
 
 
@@ -65,7 +65,7 @@ def test_every_link_of_every_page_is_relative_and_resolves(site):
 
 def test_index_puts_each_machines_main_workload_throughput_beside_its_ceilings(site):
     html = (site / "index.html").read_text(encoding="utf-8")
-    report = build_report_for(RESULTS / "h100-80gb")
+    report = build_report_for(FROZEN / "h100-80gb")
     gpt = next(r for r in next(s for s in report.sections if isinstance(s, SummarySection)).verdicts
                if r.workload == "gpt-small")
     assert f'title="bf16, batch 32">{format_number(gpt.throughput)}</td>' in html
@@ -78,7 +78,7 @@ def test_workload_page_compares_the_machines_that_ran_it(site):
     html = (site / "workloads" / "gpt-small.html").read_text(encoding="utf-8")
     for machine in ("h100-80gb", "h200", "vm-cpu"):
         assert f'href="../machines/{machine}/index.html">{machine}</a>' in html
-    h200 = load_machine(RESULTS / "h200").workloads
+    h200 = load_machine(FROZEN / "h200").workloads
     gpt = next(w for w in h200 if w.workload == "gpt-small")
     main = judged_point(gpt, main_batch(gpt))  # the page shows the verdict's point
     assert f'data-sort="{main.throughput_per_s}">{format_number(main.throughput_per_s)}</td>' in html
@@ -87,7 +87,7 @@ def test_workload_page_compares_the_machines_that_ran_it(site):
 
 
 def test_csv_is_the_tidy_export_of_the_whole_root(site):
-    assert (site / CSV_NAME).read_text(encoding="utf-8") == to_csv(load_frame([RESULTS]))
+    assert (site / CSV_NAME).read_text(encoding="utf-8") == to_csv(load_frame([FROZEN]))
 
 
 def test_accuracy_page_says_there_is_no_data_yet_without_rows(tmp_path):
@@ -181,7 +181,7 @@ def test_a_site_built_on_several_cores_is_the_one_built_on_one(tmp_path, monkeyp
     root = tmp_path / "results"
     count = site_machines.PARALLEL_FROM + 1
     for i in range(count):
-        source = RESULTS / ("h200" if i % 2 else "vm-cpu")
+        source = FROZEN / ("h200" if i % 2 else "vm-cpu")
         copy_machine(source, root / f"m{i}", f"machine-{i:02d}")
     parallel = tmp_path / "parallel"
     build_site(root, parallel, pdf=False)
@@ -190,7 +190,7 @@ def test_a_site_built_on_several_cores_is_the_one_built_on_one(tmp_path, monkeyp
     build_site(root, serial, pdf=False)
     files = sorted(p.relative_to(serial) for p in serial.rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(parallel) for p in parallel.rglob("*") if p.is_file())
-    workloads = {f.stem for m in ("h200", "vm-cpu") for f in (RESULTS / m).glob("workload-*.json")}
+    workloads = {f.stem for m in ("h200", "vm-cpu") for f in (FROZEN / m).glob("workload-*.json")}
     # machines, index, accuracy, job chooser, CSV, manifest, a page per workload
     assert len(files) == count + 5 + len(workloads)
     for rel in files:

@@ -1,4 +1,4 @@
-"""Steady timing of the points a host's speed moves (collectors/steady.py): which points, the interleaved
+"""Steady timing of the points a host's speed moves (collectors/workloads/steady.py): which points, the interleaved
 rounds, the document they leave, and a rerun over a document of workloads collector 3.
 
 On the CPU there is no GPU busy time, so no point of a collection here is chosen by itself; the re-timing is
@@ -14,10 +14,11 @@ from dataclasses import replace
 
 import pytest
 import torch
-from paths import REPO, RESULTS
+from paths import REPO
 
-from collectors import profiles
-from collectors.steady import (
+from collectors.core import profiles
+from collectors.workloads.collect import NAME, VERSION, iter_workload_documents, load_earlier
+from collectors.workloads.steady import (
     ROUNDS,
     Job,
     SteadyTiming,
@@ -26,9 +27,9 @@ from collectors.steady import (
     needs_steady,
     with_steady,
 )
-from collectors.sweep import Context
-from collectors.training import Variant
-from collectors.workload_collector import NAME, VERSION, instantiate, iter_workload_documents, load_earlier
+from collectors.workloads.sweep import Context
+from collectors.workloads.sweep_plan import instantiate
+from collectors.workloads.training import Variant
 from gpuplan_schema.payloads import MemoryUse, WorkloadPayload, WorkloadPoint
 from gpuplan_schema.progress import Progress
 from gpuplan_schema.schema import build_document, load_document, save_document
@@ -36,7 +37,7 @@ from gpuplan_schema.stats import Stat, summarize
 
 CPU = torch.device("cpu")
 V3_VIT = REPO / "tests" / "fixtures" / "older" / "workload-v3-vit-tiny-h100.json"  # workloads collector 3
-USER = str(RESULTS.parent / "examples" / "user_workload.py") + ":build"
+USER = str(REPO / "examples" / "user_workload.py") + ":build"
 
 
 def quiet() -> Progress:
@@ -113,7 +114,7 @@ def test_rounds_interleave_every_step_and_time_each_in_its_own_mode():
 @pytest.fixture(scope="module")
 def cpu_payloads() -> dict[str, WorkloadPayload]:
     """Tiny mlp-stgan and sensor-cnn (a user's file) collected on the CPU with the standard profile."""
-    folder = RESULTS.parent / "build" / "steady-test"
+    folder = REPO / "build" / "steady-test"
     shutil.rmtree(folder, ignore_errors=True)
     out = {}
     for name in ("mlp-stgan", USER):
@@ -201,8 +202,8 @@ def test_a_standard_collection_on_the_cpu_completes_at_this_collector_version(tm
 
 
 def test_a_smaller_profile_over_a_larger_ones_document_keeps_what_it_does_not_measure(tmp_path):
-    """A capacity document of collector 3 continued by a standard run (as benchmarks/gpu_steady.sh does): the
-    fp32 boundary and the points only capacity measures are kept, every reading unchanged."""
+    """A capacity document of collector 3 continued by a standard run (as benchmarks/gpu_run.sh --from-results
+    does): the fp32 boundary and the points only capacity measures are kept, every reading unchanged."""
     *_, (stem, capacity) = iter_workload_documents(["mlp-stgan"], "capacity", tmp_path, CPU, quiet())
     save_document(build_document("workload", NAME, "3", "m", capacity), tmp_path / f"{stem}.json")
     *_, (_, standard) = iter_workload_documents(["mlp-stgan"], "standard", tmp_path, CPU, quiet())

@@ -20,13 +20,14 @@ from paths import REPO
 from torch import nn
 
 from collectors.__main__ import main as collect_main
-from collectors.accounting import count_flops, estimate_traffic
-from collectors.profiles import PROFILES
-from collectors.sweep import Context
-from collectors.training import Variant, build_step, prepare_model
-from collectors.workload_collector import collect_workload
-from collectors.workloads import Workload, WorkloadError, builtin, load_workload, workload_from_dict
-from collectors.workloads.small import ConvOperator, rollout
+from collectors.core.profiles import PROFILES
+from collectors.workloads import Workload, WorkloadError, load_workload, workload_from_dict
+from collectors.workloads.accounting import count_flops, estimate_traffic
+from collectors.workloads.collect import collect_workload
+from collectors.workloads.models import builtin
+from collectors.workloads.models.small import ConvOperator, rollout
+from collectors.workloads.sweep import Context
+from collectors.workloads.training import Variant, build_step, prepare_model
 from gpuplan_schema.progress import Progress
 from gpuplan_schema.results import load_machine
 from gpuplan_schema.schema import load_document

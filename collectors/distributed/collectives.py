@@ -22,10 +22,10 @@ from collections.abc import Callable
 import torch
 import torch.distributed as dist
 
+from collectors.core.device import free_memory, is_oom
+from collectors.core.timing import Timer, synchronize
 from collectors.distributed import busbw, rank
 from collectors.distributed.topology import read_topology
-from collectors.sweep import free_memory, is_oom
-from collectors.timing import Timer, synchronize
 from gpuplan_schema.payloads import CollectivePoint, CollectivesPayload
 from gpuplan_schema.progress import Progress
 from gpuplan_schema.stats import summarize

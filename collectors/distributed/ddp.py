@@ -26,15 +26,15 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from collectors import profiles
+from collectors.ceilings.matmul import build_matmul
+from collectors.core import profiles
+from collectors.core.device import error_line, free_memory, is_oom
+from collectors.core.timing import Timer, TimingPlan, synchronize, time_callable
 from collectors.distributed import rank
 from collectors.distributed.ddp_points import build_point, parse_batch_pairs, world_sizes
-from collectors.matmul import build_matmul
-from collectors.sweep import error_line, free_memory, is_oom
-from collectors.timing import Timer, TimingPlan, synchronize, time_callable
-from collectors.training import Variant, autocast, make_optimizer, precision_mode, prepare_model
-from collectors.workload_collector import instantiate
 from collectors.workloads import BUILTIN, load_workload
+from collectors.workloads.sweep_plan import instantiate
+from collectors.workloads.training import Variant, autocast, make_optimizer, precision_mode, prepare_model
 from gpuplan_schema.payloads import DdpPayload, DdpPoint, DdpWorkload, GpuMatmul
 from gpuplan_schema.progress import Progress
 from gpuplan_schema.stats import Stat, summarize

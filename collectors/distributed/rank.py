@@ -19,9 +19,9 @@ from typing import Any, NoReturn, TextIO
 import torch
 import torch.distributed as dist
 
+from collectors.core.profiles import PROFILES
 from collectors.distributed import layout
 from collectors.distributed.launch import MULTICAST_OFF
-from collectors.profiles import PROFILES
 from gpuplan_schema.payloads import LaunchInfo
 from gpuplan_schema.schema import build_document, save_document
 

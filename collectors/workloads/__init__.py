@@ -14,6 +14,12 @@ A workload file exposes a function returning a dict:
     batch_start        optional int, first batch of the sweep (default 1)
 
 Loaded with `load_workload("gpt-small")` or `load_workload("path/to/file.py:build")`.
+
+The package is also the `workloads` collector (entry: `collect.py`), one module per stage: the sweep plan
+(`sweep_plan`), the training step (`training`), timed points (`sweep`) with their FLOP and byte accounting
+(`accounting`), the out-of-memory boundary (`boundary`) searched in a child process of its own
+(`boundary_process`, run as `python -m collectors.workloads.boundary_process`) and the steady window for
+host-set steps (`steady`). The model definitions are in `models/`.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from collectors.workloads import builtin
+from collectors.workloads.models import builtin
 
 
 class WorkloadError(ValueError):

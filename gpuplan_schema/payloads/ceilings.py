@@ -61,14 +61,14 @@ class BandwidthCeiling:
 
 @dataclass(frozen=True)
 class DispatchCeiling:
-    """How fast this host issues work through PyTorch (ceilings collector 3; collectors/dispatch.py).
+    """How fast this host issues work through PyTorch (ceilings collector 3; collectors/ceilings/dispatch.py).
 
     `op_issue_s`: host seconds per tiny `torch.add` on small device tensors, issued back to back
     without synchronising (dispatcher + launch; on a CPU the add itself runs too). `linear_step_issue_s`:
     host seconds to issue a small nn.Linear forward and backward; `linear_step_kernels` the device
     kernels one such step launches (profiler; None on a CPU), so `per_kernel_s` is the host's cost per
-    launched kernel in a real autograd step. The CPU's model and clock are read where the OS says them
-    (hosts differ: a ViT step host-bound at 23.9 ms on one H100 host took 14.2 ms on an H200 host).
+    launched kernel in a real autograd step. The CPU's model and clock are read where the OS says them:
+    hosts differ, and a host-bound step moves with its host (docs/history.md, "The hosts' speed").
     """
 
     op_issue_s: Stat

@@ -6,5 +6,5 @@ from typing import Literal
 
 Status = Literal["ok", "oom", "skipped", "error"]
 # The CUDA caching allocator a boundary was searched with: PyTorch's default, or with expandable
-# segments (collectors/allocator.py), where fragmentation no longer sets the boundary.
+# segments (collectors/core/allocator.py), where fragmentation no longer sets the boundary.
 Allocator = Literal["default", "expandable_segments"]

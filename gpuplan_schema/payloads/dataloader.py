@@ -11,7 +11,7 @@ from gpuplan_schema.stats import Stat
 
 @dataclass(frozen=True)
 class SyntheticImages:
-    """The JPEG files the loader read (collectors/jpeg_dataset.py): cached, ImageNet-like sizes."""
+    """The JPEG files the loader read (collectors/dataloader/jpeg_dataset.py): cached, ImageNet-like sizes."""
 
     count: int
     generator_version: str
@@ -29,7 +29,7 @@ class LoaderPoint:
     `samples_per_s` summarises the blocks. Memory is PSS (or RSS, see the payload) summed over the main
     process and its workers: `memory_peak_bytes` while batches stream, `memory_full_bytes` once consumption
     has paused until every prefetch slot holds a batch (`buffer_full` says whether the workers went idle).
-    Both include batches queued in shared memory that no process maps (collectors/process_group.py)."""
+    Both include batches queued in shared memory that no process maps (collectors/dataloader/process_group.py)."""
 
     workers: int
     prefetch: int | None               # None with 0 workers: the main process loads, nothing is prefetched

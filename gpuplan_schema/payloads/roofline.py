@@ -22,7 +22,7 @@ class KernelTime:
 
 @dataclass(frozen=True)
 class OpRoofline:
-    """One aten operator of a profiled step, all its calls summed (per step); see collectors/op_roofline.py.
+    """One aten operator of a profiled step, all its calls summed (per step); see collectors/roofline/op_roofline.py.
 
     `flops` is None when the op has no FLOP formula. `math_s` and `memory_s` are the times the op
     would take at the roofs (FLOPs / peak of its dtype, bytes / copy bandwidth), `expected_s` the sum

@@ -11,7 +11,7 @@ from gpuplan_schema.stats import Stat
 
 @dataclass(frozen=True)
 class TrafficEstimate:
-    """Bytes moved per step by the traffic model of seed 002 (see collectors/accounting.py)."""
+    """Bytes moved per step by the traffic model of seed 002 (see collectors/workloads/accounting.py)."""
 
     params_bytes: int
     grads_bytes: int
@@ -56,7 +56,7 @@ class WorkloadPoint:
     """One measured configuration. `sweep` says why it was measured: batch, sequence, variant, repeat, or
     probe (an untimed run of the out-of-memory boundary search: status and peak memory only).
 
-    Host and device shares of a timed step (collectors/host_time.py; None in documents of workloads
+    Host and device shares of a timed step (collectors/core/host_time.py; None in documents of workloads
     collector 2 and before, and for probes): `host_issue_s` is the host's wall time to issue one step
     (its Python call, no synchronisation), `gpu_busy_s` the device time of its kernels per step
     (torch.profiler; None on a CPU), `step_syncs` the synchronising CUDA calls in one step (0: the
@@ -115,7 +115,7 @@ class OomBoundary:
     capped: bool = False
     reason: str | None = None
     allocator: Allocator = "default"
-    # searched in a process of its own (collectors/boundary_process.py, workloads collector 5), as a job
+    # searched in a process of its own (collectors/workloads/boundary_process.py, workloads collector 5), as a job
     # started on its own meets it; False: in the collection's process, after everything it ran before
     fresh_process: bool = False
 

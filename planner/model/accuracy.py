@@ -3,7 +3,7 @@ was measured there. The table goes to the docs (`gpuplan accuracy SOURCE TARGET`
 rows (`AccuracyRow`) carry their error as predicted / measured − 1, computed here so that it can never
 disagree with its two figures: +10% means the prediction was 10% too high.
 
-Targets (issue 18): median absolute throughput error ≤ 5% over the configurations whose step takes
+Targets (docs/accuracy.md): median absolute throughput error ≤ 5% over the configurations whose step takes
 ≥ 5 ms on the source (the step a prediction starts from), none over 15%; max batch within 3%. Each row
 carries its regime (the source configuration's bound), so that the errors can be read, and the bands
 built (planner/model/bands.py), per regime.

@@ -26,7 +26,7 @@ from planner.model.settings import Settings, settings_from
 from planner.model.workload_verdict import main_batch
 from planner.specs import GpuSpec
 
-MAIN_PRECISION = "bf16"  # the precision the batch sweeps run in (collectors/profiles.py)
+MAIN_PRECISION = "bf16"  # the precision the batch sweeps run in (collectors/core/profiles.py)
 REFERENCE_BATCH = {"gpt-small": 32, "resnet50": 256, "mlp-stgan": 4096, "conv-rollout": 40}
 
 

@@ -2,10 +2,8 @@
 
 A GEMM whose inner dimensions are not multiples of 8 (16 bytes of bf16) cannot use the tensor-core kernels
 built for aligned loads: cuBLAS falls back to CUTLASS kernels named `…_align1` / `…_align2`, written for
-Turing (`cutlass_75_…`). gpt-small's 50257-wide output layer is the classic case: on the lent H100 and H200
-its three output GEMMs ran on `cutlass_75_tensorop_bf16_s1688gemm_…_align1` for 61 of ~150 ms of the eager
-step, and padding the vocabulary to 50304 made the step 1.49× (H100) and 1.57× (H200) faster
-(benchmarks/vocab_padding.py; docs/measured.md). The profile of any workload, a user's included, says how much
+Turing (`cutlass_75_…`); gpt-small's 50257-wide output layer is the classic case (docs/history.md,
+"Unaligned matrix products"; docs/measured.md). The profile of any workload, a user's included, says how much
 of its step such kernels take; the plan reads only documents of the contract, so the benchmark's own figures
 stay in the docs.
 """

@@ -13,7 +13,7 @@ lay at 1 / (1 + e) of the prediction, so the band is
 
 (nearest rank, so the largest where there are fewer than ten), each at least the regime's median repeat
 spread (planner/model/repeatability.py: how far a second measurement of the same configuration on the
-same machine moved; host-bound steps on the lent GPU machines 19 %, GPU-bound ones under 1 %) and at
+same machine moved) and at
 least FLOOR. Nothing comparable measured: ±NO_COMPARABLE, labelled
 "no comparable measurement".
 """

@@ -15,10 +15,9 @@ the largest share and the plan says "mixed" beside it, with the two largest shar
 Where the point measured both the host's time to issue a step and the GPU's busy time (workloads
 collector 3), the slower of the two sets the step: a host that takes HOST_MARGIN × longer to issue the
 step than the GPU is busy makes it host-bound, its share the issue time over the step, whatever the
-largest class of the GPU's time. (resnet50 bf16 batch 128 on an H100: 40.2 ms step, 40.1 ms to issue,
-33.0 ms busy. By the largest share it was memory-bound; a faster GPU would not shorten it.) The margin
-keeps a balanced step, where the issue time only waits on a full launch queue (conv-rollout compiled:
-issue and busy both 96 % of the step), with its GPU bound.
+largest class of the GPU's time: by the largest share such a step may look memory-bound, yet a faster
+GPU would not shorten it. The margin keeps a balanced step, where the issue time only waits on a full
+launch queue, with its GPU bound (the cases behind both: docs/history.md, "Host-bound steps").
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """How much longer one measured machine's host takes than another's to issue the same training steps.
 
-The dispatch benchmark (collectors/dispatch.py: a small Linear's forward and backward) is one figure for
-the host, taken within a second: the ceilings put the H100's host 26 % slower than the H200's (594 against
-470 µs per Linear step), where three real steps timed for ~100 s on each said 11–13 %
-(benchmarks/host_noise.py). A real step's host time is Python modules, autocast and the optimizer as well
-as kernel launches, and the dispatch benchmark's own repeats range 36–86 µs a kernel on one machine. So
-where both machines timed the same host-set steps steadily (collectors/steady.py), in one window each
-(timed a workload after another, their ratios came out 0.9–1.45; in one window, 1.07–1.14), their ratio
+The dispatch benchmark (collectors/ceilings/dispatch.py: a small Linear's forward and backward) is one figure for
+the host, taken within a second, and it can disagree with real steps timed for minutes (docs/history.md,
+"The hosts' speed"): a real step's host time is Python modules, autocast and the optimizer as well as
+kernel launches, and the dispatch benchmark's own repeats spread widely on one machine. So where both
+machines timed the same host-set steps steadily (collectors/workloads/steady.py), in one window each, their ratio
 is the hosts' ratio: the median, over the configurations both measured, of the target's host issue time
 over the source's, among those whose host limits the step on both machines.
 

@@ -11,8 +11,7 @@ roof) and each part is scaled by its own measured ratio (DESIGN.md: not one spec
 
 F and B on the source are measured (`ceilings.json`); the target's are its datasheet's dense figures × the
 source's measured-to-datasheet efficiency, so that both sides are rates a program reaches. No part is
-scaled by a spec figure that nothing measured ties to it: the fp32 CUDA-core ratio the model once used
-for "the rest" made an A100 0.32× an H100 on ResNet-50 (published: 0.58–0.60).
+scaled by a spec figure that nothing measured ties to it (docs/history.md, "One ratio per part").
 
 Below roof: an op slower than both its roofs is held back by what its SMs do per cycle (occupancy, the
 reductions of a normalisation, fp32 arithmetic, waiting on its own loads), not by the datasheet rate of a
@@ -22,10 +21,8 @@ lacks a clock (`sm_time_ratio` 1). Candidates and their errors: docs/prediction-
 
 Host-limited steps (planner/model/bound.py `host_limited`: the host's measured time to issue the step
 exceeds the GPU's busy time by 10 %): the host issues while the GPU runs, so the step is the slower of
-the two, not their sum: step_tgt = step_src × max(issue · H_tgt / H_src, the GPU parts above). Against
-the sum, the host-bound predictions' median error fell from 18.8 % to 14.6 % (H100 → H200) and from
-21.0 % to 13.5 % (H200 → H100) over 17 and 15 configurations; their spread is the hosts' own (docs/accuracy.md,
-"Repeatability").
+the two, not their sum: step_tgt = step_src × max(issue · H_tgt / H_src, the GPU parts above), which
+predicts host-bound steps better than the sum (docs/history.md, "One ratio per part").
 
 Ceiling check: no prediction is faster than the target's datasheet roofs allow for the measured mix
 (the point's FLOPs at the datasheet matmul rate plus its bytes at the datasheet bandwidth; a roof, not a

@@ -4,17 +4,15 @@ any prediction's error, read from the committed results themselves.
 A workload document times some configurations twice, minutes apart: the main batch in the batch sweep and
 again as a variant (same precision, batch and variant), and the `repeat` point the collector takes on
 purpose. Their spread, max / min − 1 of the median steps, is what a second measurement would move by. A
-prediction checked against one such measurement cannot be judged more finely than that: on the lent
-GPU machines a host-bound step (vit-tiny bf16 batch 64, set by the host issuing ~700 kernels) measured
-32.7 ms in the sweep and 19.7 ms as a variant on one H100, while GPU-bound steps repeat within 2 %
-(docs/accuracy.md, "Repeatability"; benchmarks/host_noise.py says why: the VM's launch cost wanders).
+prediction checked against one such measurement cannot be judged more finely than that: a host-bound
+step can move by far more than a GPU-bound one (docs/accuracy.md, "Repeatability").
 
-Since workloads collector 4 those steps are timed steadily (collectors/steady.py), all in one window, and
+Since workloads collector 4 those steps are timed steadily (collectors/workloads/steady.py), all in one window, and
 repeat within a few percent in one collection. Another lend of the same GPU type is another host, though:
 a machine folder may keep another lend's steady documents under `diagnostics/<name>/` (never read as
-results), and each configuration both timed steadily is a pair too, of scope "another lend". On the lent
-H200s of 2026-11-23, gpt-small bf16 batch 2 took 18.6 ms on one and 38.4 ms on the next: a host-set
-step is the host's, and a prediction for one lent machine cannot be checked closer than another lend moves.
+results), and each configuration both timed steadily is a pair too, of scope "another lend": a host-set
+step is the host's, and a prediction for one lent machine cannot be checked closer than another lend moves
+(docs/history.md, "Repeatability across lends").
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import vl_convert
+from gpuplan_templates import TEMPLATES_DIR
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
@@ -26,7 +27,6 @@ from planner.model.jobs import Job
 from planner.render.filters import register_filters
 from planner.report.frame import Report, build_report_for
 
-TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
 PDF_CHART_WIDTH = 560  # pixels; the SVG then scales to the page's text width
 # The PDF's one font. Charts are laid out (legend widths, label limits) with the font they are drawn in,
 # so that no label of the PDF's SVG runs past its edge.

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from planner.model.answer import WorkloadAnswer, build_answers
 from planner.model.plan import Plan
 from planner.model.recommend import Recommendation
-from planner.render.snippets import render_snippet_python, render_snippet_yaml
+from planner.report.snippets import build_snippet_python, build_snippet_yaml
 
 
 @dataclass(frozen=True)
@@ -63,8 +63,8 @@ def settings_of(plan: Plan | None) -> dict[str, Settings]:
 
 
 def snippet_python(s: Settings) -> str:
-    return render_snippet_python(s.answer)
+    return build_snippet_python(s.answer)
 
 
 def snippet_yaml(s: Settings) -> str:
-    return render_snippet_yaml(s.answer)
+    return build_snippet_yaml(s.answer)

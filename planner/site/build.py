@@ -26,6 +26,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
+from gpuplan_templates import TEMPLATES_DIR
+
 from gpuplan_schema.progress import Progress
 from gpuplan_schema.results import MachineResults, load_results_root
 from gpuplan_schema.schema import DocumentError, utc_now, write_bytes_atomic, write_text_atomic
@@ -54,7 +56,7 @@ from planner.site.workloads import WORKLOADS_DIR, build_workload_pages, workload
 MACHINES_DIR = "machines"
 INDEX_NAME, ACCURACY_NAME, CSV_NAME = "index.html", "accuracy.html", "gpuplan-results.csv"
 MANIFEST_NAME = ".gpuplan-site.json"
-CODE_DIRS = (Path(__file__).resolve().parent.parent,)  # the planner package, templates included
+CODE_DIRS = (Path(__file__).resolve().parent.parent, TEMPLATES_DIR)  # the planner package and the templates
 # The one part of the output that differs between builds; compared with it masked out.
 STAMP_RE = re.compile(r'(<time class="build-stamp" datetime=")[^"]*(">)[^<]*(</time>)')
 
