@@ -35,6 +35,7 @@ GENERATORS: dict[str, Callable[[list[MachineResults]], str]] = {
     "plan-example": tables.plan_example,
     "plan-answer": tables.plan_answer,
     "load-results-example": tables.load_results_example,
+    "pivot-example": tables.pivot_example,
     "ceilings": tables.ceilings,
     "workloads-main": tables.workloads_main,
     "variants": tables.variants,

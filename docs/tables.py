@@ -181,8 +181,8 @@ def user_workload(machines: list[MachineResults], name: str = "sensor-cnn") -> s
     """The README's example workload: its bf16 batch sweep (step, throughput) and boundary per GPU machine."""
     gpus = _gpu_machines(machines)
     df = machines_frame(gpus).query("workload == @name and precision == 'bf16' and status == 'ok'")
-    sweep = df[df["variant"] == "no_cudnn_benchmark"].pivot_table(index="batch", columns=["machine", "metric"],
-                                                                   values="value", aggfunc="first")
+    sweep = df.query("sweep == 'batch' and not cudnn_benchmark").pivot_table(
+        index="batch", columns=["machine", "metric"], values="value")
     unit = next(w.unit for m in gpus for w in m.workloads if w.workload == name)
     rows = [[str(batch)] + [f"{sweep.loc[batch, (m.machine, 'step_s')] * 1e3:.1f} ms, "
                             f"{sweep.loc[batch, (m.machine, 'throughput_per_s')] / 1e3:.0f} k {unit}/s" for m in gpus]
@@ -215,13 +215,35 @@ def plan_answer(machines: list[MachineResults]) -> str:
     return "```text\n" + "\n".join(_resnet50_answer(machines)) + "\n```\n"
 
 
-LOAD_EXAMPLE = "from planner import load_results; print(load_results('results').groupby(['gpu','workload']).size())"
+LOAD_EXAMPLE = ("from planner import load_results; "
+                "print(load_results('results').groupby(['gpu','gpu_count','workload']).size())")
 
 
 def load_results_example(machines: list[MachineResults]) -> str:
     """The README's pandas one-liner and what it prints (the frame of the same machines)."""
     frame = machines_frame(machines)
-    return f"```text\n$ python -c \"{LOAD_EXAMPLE}\"\n{frame.groupby(['gpu', 'workload']).size()}\n```\n"
+    return f"```text\n$ python -c \"{LOAD_EXAMPLE}\"\n{frame.groupby(['gpu', 'gpu_count', 'workload']).size()}\n```\n"
+
+
+PIVOT_QUERY = ("collector == 'workloads' and workload == 'resnet50' and precision == 'bf16' and batch == 256 "
+               "and metric == 'throughput_per_s'")
+PIVOT_INDEX = ["sweep", "compile", "layout", "cudnn_benchmark", "allocator"]
+# The README's code, run by tests/test_docs.py; the generator applies the same query and index.
+PIVOT_EXAMPLE = """from planner import load_results
+df = load_results("results")
+runs = df.query("collector == 'workloads' and workload == 'resnet50' and precision == 'bf16'"
+                " and batch == 256 and metric == 'throughput_per_s'")
+table = runs.pivot_table(index=["sweep", "compile", "layout", "cudnn_benchmark", "allocator"],
+                         columns="machine", values="value")
+print(table.round().astype("Int64"))"""
+
+
+def pivot_example(machines: list[MachineResults]) -> str:
+    """The README's pivot over the key's setting columns: one measured value per cell (the same code, run on
+    the frame of the same machines)."""
+    runs = machines_frame(machines).query(PIVOT_QUERY)
+    table = runs.pivot_table(index=PIVOT_INDEX, columns="machine", values="value")
+    return f"```python\n{PIVOT_EXAMPLE}\n```\n\n```text\n{table.round().astype('Int64')}\n```\n"
 
 
 # ── accuracy ─────────────────────────────────────────────────────────────────────────────────
@@ -311,9 +333,9 @@ def collectives(machines: list[MachineResults]) -> str:
     """Bus bandwidth at 1 GiB and latency at 8 KiB, per operation and machine."""
     df = machines_frame(machines).query("collector == 'collectives' and status == 'ok'")
     busbw = df.query("metric == 'busbw_bytes_per_s' and batch == 2**30").pivot_table(
-        index="workload", columns="machine", values="value")
+        index="op", columns="machine", values="value")
     latency = df.query("metric == 'latency_s' and batch == 8192").pivot_table(
-        index="workload", columns="machine", values="value")
+        index="op", columns="machine", values="value")
     rows = [[f"`{op}`"] + [f"{busbw.loc[op, m] / 1e9:.0f} GB/s, {latency.loc[op, m] * 1e6:.1f} µs"
                            for m in busbw.columns] for op in busbw.index]
     return _table(["operation (fp32)"] + [f"`{m}`: busbw at 1 GiB, latency at 8 KiB" for m in busbw.columns], rows)
@@ -321,10 +343,9 @@ def collectives(machines: list[MachineResults]) -> str:
 
 def ddp(machines: list[MachineResults]) -> str:
     """DDP step and scaling efficiency per machine, workload and GPU count."""
-    df = machines_frame(machines).query("collector == 'ddp' and status == 'ok' and variant.str.startswith('gpus=')")
-    table = df.pivot_table(index=["machine", "workload", "variant"], columns="metric", values="value",
-                           aggfunc="first").reset_index()
-    table["gpus"] = table["variant"].str.removeprefix("gpus=").astype(int)
+    df = machines_frame(machines).query("collector == 'ddp' and status == 'ok' and rank.isna()")
+    table = df.pivot_table(index=["machine", "workload", "gpu_count"], columns="metric", values="value").reset_index()
+    table["gpus"] = table["gpu_count"].astype(int)
     rows = [[f"`{r.machine}`", f"`{r.workload}`", str(r.gpus), f"{r.step_s * 1e3:.1f} ms",
              f"{r.throughput_per_s:.0f} samples/s", f"{r.scaling_efficiency:.3f}"]
             for r in table.sort_values(["machine", "workload", "gpus"]).itertuples()]
@@ -334,9 +355,7 @@ def ddp(machines: list[MachineResults]) -> str:
 def dataloader(machines: list[MachineResults]) -> str:
     """The best samples/s delivered (over prefetch and pinning settings) per worker count and machine."""
     df = machines_frame(machines).query("collector == 'dataloader' and metric == 'throughput_per_s' and status == 'ok'")
-    df = df[~df["variant"].str.contains("epoch=")].assign(
-        workers=lambda d: d["variant"].str.extract(r"workers=(\d+)")[0].astype(int))
-    table = df.pivot_table(index="workers", columns="machine", values="value", aggfunc="max")
+    table = df[df["epoch"].isna()].pivot_table(index="workers", columns="machine", values="value", aggfunc="max")
     rows = [[str(w)] + ["–" if pd.isna(v) else f"{v:.0f} img/s" for v in table.loc[w]] for w in table.index]
     return _table(["workers"] + [f"`{m}`: best samples/s delivered" for m in table.columns], rows)
 

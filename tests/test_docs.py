@@ -113,6 +113,17 @@ def test_the_readme_pandas_example_prints_what_the_readme_shows():
     assert block and block[1] == run.stdout
 
 
+def test_the_readme_pivot_example_prints_what_the_readme_shows():
+    """The pivot over the key's columns, run as a user would, prints the generated block's output: one measured
+    value per cell (the key is unique, so there is nothing to average)."""
+    run = subprocess.run([sys.executable, "-c", tables.PIVOT_EXAMPLE], capture_output=True, text=True, cwd=REPO,
+                         check=True)
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"<!-- generated: pivot-example -->\n```python\n(.*?)\n```\n\n```text\n(.*?)```", readme, re.S)
+    assert block and block[1] == tables.PIVOT_EXAMPLE and block[2] == run.stdout
+    assert "compile" in run.stdout and "NaN" not in run.stdout and "<NA>" not in run.stdout
+
+
 def test_no_doc_links_outside_the_repository():
     for path in [*generate.DOCS, REPO / "docs" / "architecture.md"]:
         text = path.read_text(encoding="utf-8")
