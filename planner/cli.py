@@ -163,6 +163,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     job = parse_job(args.job) if args.job else None
     machine, measured = load_machine_and_root(args.results_dir)
+    if machine.gpu_name is None and machine.ceilings is not None and machine.ceilings.device == "cpu":
+        folder = args.results_dir
+        raise UsageError(f"{folder} measured a CPU (no GPU): gpuplan plan needs a GPU machine's ceilings and "
+                         f"workloads; `gpuplan report {folder}` still shows what was measured")
     plan = build_plan(machine, args.targets, job, measured)
     print(json.dumps(plan_to_json(plan), indent=1) if args.json
           else render_plan_text(plan, verbose=args.verbose, top=args.top))

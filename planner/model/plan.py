@@ -105,7 +105,7 @@ def load_source(machine: MachineResults) -> Source:
     name = machine.gpu_name
     spec = match_gpu(name) if name else None
     if spec is None or machine.ceilings is None or not machine.workloads:
-        missing = "a GPU in the catalog" if spec is None else "ceilings.json" if machine.ceilings is None \
+        missing = "catalog entry for its GPU" if spec is None else "ceilings.json" if machine.ceilings is None \
             else "workload documents"
         raise PlanError(str(machine.folder), f"a plan needs a GPU machine's ceilings and workloads: no {missing}")
     return Source(machine, spec, measured_rates(machine.ceilings), machine_rooflines(machine))
