@@ -16,7 +16,7 @@ from gpuplan_schema.payloads import WorkloadPayload
 from planner.model.performance import PLAIN_VARIANTS, Prediction
 from planner.model.recommend import main_trials
 from planner.model.settings import Settings
-from planner.units import format_number
+from planner.units import format_count, short_rate
 
 # Words for each bound of planner/model/bound.py (the one bound of a configuration), and what would help.
 BOUND_WORDS = {
@@ -67,7 +67,7 @@ def build_expected(payload: WorkloadPayload, settings: Settings, sweep_precision
     error = prediction.error if prediction and base_what.startswith("predicted") else 0.0
     central = base * factors
     low, high = min(base, central) * (1 - error), max(base, central) * (1 + error)
-    basis = f"{base_what} {format_number(base, 4)} at batch {settings.batch} ({sweep_precision}, eager)"
+    basis = f"{base_what} {short_rate(base)} at batch {format_count(settings.batch)} ({sweep_precision}, eager)"
     if parts:
         basis += f"; {' and '.join(parts)}, each measured on its own at the main batch"
     if error:

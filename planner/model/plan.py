@@ -36,6 +36,7 @@ from planner.model.settings import Settings
 from planner.model.split import PLAIN_VARIANTS, machine_rooflines, sibling_compile_points
 from planner.specs import GpuSpec, match_gpu
 from planner.specs.require import require_target
+from planner.units import format_count, short_rate
 
 PLAN_SCHEMA_VERSION = 1
 DEFAULT_TARGETS = ("A100 80GB SXM", "H100 SXM", "H200 SXM", "L40S", "B200")
@@ -213,11 +214,11 @@ def build_target_batches(source: Source, gpu: GpuSpec, fits: dict, predictions: 
             continue
         knee = predicted_knee(list(mine.values()))
         recs.append(Recommendation(payload.workload, "batch_size", str(knee.batch),
-                                   f"predicted knee: {knee.throughput_per_s:.4g} {payload.unit}/s "
+                                   f"predicted knee: {short_rate(knee.throughput_per_s)} {payload.unit}/s "
                                    f"−{knee.band_low:.0%}/+{knee.band_high:.0%} ({knee.band_basis}), "
                                    f"{knee.bound_there.name}-bound"
                                    f"{'' if gpu.name in source.validated else ', unvalidated'}; "
-                                   f"fits under the memory model's {safe} (5% margin)", str(knee.batch)))
+                                   f"fits under the memory model's {format_count(safe)} (5% margin)", str(knee.batch)))
     return recs
 
 

@@ -17,6 +17,7 @@ from gpuplan_schema.payloads import WorkloadPayload, WorkloadPoint
 from planner.model.dataloader_verdict import FeedVerdict
 from planner.model.memory import SAFETY_MARGIN, MemoryFit
 from planner.model.performance import PLAIN_VARIANTS
+from planner.units import format_count, short_rate
 
 KNEE = 0.05            # the knee: the smallest batch within 5% of the best measured throughput
 COMPILE_GAIN = 0.10    # recommend torch.compile from a 10% gain
@@ -94,13 +95,14 @@ def recommend_precision(payload: WorkloadPayload, supports_bf16: bool) -> Recomm
         vs = _fp32_fastest(best, plain, payload.unit)
     else:
         vs = (f"{best.throughput_per_s / fp32.throughput_per_s:.2f}× fp32's throughput "  # type: ignore[operator]
-              f"({best.throughput_per_s:.4g} against {fp32.throughput_per_s:.4g} {payload.unit}/s)") if fp32 else ""
+              f"({short_rate(best.throughput_per_s)} against {short_rate(fp32.throughput_per_s)} "
+              f"{payload.unit}/s)") if fp32 else ""
     tf32 = _trial(payload, "tf32", PLAIN_VARIANTS)
     extra = ""
     if tf32 and fp32 and best.precision != "fp32":
         gain = tf32.throughput_per_s / fp32.throughput_per_s  # type: ignore[operator]
         extra = f"; code that must stay in fp32 should allow TF32: {gain:.2f}× fp32"
-    fastest = vs or f"{best.throughput_per_s:.4g} {payload.unit}/s"
+    fastest = vs or f"{short_rate(best.throughput_per_s)} {payload.unit}/s"
     return Recommendation(payload.workload, "precision", how, f"fastest at batch {best.batch}: {fastest}{extra}",
                           best.precision)
 
@@ -108,7 +110,7 @@ def recommend_precision(payload: WorkloadPayload, supports_bf16: bool) -> Recomm
 def _fp32_fastest(best: WorkloadPoint, plain: list[WorkloadPoint], unit: str) -> str:
     """Why fp32 is recommended: no reduced precision ran faster, and by how much the best of them lost."""
     others = [p for p in plain if p.precision != "fp32" and p.throughput_per_s]
-    text = f"{best.throughput_per_s:.4g} {unit}/s"
+    text = f"{short_rate(best.throughput_per_s)} {unit}/s"
     if others:
         runner = max(others, key=lambda p: p.throughput_per_s)  # type: ignore[arg-type, return-value]
         loss = runner.throughput_per_s / best.throughput_per_s - 1  # type: ignore[operator]
@@ -120,13 +122,14 @@ def recommend_batch(payload: WorkloadPayload, knee: Knee, fit: MemoryFit | None,
                     reference: int, sweep_precision: str = "bf16") -> list[Recommendation]:
     memory = ""
     if fit and card_bytes:
-        memory = (f"; the memory model puts the boundary at {fit.max_batch(card_bytes)} "
+        memory = (f"; the memory model puts the boundary at {format_count(fit.max_batch(card_bytes))} "
                   f"({'measured' if fit.usable_measured else 'assumed usable memory'}), {SAFETY_MARGIN:.0%} margin "
-                  f"→ at most {fit.safe_batch(card_bytes)}")
+                  f"→ at most {format_count(fit.safe_batch(card_bytes))}")
     out = [Recommendation(payload.workload, "batch_size", str(knee.batch),
-                          f"the throughput knee of the {sweep_precision} sweep: {knee.throughput_per_s:.4g} "
-                          f"{payload.unit}/s, within {KNEE:.0%} of the best measured ({knee.best_throughput_per_s:.4g}"
-                          f" at batch {knee.best_batch}){memory}", str(knee.batch))]
+                          f"the throughput knee of the {sweep_precision} sweep: {short_rate(knee.throughput_per_s)} "
+                          f"{payload.unit}/s, within {KNEE:.0%} of the best measured ("
+                          f"{short_rate(knee.best_throughput_per_s)} at batch {format_count(knee.best_batch)}){memory}",
+                          str(knee.batch))]
     if knee.batch > reference:
         ratio = knee.batch / reference
         out.append(Recommendation(payload.workload, "learning_rate",
@@ -169,7 +172,7 @@ def recommend_variants(payload: WorkloadPayload, precision: str) -> list[Recomme
         on = gain > 0.02
         out.append(Recommendation(payload.workload, setting, "yes" if on else "either",
                                   f"{on_means} gives {gain:+.1%} throughput at batch {base.batch} "
-                                  f"({base.throughput_per_s:.4g} against {other.throughput_per_s:.4g} "
+                                  f"({short_rate(base.throughput_per_s)} against {short_rate(other.throughput_per_s)} "
                                   f"{payload.unit}/s)", "true" if on else "either", gain))
     return out
 
