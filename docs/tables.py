@@ -192,22 +192,25 @@ def user_workload(machines: list[MachineResults], name: str = "sensor-cnn") -> s
     return _table(["batch (bf16)"] + [_heading(m) for m in gpus], rows)
 
 
-PLAN_EXAMPLE = "gpuplan plan results/h100-80gb --target H200 | grep -A4 '^resnet50 on'"
-
-
 def _resnet50_answer(machines: list[MachineResults]) -> list[str]:
-    """The resnet50 block of `gpuplan plan results/h100-80gb --target H200`: its first line and the four after it."""
+    """The resnet50 block of `gpuplan plan results/h100-80gb --target H200` as a pipe gets it (100 columns):
+    its first line up to the blank line after the block."""
     from planner.model.plan import build_plan
     from planner.render.plan_text import render_plan_text
 
     lines = render_plan_text(build_plan(_by(machines, SOURCE), ["H200"], None, machines)).splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("resnet50 on"))
-    return lines[start:start + 5]
+    return lines[start:lines.index("", start)]
+
+
+def plan_command(machines: list[MachineResults]) -> str:
+    """The README's command: the plan filtered to resnet50's block (grep -A: its line count, after wrapping)."""
+    return f"gpuplan plan results/h100-80gb --target H200 | grep -A{len(_resnet50_answer(machines)) - 1} '^resnet50 on'"
 
 
 def plan_example(machines: list[MachineResults]) -> str:
     """The README's `gpuplan plan` example: the command and what it prints (the same filter, in Python)."""
-    return "```text\n$ " + PLAN_EXAMPLE + "\n" + "\n".join(_resnet50_answer(machines)) + "\n```\n"
+    return "```text\n$ " + plan_command(machines) + "\n" + "\n".join(_resnet50_answer(machines)) + "\n```\n"
 
 
 def plan_answer(machines: list[MachineResults]) -> str:

@@ -159,6 +159,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from gpuplan_schema.results import load_machine_and_root
     from planner.model.jobs import parse_job
     from planner.model.plan import build_plan, plan_to_json
+    from planner.render.fit import plan_width
     from planner.render.plan_text import render_plan_text
 
     job = parse_job(args.job) if args.job else None
@@ -169,7 +170,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
                          f"workloads; `gpuplan report {folder}` still shows what was measured")
     plan = build_plan(machine, args.targets, job, measured)
     print(json.dumps(plan_to_json(plan), indent=1) if args.json
-          else render_plan_text(plan, verbose=args.verbose, top=args.top))
+          else render_plan_text(plan, verbose=args.verbose, top=args.top, width=plan_width()))
     return EXIT_OK
 
 

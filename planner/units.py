@@ -111,7 +111,7 @@ def format_count(value: int | float | None) -> str:
     if value is None:
         return MISSING
     text = f"{value:,.0f}" if isinstance(value, float) else f"{value:,}"
-    return text if abs(value) < 10_000 else text.replace(",", THIN_SPACE)
+    return text.replace(",", "" if abs(value) < 10_000 else THIN_SPACE)
 
 
 def format_text(value: object) -> str:
