@@ -16,7 +16,7 @@ import pandas as pd
 from gpuplan_schema.payloads import WorkloadPayload, WorkloadPoint
 from gpuplan_schema.results import MachineResults
 from planner.export.frame import machines_frame
-from planner.model.accuracy import build_accuracy, iter_accuracy_tables, render_markdown
+from planner.model.accuracy import ALLOCATORS, AccuracyTable, build_accuracy, iter_accuracy_tables, render_markdown
 from planner.model.accuracy_markdown import (
     misses_beyond_repeats,
     render_crosscheck,
@@ -256,23 +256,52 @@ def accuracy_tables(machines: list[MachineResults]) -> str:
     return "\n".join(render_markdown(build_accuracy(s, t)) for s, t in ((a, b), (b, a)))
 
 
+MEDIAN_TARGET, MAX_TARGET, BATCH_TARGET, CROSS_GOAL = 0.05, 0.15, 0.03, 0.15  # the README's stated targets
+
+
+def _verdict(value: float, target: float) -> str:
+    return "**met**" if value <= target else "**missed**"
+
+
+def _direction(table: AccuracyTable) -> str:
+    """One direction's figures, each against its target in words."""
+    s = table.summary()
+    median, worst = s.get("model_median", 0), s.get("model_max", 0)
+    batch = [float(s[f"capacity_max_{a}"]) for a in ALLOCATORS if f"capacity_max_{a}" in s]
+    text = (f"**{table.source} → {table.target}** ({s['configurations']} configurations with a source step ≥ 5 ms): "
+            f"median error {median:.1%}, target at most {MEDIAN_TARGET:.0%}: {_verdict(median, MEDIAN_TARGET)}; "
+            f"largest error {worst:.1%}, target none over {MAX_TARGET:.0%}: {_verdict(worst, MAX_TARGET)}")
+    if batch:
+        text += f"; max batch within {max(batch):.1%}, target {BATCH_TARGET:.0%}: {_verdict(max(batch), BATCH_TARGET)}"
+    naive = (f" (one spec ratio instead: TFLOPS {s.get('naive_flops_median', 0):.1%} median, "
+             f"{s.get('naive_flops_max', 0):.1%} largest; bandwidth {s.get('naive_bandwidth_median', 0):.1%}, "
+             f"{s.get('naive_bandwidth_max', 0):.1%})")
+    return text + naive + "."
+
+
 def accuracy_summary(machines: list[MachineResults]) -> str:
-    """The first line of each direction's table (median and largest error, max batch), and of the published
-    cross-architecture check."""
+    """Each direction's median and largest error and max batch, and the published cross-architecture check, each
+    against its target, met or missed; then how much a measurement itself moves."""
     a, b = _by(machines, SOURCE), _by(machines, TARGET)
-    lines = ["- " + render_markdown(build_accuracy(s, t)).splitlines()[0] for s, t in ((a, b), (b, a))]
-    lines.append("- " + accuracy_crossarch(machines).splitlines()[0])
+    lines = ["- " + _direction(build_accuracy(s, t)) for s, t in ((a, b), (b, a))]
+    check = build_crosscheck(a)
+    cross = check.median_abs_error()
+    lines.append(f"- **Across architectures, from {check.source} ({check.reference})**, {len(check.rows)} published "
+                 f"GPUs × tables: median ratio error {cross:.1%}, target at most {CROSS_GOAL:.0%}: "
+                 f"{_verdict(cross, CROSS_GOAL)} (one spec ratio instead: dense TFLOPS "
+                 f"{check.median_abs_error('flops'):.1%}, bandwidth {check.median_abs_error('bandwidth'):.1%}).")
     pairs = all_repeat_pairs([a, b])
     same = [p for p in pairs if p.scope == SAME_RUN]
     host = [p.spread for p in same if p.regime == "host"]
     gpu = [p.spread for p in same if p.regime != "host"]
-    lend = next(r for r in repeat_summaries(pairs) if r.regime == "host" and r.scope == ANOTHER_LEND)
+    other = next(r for r in repeat_summaries(pairs) if r.regime == "host" and r.scope == ANOTHER_LEND)
     misses = misses_beyond_repeats(pairs, iter_accuracy_tables([a, b]))
-    lines.append(f"- **Repeatability**: within one collection a configuration repeated within a median "
+    lines.append(f"- **How much a measurement moves**: within one collection a configuration repeated within a median "
                  f"{statistics.median(gpu):.1%} (at most {max(gpu):.1%}) when GPU-bound and "
                  f"{statistics.median(host):.1%} (at most {max(host):.0%}) when host-bound (timed steadily); on "
-                 f"another lend of the same GPU type a host-bound step moved by a median {lend.median_spread:.0%}, "
-                 f"at most {lend.max_spread:.0%}: the host is the lend's. {misses} (docs/accuracy.md).")
+                 f"another rented host of the same GPU type a host-bound step moved by a median "
+                 f"{other.median_spread:.0%}, at most {other.max_spread:.0%}: that part of the step is the host's, "
+                 f"not the GPU's. {misses} (docs/accuracy.md).")
     return "\n".join(lines) + "\n"
 
 
@@ -399,3 +428,24 @@ def node_ranking(machines: list[MachineResults]) -> str:
     head = render_assumptions(job.spec, node_inputs(node, job.workload),
                               f"{node.collectives.world_size} × {node.gpu}")
     return head + "\n\n" + render_node_markdown(ok_rows(plan.node_ranking, NODE_BASES))
+
+
+# ── the README's screenshots ────────────────────────────────────────────────────────────────────
+
+def screenshot_figures(machines: list[MachineResults]) -> dict:
+    """What the H100 report's first screen shows (tests/screenshots.py renders it): per workload its bound,
+    throughput to expect, settings and picked instances, as the report words them. docs/screenshots.json
+    records this beside the PNGs; `python docs/generate.py --check` compares it with the report of now, so a
+    stale screenshot fails without comparing pixels."""
+    from planner.report.decision import DecisionSection
+    from planner.report.frame import build_report_for
+    from planner.units import short_rate
+
+    report = build_report_for(_by(machines, SOURCE).folder, None)
+    blocks = [b for s in report.sections if isinstance(s, DecisionSection) for b in s.blocks]
+    return {"report": f"results/{SOURCE}", "workloads": [{
+        "workload": b.workload, "bound": b.bound, "settings": b.settings_line,
+        "throughput": (f"{short_rate(b.throughput.low)}–{short_rate(b.throughput.high)} {b.throughput.unit}/s"
+                       if b.throughput else None),
+        "instances": [f"{p.role}: {p.instance}, {p.hours_text}, {p.cost_text}" for p in b.picks],
+    } for b in blocks]}

@@ -3,6 +3,7 @@ outside one (docs/generate.py)."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -51,6 +52,23 @@ def test_check_exits_1_naming_the_stale_block_and_writes_nothing(tmp_path, machi
     new = doc.read_text(encoding="utf-8")
     assert new.startswith("intro\n") and new.endswith("end\n") and "| `h200-x4` | `gpt-small` | 4 |" in new
     assert generate.main(["--check"], docs=[doc]) == 0
+
+
+def test_committed_screenshots_show_the_figures_the_report_gives(machines):
+    """Reads the committed docs/screenshots.json: the figures the README's screenshots show are the report's now."""
+    assert generate.stale_screenshots(machines) is None, "run `python docs/generate.py` (it takes them again)"
+    shown = json.loads(generate.SHOT_FIGURES.read_text(encoding="utf-8"))
+    assert {w["workload"] for w in shown["workloads"]} >= {"resnet50", "gpt-small", "wide-transformer"}
+
+
+def test_a_screenshot_showing_an_old_figure_is_stale_without_comparing_pixels(tmp_path, machines):
+    shown = json.loads(generate.SHOT_FIGURES.read_text(encoding="utf-8"))
+    wide = next(w for w in shown["workloads"] if w["workload"] == "wide-transformer")
+    now, wide["throughput"] = wide["throughput"], "501 sequences/s"  # the figure of issue 27's old screenshot
+    (tmp_path / "screenshots.json").write_text(json.dumps(shown), encoding="utf-8")
+    assert generate.stale_screenshots(machines, tmp_path / "screenshots.json") == \
+        f"wide-transformer throughput: '501 sequences/s' shown, the report gives {now!r}"
+    assert generate.stale_screenshots(machines, tmp_path / "absent.json") is not None
 
 
 def test_the_script_runs_from_the_command_line():
