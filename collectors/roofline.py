@@ -1,5 +1,7 @@
 """`roofline` collector: per-operation roofline of each workload at its main configuration and at a few
-other batches (a quarter of the main batch and twice it, see `other_batches`).
+other batches (a quarter of the main batch, twice it, and the throughput knee of the workload's batch sweep
+where this machine's workloads document has one: the batch the planner recommends, so that its bound is
+judged from a profile of that batch, see `other_batches`).
 
 For each workload and batch: the main batch (profiles.MAIN_BATCH; the tiny CPU sizes on a CPU) at bf16 (fp16
 where the GPU has no bf16), the same step the workloads collector times (training.build_step, the
@@ -30,13 +32,15 @@ from collectors.training import Variant, build_step, precision_mode, precision_u
 from collectors.workload_collector import build_sweep_plan, instantiate, load_ceilings, untuned
 from collectors.workloads import Workload
 from gpuplan_schema.machine import sanitize_machine_id
-from gpuplan_schema.payloads import RooflineAtBatch, RooflinePayload, RooflineRoofs, class_times
+from gpuplan_schema.payloads import RooflineAtBatch, RooflinePayload, RooflineRoofs, WorkloadPayload, class_times
 from gpuplan_schema.progress import Progress
+from gpuplan_schema.schema import DocumentError, load_document
 from gpuplan_schema.stats import Stat
 
 # 2: the step profiled at a few other batches too (`batches`: main/4 and 2 x main), so that the planner
 # sees how each class of op scales with the batch. A version 1 document stays valid (no other batches).
-NAME, VERSION = "roofline", "2"
+# 3: the sweep's knee profiled too (where the workloads document has a sweep); documents of 1 and 2 stay valid.
+NAME, VERSION = "roofline", "3"
 PRECISIONS = ("bf16", "fp16", "fp32")  # the first this device runs is profiled
 # The plain step time only places the op times in the step (idle share): a short plan suffices.
 GPU_STEP_PLAN = TimingPlan(warmup_s=0.2, sample_s=0.02, min_samples=5, max_samples=9, budget_s=0.8,
@@ -52,23 +56,37 @@ def pick_precision(device: torch.device) -> str:
     return next(p for p in PRECISIONS if precision_unsupported(p, device) is None)
 
 
-def other_batches(main: int) -> list[int]:
-    """The batches profiled beside the main one: a quarter of it (at least 1) and twice it."""
-    return sorted({max(1, main // 4), 2 * main} - {main})
+def other_batches(main: int, knee: int | None = None) -> list[int]:
+    """The batches profiled beside the main one: a quarter of it (at least 1), twice it, and the sweep's knee."""
+    return sorted({max(1, main // 4), 2 * main, knee or main} - {main})
 
 
-def collect_roofline(name: str, roofs: RooflineRoofs, device: torch.device, progress: Progress) -> RooflinePayload:
+def sweep_knee(folder: Path, workload: str, precision: str) -> int | None:
+    """The knee of the workload's batch sweep at `precision` in this machine's workloads document, if any."""
+    for path in sorted(folder.glob("workload-*.json")):
+        try:
+            payload = load_document(path).payload
+        except DocumentError:
+            continue
+        if isinstance(payload, WorkloadPayload) and payload.workload == workload:
+            return payload.sweep_knee(precision)
+    return None
+
+
+def collect_roofline(name: str, roofs: RooflineRoofs, device: torch.device, progress: Progress,
+                     folder: Path | None = None) -> RooflinePayload:
     """One workload's document: the main batch, then the others; an out-of-memory or any other error
     becomes that batch's status."""
     started = time.perf_counter()
     workload = instantiate(name, device)
     main = build_sweep_plan(name, workload, profiles.PROFILES["quick"], device).main_batch
     precision = pick_precision(device)
+    knee = sweep_knee(folder, workload.name, precision) if folder else None
     first = profile_batch(workload, precision, main, Variant(), roofs, device, progress)
     others = []
-    for batch in other_batches(main):
+    for batch in other_batches(main, knee):
         too_long = device.type == "cuda" and first.step_s is not None and first.step_s.median > DOUBLE_STEP_LIMIT_S
-        if batch > main and (first.status != "ok" or too_long):
+        if batch == 2 * main and batch != knee and (first.status != "ok" or too_long):
             why = (f"the main batch's step takes {first.step_s.median:.2f} s (> {DOUBLE_STEP_LIMIT_S} s)"
                    if first.step_s else f"the main batch ended {first.status}")
             others.append(RooflineAtBatch(batch, "skipped", reason=why))
@@ -122,7 +140,7 @@ def iter_roofline_documents(names: list[str], folder: Path, device: torch.device
     roofs = build_roofs(load_ceilings(folder), device.type, str(folder / "ceilings.json"))
     progress.total = len(names)
     for name in names:
-        payload = collect_roofline(name, roofs, device, progress)
+        payload = collect_roofline(name, roofs, device, progress, folder)
         progress.advance(f"{name}: {payload.status}")
         yield f"roofline-{sanitize_machine_id(payload.workload)}", payload
 

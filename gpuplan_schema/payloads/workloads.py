@@ -40,6 +40,11 @@ class DeviceSamples:
     power_w: Stat | None = None
 
 
+# The variants that run the model as written (cudnn.benchmark on or off): a batch sweep's own points.
+PLAIN_VARIANTS = ("default", "no_cudnn_benchmark")
+KNEE = 0.05   # the throughput knee: the smallest batch within this of the best measured
+
+
 def point_key(sweep: str, precision: str, batch: int, variant: str, seq_len: int | None = None) -> tuple:
     """What makes two points the same configuration (WorkloadPoint.key; the collector also keys points it is
     about to measure by it)."""
@@ -142,6 +147,21 @@ class WorkloadPayload:
     def default_boundaries(self) -> list[OomBoundary]:
         """The boundaries with PyTorch's default allocator: what a job run as it is will meet."""
         return [b for b in self.boundaries if b.allocator == "default"]
+
+    def sweep_throughput(self, precision: str) -> dict[int, float]:
+        """The batch sweep at `precision`, plain variants only (no torch.compile): batch → samples/s."""
+        return {p.batch: p.throughput_per_s for p in self.points if p.sweep == "batch" and p.precision == precision
+                and p.status == "ok" and p.throughput_per_s and p.variant in PLAIN_VARIANTS}
+
+    def sweep_knee(self, precision: str, tolerance: float = KNEE, limit: int | None = None) -> int | None:
+        """The throughput knee of the batch sweep: the smallest batch within `tolerance` of the best measured
+        (among batches up to `limit`). The batch the planner recommends, and the one the roofline collector
+        profiles so that the bound is judged where the user will run."""
+        thr = {b: t for b, t in self.sweep_throughput(precision).items() if limit is None or b <= limit}
+        if not thr:
+            return None
+        best = max(thr.values())
+        return min(b for b, t in thr.items() if t >= (1 - tolerance) * best)
 
     def expandable_gain(self, precision: str) -> float | None:
         """How much larger the boundary searched with expandable segments is than the default allocator's

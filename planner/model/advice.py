@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuplan_schema.payloads import WorkloadPayload
+from gpuplan_schema.payloads import RooflinePayload, WorkloadPayload
+from planner.model.choice import Choice, choose
 from planner.model.dataloader_verdict import FeedVerdict
+from planner.model.judge import Judgement, judge, same_regime
 from planner.model.memory import fit_memory
+from planner.model.performance import Rates
 from planner.model.presets import Bounds, Preset, build_presets
 from planner.model.recommend import (
     Knee,
@@ -20,6 +23,7 @@ from planner.model.recommend import (
     recommend_variants,
 )
 from planner.model.settings import Settings, settings_from
+from planner.model.workload_verdict import main_batch
 from planner.specs import GpuSpec
 
 MAIN_PRECISION = "bf16"  # the precision the batch sweeps run in (collectors/profiles.py)
@@ -32,27 +36,45 @@ class WorkloadAdvice:
     settings: Settings
     knee: Knee | None
     presets: list[Preset]
+    choice: Choice
+    judgement: Judgement | None     # the bound at the recommended batch (judge.py), None without a sweep
+
+
+def judge_choice(payload: WorkloadPayload, knee: Knee | None, supports_bf16: bool, rooflines: list[RooflinePayload],
+                 rates: Rates | None) -> tuple[Choice, Judgement | None, str]:
+    """The bound at the knee, and the trials chosen where they apply there (choice.py): (choice, judgement at the
+    knee, why the trials do not apply where they do not)."""
+    main = main_batch(payload)
+    at_knee = judge(payload, knee.batch, MAIN_PRECISION, rooflines, rates) if knee else None
+    at_main = judge(payload, main, MAIN_PRECISION, rooflines, rates) if main else None
+    applies = at_knee is None or at_main is None or same_regime(at_main, at_knee)
+    why = "" if applies else f"there the step is {at_main.label}, at batch {knee.batch} {at_knee.label}"  # type: ignore
+    return choose(payload, MAIN_PRECISION, supports_bf16, applies), at_knee, why
 
 
 def advise_workload(spec: GpuSpec, payload: WorkloadPayload, fits: dict, feed: FeedVerdict | None,
-                    cores: int | None) -> WorkloadAdvice:
+                    cores: int | None, rooflines: list[RooflinePayload] = (), rates: Rates | None = None
+                    ) -> WorkloadAdvice:
     """One workload's recommendations, then the settings and presets read from them. The batch comes from
     the sweep (MAIN_PRECISION) under the memory margin of both the sweep's and the recommended precision."""
     card = spec.memory_bytes
-    precision = recommend_precision(payload, spec.supports_bf16)
+    sweep_fit = fits.get((payload.workload, MAIN_PRECISION))
+    knee = find_knee(payload, MAIN_PRECISION, sweep_fit.safe_batch(card) if sweep_fit else None)
+    choice, judgement, why = judge_choice(payload, knee, spec.supports_bf16, list(rooflines), rates)
+    precision = recommend_precision(payload, choice, why)
     chosen = precision.choice if precision else MAIN_PRECISION
-    fit = fits.get((payload.workload, chosen)) or fits.get((payload.workload, MAIN_PRECISION))
-    safes = [f.safe_batch(card) for f in (fits.get((payload.workload, MAIN_PRECISION)), fit) if f]
-    knee = find_knee(payload, MAIN_PRECISION, min(safes) if safes else None)
+    fit = fits.get((payload.workload, chosen)) or sweep_fit
+    if fit is not None and fit is not sweep_fit and knee and knee.batch > fit.safe_batch(card):
+        knee = find_knee(payload, MAIN_PRECISION, fit.safe_batch(card))   # the chosen precision needs more memory
     mine = [precision] if precision else []
     if knee:
         mine += recommend_batch(payload, knee, fit, card, REFERENCE_BATCH.get(payload.workload, knee.batch),
                                 MAIN_PRECISION)
-    mine += recommend_variants(payload, MAIN_PRECISION)
+    mine += recommend_variants(payload, MAIN_PRECISION, choice)
     mine += recommend_allocator(payload, chosen if payload.boundary(chosen) else MAIN_PRECISION)
     mine += recommend_loader(payload, feed, cores)
     settings = settings_from(payload.workload, mine, MAIN_PRECISION)
     expandable = fit_memory(payload, chosen, card, "expandable_segments") if settings.allocator else None
     bounds = Bounds(fit.max_batch(card) if fit else None, fit.safe_batch(card) if fit else None,
                     expandable.safe_batch(card) if expandable and expandable.usable_measured else None)
-    return WorkloadAdvice(mine, settings, knee, build_presets(settings, knee, bounds))
+    return WorkloadAdvice(mine, settings, knee, build_presets(settings, knee, bounds), choice, judgement)

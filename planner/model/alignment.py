@@ -1,28 +1,25 @@
-"""Matrix products on shapes that are not a multiple of 8: found in the per-op profile, with the measured gain
-of padding them where it was measured.
+"""Matrix products on shapes that are not a multiple of 8, found in the per-op profile.
 
 A GEMM whose inner dimensions are not multiples of 8 (16 bytes of bf16) cannot use the tensor-core kernels
 built for aligned loads: cuBLAS falls back to CUTLASS kernels named `…_align1` / `…_align2`, written for
 Turing (`cutlass_75_…`). gpt-small's 50257-wide output layer is the classic case: on the lent H100 and H200
 its three output GEMMs ran on `cutlass_75_tensorop_bf16_s1688gemm_…_align1` for 61 of ~150 ms of the eager
 step, and padding the vocabulary to 50304 made the step 1.49× (H100) and 1.57× (H200) faster
-(benchmarks/vocab_padding.py, results/*/diagnostics/vocab-padding.json). The profile of any workload, a
-user's included, says how much of its step such kernels take; the padding's gain is quoted where measured.
+(benchmarks/vocab_padding.py; docs/measured.md). The profile of any workload, a user's included, says how much
+of its step such kernels take; the plan reads only documents of the contract, so the benchmark's own figures
+stay in the docs.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 from gpuplan_schema.payloads import RooflinePayload
 from planner.model.recommend import Recommendation
 
 UNALIGNED_KERNEL = re.compile(r"_align[12](?![0-9])")
 WORTH_SAYING = 0.05  # of the GPU's time: below this, padding is not worth a line
-PADDING_DIAGNOSTIC = Path("diagnostics") / "vocab-padding.json"
 
 
 @dataclass(frozen=True)
@@ -52,32 +49,7 @@ def unaligned_gemms(roofline: RooflinePayload) -> UnalignedGemms | None:
                           gpu_s, len({k.name for k in unaligned}))
 
 
-def measured_padding(folder: Path, workload: str) -> tuple[str, float] | None:
-    """The padding benchmark's eager and compiled steps before → after, where it ran for this workload, and the
-    eager step's throughput gain."""
-    path = folder / PADDING_DIAGNOSTIC
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-        if raw.get("workload") != workload:
-            return None
-        steps = {(r["vocab"], r["variant"]): min(s["median"] for s in r["step_s"]) for r in raw["rows"]}
-    except (OSError, ValueError, KeyError, TypeError):
-        return None  # a missing or broken diagnostic only loses the quote
-    vocabs = sorted({v for v, _ in steps})
-    if len(vocabs) < 2:
-        return None
-    small, large = vocabs[:2]
-    if (small, "default") not in steps or (large, "default") not in steps:
-        return None
-    parts = [f"{label} {steps[(small, v)] * 1e3:.0f} → {steps[(large, v)] * 1e3:.0f} ms "
-             f"({steps[(small, v)] / steps[(large, v)]:.2f}×)"
-             for v, label in (("default", "eager"), ("compile", "compiled"))
-             if (small, v) in steps and (large, v) in steps]
-    return (f"measured on this GPU with the vocabulary padded from {small} to {large} (batch {raw.get('batch')}): "
-            + ", ".join(parts) + f" ({path})"), steps[(small, "default")] / steps[(large, "default")] - 1
-
-
-def recommend_alignment(rooflines: list[RooflinePayload], folder: Path) -> list[Recommendation]:
+def recommend_alignment(rooflines: list[RooflinePayload]) -> list[Recommendation]:
     """One recommendation per workload whose profiled step spends WORTH_SAYING or more of its GPU time in
     unaligned GEMMs (a host-set step gains from padding only once the GPU's time sets it: a larger batch)."""
     out = []
@@ -85,14 +57,12 @@ def recommend_alignment(rooflines: list[RooflinePayload], folder: Path) -> list[
         found = unaligned_gemms(roofline)
         if found is None or found.share < WORTH_SAYING:
             continue
-        evidence, gain = measured_padding(folder, found.workload) or (None, None)
         out.append(Recommendation(
             found.workload, "gemm_shapes", "pad matrix dimensions to a multiple of 64",
             f"{found.share:.0%} of the GPU's time in the {found.precision} step at batch {found.batch} "
             f"({found.seconds * 1e3:.3g} of {found.gpu_s * 1e3:.3g} ms) runs in {found.kernels} GEMM kernels for "
             "shapes that are not a "
             "multiple of 8 (`…_align1/2`, fallback kernels without aligned tensor-core loads): pad the odd "
-            "dimension (a vocabulary, a hidden or feature size) and keep the padding out of the data"
-            + (f"; {evidence}" if evidence else ""),
-            "64", gain))
+            "dimension (a vocabulary, a hidden or feature size) and keep the padding out of the data",
+            "64"))
     return out

@@ -27,6 +27,7 @@ class WorkloadAnswer:
     expected: Expected | None
     reasons: dict[str, str]  # setting → why (the recommendation's reason)
     loader_note: str         # where the data-loader figures come from
+    validated: bool = True   # False: no published benchmark checks predictions for this GPU (marked †)
 
     @property
     def allocator_env(self) -> dict[str, str]:
@@ -49,7 +50,8 @@ def answers_of_target(plan: Plan, target: Target) -> list[WorkloadAnswer]:
         note = loader.reason if target.is_source else \
             f"measured on {plan.machine}'s host, not this one: {loader.reason}"
         out.append(WorkloadAnswer(workload, target.name, target.gpu.name, target.gpu_count, target.is_source,
-                                  settings, target.expected.get(workload), reasons.get(workload, {}), note))
+                                  settings, target.expected.get(workload), reasons.get(workload, {}), note,
+                                  target.validated))
     return out
 
 

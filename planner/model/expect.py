@@ -1,35 +1,30 @@
-"""The throughput to expect with a workload's recommended settings, with its band and what bounds it.
+"""The throughput to expect with a workload's recommended settings, its range, and what bounds it there.
 
-The batch sweep runs in one precision (bf16) and eager mode; the precision and torch.compile trials run at
-the main batch. The recommended settings may combine them (fp16 at the knee batch, compiled), a
-configuration no single run measured. So the expectation states its parts: the measured (or, on another
-GPU, predicted) sweep figure at the recommended batch is the low end, and that figure times the measured
-precision and compile ratios is the high end; the middle is their product, labelled as combined.
-A prediction adds its own error band to both ends.
+The batch sweep runs in one precision (bf16), eager; the precision and torch.compile trials run at the main
+batch. The recommended settings are one measured configuration (planner/model/choice.py) at the sweep's knee,
+so the expectation is, in this order of preference:
+
+- measured: the configuration itself was timed at the recommended batch (its median, its IQR as the range);
+- carried: the sweep's figure at the recommended batch × the chosen configuration's measured ratio over the
+  sweep's own at the main batch, where the two batches are in one regime (choice.py says when); the range
+  adds the two measurements' spreads;
+- predicted, on another GPU: the prediction at the recommended batch × that ratio, its band the prediction's.
+
+Then the input pipeline: where the measured data loader feeds fewer samples than that, the expected figure
+is what it feeds, and the bound says input (the GPU's own figure is kept beside it).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from gpuplan_schema.payloads import WorkloadPayload
+from gpuplan_schema.payloads import WorkloadPayload, WorkloadPoint
+from planner.model.bounds import BoundKind
+from planner.model.choice import Choice
+from planner.model.judge import Judgement
 from planner.model.performance import PLAIN_VARIANTS, Prediction
-from planner.model.recommend import main_trials
 from planner.model.settings import Settings
 from planner.units import format_count, short_rate
-
-# Words for each bound of planner/model/bound.py (the one bound of a configuration), and what would help.
-BOUND_WORDS = {
-    "math": ("compute-bound", "matrix math takes most of the step; a faster GPU or a lower precision helps"),
-    "memory": ("memory-bandwidth-bound", "moving bytes takes most of the step; fusing (torch.compile) or more "
-                                         "bandwidth helps"),
-    "latency": ("launch/latency-bound", "small kernels take most of the step; a larger batch, torch.compile or "
-                                        "CUDA graphs help more than a faster GPU"),
-    "host": ("host-bound", "the GPU waits for the host to issue kernels; a larger batch, torch.compile or CUDA "
-                           "graphs help, a faster GPU does not"),
-    "unattributed": ("bound not decided", "most of the step is below both roofs in ops no profile classified; "
-                                          "`gpuplan collect --only roofline` decides it"),
-}
 
 
 @dataclass(frozen=True)
@@ -38,49 +33,95 @@ class Expected:
     low_per_s: float
     high_per_s: float
     unit: str
-    basis: str          # where the figure comes from, one sentence
-    bound: str | None   # compute / memory / overhead, None where no prediction exists
-    bound_words: str    # the bound and the step's parts, e.g. 'overhead-bound (step: 7% math, …)'
-    bound_hint: str     # what would help, one clause
-    shares: tuple[float, float, float] | None   # math, memory, rest: parts of the step
+    basis: str              # where the figure comes from, one sentence
+    judgement: Judgement    # what bounds the step with these settings, and how that was judged
+    how: str = "measured"   # measured, carried or predicted
+    gpu_per_s: float | None = None   # what the GPU alone does, where the input pipeline caps the figure
+
+    @property
+    def bound(self) -> str:
+        return self.judgement.kind.value
+
+    @property
+    def bound_words(self) -> str:
+        return self.judgement.words
+
+    @property
+    def bound_hint(self) -> str:
+        return self.judgement.hint
+
+    @property
+    def half_width(self) -> float:
+        """The range's larger half, relative to the figure."""
+        t = self.throughput_per_s
+        return max(t - self.low_per_s, self.high_per_s - t) / t if t else 0.0
+
+    def to_dict(self) -> dict:
+        return {"throughput_per_s": self.throughput_per_s, "low_per_s": self.low_per_s,
+                "high_per_s": self.high_per_s, "unit": self.unit, "basis": self.basis, "how": self.how,
+                "gpu_per_s": self.gpu_per_s, "bound": self.judgement.to_dict()}
 
 
-def trial_ratio(payload: WorkloadPayload, precision: str, against: str) -> float | None:
-    """Throughput of `precision` over `against`, both plain runs at the main batch."""
-    plain = {p.precision: p.throughput_per_s for p in main_trials(payload) if p.variant in PLAIN_VARIANTS}
-    if precision == against:
-        return 1.0
-    return plain[precision] / plain[against] if plain.get(precision) and plain.get(against) else None
+def spread(point: WorkloadPoint | None) -> float:
+    """Half the step's relative IQR: the measurement's own uncertainty."""
+    s = point.step_s if point else None
+    return (s.q3 - s.q1) / 2 / s.median if s and s.median else 0.0
 
 
-def build_expected(payload: WorkloadPayload, settings: Settings, sweep_precision: str, base: float,
-                   base_what: str, prediction: Prediction | None) -> Expected:
-    """`base`: the sweep's throughput at the recommended batch (measured, or `prediction`'s)."""
-    factors, parts = 1.0, []
-    ratio = trial_ratio(payload, settings.precision, sweep_precision)
-    if ratio and abs(ratio - 1) >= 0.005:  # a ratio that prints as ×1.00 says nothing
-        factors *= ratio
-        parts.append(f"×{ratio:.2f} for {settings.precision}")
-    if settings.torch_compile and settings.compile_gain:
-        factors *= 1 + settings.compile_gain
-        parts.append(f"×{1 + settings.compile_gain:.2f} for torch.compile")
-    error = prediction.error if prediction and base_what.startswith("predicted") else 0.0
-    central = base * factors
-    low, high = min(base, central) * (1 - error), max(base, central) * (1 + error)
-    basis = f"{base_what} {short_rate(base)} at batch {format_count(settings.batch)} ({sweep_precision}, eager)"
-    if parts:
-        basis += f"; {' and '.join(parts)}, each measured on its own at the main batch"
-    if error:
-        basis += f"; ±{error:.0%} prediction band"
-    there = prediction.bound_there if prediction else None   # on the target: its own bound
-    bound = there.name if there else None
-    parts_of = there.shares if there else None
-    shares = (parts_of["math"], parts_of["memory"], max(0.0, 1 - parts_of["math"] - parts_of["memory"])) \
-        if parts_of else None
-    words, hint = BOUND_WORDS.get(bound or "", ("bound not known", "no prediction of this point"))
-    if shares:
-        words += f" (step: {shares[0]:.0%} math, {shares[1]:.0%} memory, {shares[2]:.0%} host, launches and other)"
-    return Expected(central, low, high, payload.unit, basis, bound, words, hint, shares)
+def exact_trial(payload: WorkloadPayload, settings: Settings) -> WorkloadPoint | None:
+    """The recommended configuration itself, timed at the recommended batch (a trial at the main batch)."""
+    want = "compile" if settings.torch_compile else None
+    return next((p for p in payload.points if p.sweep == "variant" and p.status == "ok" and p.batch == settings.batch
+                 and p.precision == settings.precision and p.seq_len is None and p.throughput_per_s
+                 and (p.variant == want if want else p.variant in PLAIN_VARIANTS)), None)
+
+
+def build_expected(payload: WorkloadPayload, settings: Settings, choice: Choice, base: WorkloadPoint | None,
+                   judgement: Judgement, prediction: Prediction | None = None) -> Expected | None:
+    """`base`: the sweep's point at the recommended batch (on the measured GPU); `prediction`: its prediction on
+    another GPU (then `base` only names the batch)."""
+    exact = exact_trial(payload, settings) if prediction is None else None
+    if exact is not None:
+        e = spread(exact)
+        t = exact.throughput_per_s or 0.0
+        basis = f"measured {short_rate(t)} with these settings at batch {format_count(exact.batch)}"
+        return Expected(t, t * (1 - e), t * (1 + e), payload.unit, basis, judgement, "measured")
+    ratio = choice.ratio
+    parts = ""
+    if ratio != 1.0 and choice.chosen and choice.baseline:
+        parts = f" × {ratio:.2f} for {choice.chosen.name} over {choice.baseline.name} (both measured at batch " \
+                f"{choice.chosen.point.batch}, in the same regime)"
+    if prediction is not None:
+        t0, low, high = prediction.throughput_per_s, prediction.band_low, prediction.band_high
+        basis = f"predicted {short_rate(t0)} at batch {format_count(prediction.batch)} " \
+                f"({prediction.precision}, eager)" + \
+            parts + f"; band −{low:.0%}/+{high:.0%} ({prediction.band_basis})"
+        t = t0 * ratio
+        return Expected(t, t * (1 - low), t * (1 + high), payload.unit, basis, judgement, "predicted")
+    if base is None or not base.throughput_per_s:
+        return None
+    e = spread(base) + (spread(choice.chosen.point) + spread(choice.baseline.point)
+                        if parts and choice.chosen and choice.baseline else 0.0)
+    t = base.throughput_per_s * ratio
+    basis = (f"measured {short_rate(base.throughput_per_s)} at batch {format_count(base.batch)} "
+             f"({base.precision}, eager){parts}")
+    return Expected(t, t * (1 - e), t * (1 + e), payload.unit, basis, judgement, "carried" if parts else "measured")
+
+
+def cap_by_input(expected: Expected, feed_per_s: float | None, feed_what: str) -> Expected:
+    """The figure the measured input pipeline allows: where it feeds less than the GPU takes, that, input-bound."""
+    if feed_per_s is None or feed_per_s >= expected.throughput_per_s:
+        return expected
+    j = expected.judgement
+    judged = Judgement(BoundKind.INPUT, j.batch, j.precision,
+                       f"{feed_what} feeds at most {short_rate(feed_per_s)} {expected.unit}/s, less than the "
+                       f"GPU's {short_rate(expected.throughput_per_s)} ({j.label} on its own: {j.how})",
+                       {}, "input")
+    scale = feed_per_s / expected.throughput_per_s
+    # the loader's best measured rate is a ceiling: nothing above it, the GPU's own spread below it
+    return replace(expected, throughput_per_s=feed_per_s, low_per_s=expected.low_per_s * scale, high_per_s=feed_per_s,
+                   basis=f"{expected.basis}; capped by the input pipeline", judgement=judged,
+                   gpu_per_s=expected.throughput_per_s)
 
 
 def knee_prediction(predictions: list[Prediction], workload: str, precision: str, batch: int | None

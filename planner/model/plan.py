@@ -19,12 +19,14 @@ from planner.model.advice import MAIN_PRECISION, REFERENCE_BATCH, advise_workloa
 from planner.model.alignment import recommend_alignment
 from planner.model.assumed_scaling import ScalingProvider
 from planner.model.bands import BandTable, band_table_for, measured_band, with_band
+from planner.model.choice import Choice
 from planner.model.crossarch import CrossCheck, build_crosscheck
 from planner.model.dataloader_verdict import build_feed_verdicts
-from planner.model.expect import Expected, build_expected, knee_prediction
+from planner.model.expect import Expected, build_expected, cap_by_input, knee_prediction
 from planner.model.fp8 import as_fp8, measured_precision, require_fp8
 from planner.model.host import feed_limit, load_feed
 from planner.model.jobs import Job, parse_job
+from planner.model.judge import judge, judge_on_target, plain_point
 from planner.model.memory import MemoryFit, fit_memory
 from planner.model.nodes import NodeRow, build_node_ranking
 from planner.model.performance import Prediction, Rates, iter_predictions, measured_rates, predict_point, target_rates
@@ -77,6 +79,7 @@ class Target:
     settings: dict[str, Settings] = field(default_factory=dict)          # workload → the recommendations, typed
     expected: dict[str, Expected] = field(default_factory=dict)          # workload → throughput with them
     preset_values: dict[str, list[Preset]] = field(default_factory=dict)  # workload → the presets, typed
+    choices: dict[str, Choice] = field(default_factory=dict)             # workload → the trials chosen from
     validated: bool = True   # False: no published cross-architecture check covers this GPU
 
 
@@ -161,19 +164,33 @@ def build_source_target(source: Source, name: str, count: int) -> Target:
     feeds = {f.workload: f for f in build_feed_verdicts(loader, machine.workloads)} if loader else {}
     cores = machine.environment.cpu.logical_cores if machine.environment else None
     target = Target(name, source.spec, count, True, predictions, capacity, [])
-    shapes = recommend_alignment(source.rooflines, machine.folder)
+    shapes = recommend_alignment(source.rooflines)
     for payload in machine.workloads:
-        advice = advise_workload(source.spec, payload, fits, feeds.get(payload.workload), cores)
+        advice = advise_workload(source.spec, payload, fits, feeds.get(payload.workload), cores, source.rooflines,
+                                 source.rates)
         target.recommendations.extend(advice.recommendations)
         target.recommendations.extend(r for r in shapes if r.workload == payload.workload)
         target.settings[payload.workload] = advice.settings
+        target.choices[payload.workload] = advice.choice
         target.presets[payload.workload] = render_presets_yaml(payload.workload, advice.presets)
         target.preset_values[payload.workload] = advice.presets
-        if advice.knee:
-            pred = knee_prediction(predictions, payload.workload, MAIN_PRECISION, advice.knee.batch)
-            target.expected[payload.workload] = build_expected(payload, advice.settings, MAIN_PRECISION,
-                                                               advice.knee.throughput_per_s, "measured", pred)
+        if advice.knee and advice.judgement:
+            base = plain_point(payload, advice.knee.batch, MAIN_PRECISION)
+            expected = build_expected(payload, advice.settings, advice.choice, base, advice.judgement)
+            if expected:
+                target.expected[payload.workload] = cap_by_input(expected, *input_feed(source, advice.settings))
     return target
+
+
+def input_feed(source: Source, settings: Settings, host: str = "") -> tuple[float | None, str]:
+    """What the measured data loader feeds with the recommended workers, where it measured this workload's input."""
+    feed = load_feed(source.machine, settings.workload)
+    if feed is None:
+        return None, ""
+    workers = settings.loader.workers
+    # on the measured host itself, never above what a measured worker count delivered (no extrapolation)
+    rate = min(feed.samples_per_s(workers), max(r for _, r in feed.rates))
+    return rate, f"the data loader measured on {host or source.machine.machine}'s host, {workers} workers,"
 
 
 def build_target(source: Source, name: str, gpu: GpuSpec, count: int, measured: Target) -> Target:
@@ -195,9 +212,13 @@ def build_target(source: Source, name: str, gpu: GpuSpec, count: int, measured: 
             continue  # the GPU lacks the recommended precision: no answer rather than a wrong one
         target.settings[payload.workload] = settings
         pred = knee_prediction(predictions, payload.workload, MAIN_PRECISION, settings.batch)
-        if pred:
-            target.expected[payload.workload] = build_expected(payload, settings, MAIN_PRECISION,
-                                                               pred.throughput_per_s, "predicted", pred)
+        choice = measured.choices.get(payload.workload)
+        if pred and choice:
+            judged = judge(payload, settings.batch, MAIN_PRECISION, source.rooflines, source.rates)  # type: ignore
+            there = judge_on_target(judged, pred, source.machine.machine)
+            expected = build_expected(payload, settings, choice, None, there, pred)
+            if expected:
+                target.expected[payload.workload] = cap_by_input(expected, *input_feed(source, settings))
     return target
 
 

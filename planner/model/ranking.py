@@ -60,6 +60,9 @@ class Estimate:
                              f"(max_batch 0: does not fit; None: unknown)")
 
 
+UNCHECKED_MARK = "†"
+UNCHECKED_WORDS = "† no published benchmark checks the prediction for this GPU"
+
 Predictor = Callable[[GpuSpec], Estimate | None]
 # The input pipeline's limit on an instance (planner/model/host.py), None where none is measured.
 FeedProvider = Callable[[InstanceSpec], FeedLimit | None]
@@ -101,8 +104,13 @@ class RankedInstance:
     feed_samples_per_s: float | None = None  # what the vCPUs' loader workers feed, where measured
     validated: bool | None = None       # False: no published check covers this GPU
 
+    @property
+    def unchecked(self) -> bool:
+        """No published cross-architecture check covers this GPU: every output marks it with † (UNCHECKED_MARK)."""
+        return self.validated is False
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "unchecked": self.unchecked}
 
 
 def rank_instances(job: Job, predict: Predictor, *, instances: Iterable[InstanceSpec] | None = None,

@@ -14,13 +14,12 @@ import math
 from dataclasses import dataclass
 
 from gpuplan_schema.payloads import WorkloadPayload, WorkloadPoint
+from planner.model.choice import Choice, Trial, ties
 from planner.model.dataloader_verdict import FeedVerdict
 from planner.model.memory import SAFETY_MARGIN, MemoryFit
-from planner.model.performance import PLAIN_VARIANTS
 from planner.units import format_count, short_rate
 
 KNEE = 0.05            # the knee: the smallest batch within 5% of the best measured throughput
-COMPILE_GAIN = 0.10    # recommend torch.compile from a 10% gain
 WARMUP_FRACTION = 0.05  # linear warm-up over the first 5% of steps when the learning rate is scaled up
 ALLOCATOR_GAIN = 0.05   # recommend expandable segments from a 5% larger boundary
 EXPANDABLE_SETTING = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
@@ -58,18 +57,18 @@ class Knee:
 
 
 def sweep_throughput(payload: WorkloadPayload, precision: str) -> dict[int, float]:
-    return {p.batch: p.throughput_per_s for p in payload.points if p.sweep == "batch" and p.precision == precision
-            and p.status == "ok" and p.throughput_per_s and p.variant in PLAIN_VARIANTS}
+    return payload.sweep_throughput(precision)
 
 
 def find_knee(payload: WorkloadPayload, precision: str, safe_batch: int | None) -> Knee | None:
-    """The smallest measured batch within KNEE of the best, among those under the memory margin."""
-    thr = sweep_throughput(payload, precision)
+    """The smallest measured batch within KNEE of the best, among those under the memory margin (one definition:
+    WorkloadPayload.sweep_knee, which the roofline collector profiles)."""
+    thr = payload.sweep_throughput(precision)
     allowed = {b: t for b, t in thr.items() if safe_batch is None or b <= safe_batch}
-    if not allowed:
+    knee = payload.sweep_knee(precision, KNEE, safe_batch)
+    if knee is None:
         return None
     best = max(allowed, key=allowed.__getitem__)
-    knee = min(b for b, t in allowed.items() if t >= (1 - KNEE) * allowed[best])
     return Knee(knee, allowed[knee], best, allowed[best], len(allowed) < len(thr))
 
 
@@ -81,41 +80,31 @@ def _trial(payload: WorkloadPayload, precision: str, variants: tuple[str, ...]) 
     return next((p for p in main_trials(payload) if p.precision == precision and p.variant in variants), None)
 
 
-def recommend_precision(payload: WorkloadPayload, supports_bf16: bool) -> Recommendation | None:
-    fp32 = _trial(payload, "fp32", PLAIN_VARIANTS)
-    plain = [p for p in main_trials(payload) if p.variant in PLAIN_VARIANTS]
-    if not plain:
+HOW = {"bf16": "bf16 (torch.autocast)", "fp16": "fp16 (torch.autocast + GradScaler)",
+       "tf32": "tf32 (torch.backends.cuda.matmul.allow_tf32 = True)", "fp32": "fp32"}
+
+
+def recommend_precision(payload: WorkloadPayload, choice: Choice, not_applied: str = "") -> Recommendation | None:
+    """The chosen configuration's precision, with the measured figures behind it (choice.py)."""
+    chosen, best = choice.chosen, choice.best
+    if chosen is None or best is None:
         return None
-    best = max(plain, key=lambda p: p.throughput_per_s or 0)
-    if best.precision == "bf16" and not supports_bf16:
-        best = next((p for p in plain if p.precision == "fp16"), best)
-    how = {"bf16": "bf16 (torch.autocast)", "fp16": "fp16 (torch.autocast + GradScaler)",
-           "tf32": "tf32 (torch.backends.cuda.matmul.allow_tf32 = True)", "fp32": "fp32"}[best.precision]
-    if best.precision == "fp32":
-        vs = _fp32_fastest(best, plain, payload.unit)
+    unit = payload.unit
+    fp32 = next((t for t in choice.candidates if t.precision == "fp32" and not t.compiled), None)
+    by_speed = sorted(choice.candidates, key=lambda t: -t.throughput)
+    figures = "; ".join(f"{t.name} {short_rate(t.throughput)}" for t in by_speed)
+    if not choice.applies:
+        why = f"the trials at batch {chosen.point.batch} do not apply at the recommended batch ({not_applied}): the " \
+              f"sweep's {chosen.precision} is kept (measured there: {figures} {unit}/s)"
+    elif choice.tied:
+        why = f"ties with the fastest, {best.name} ({short_rate(best.throughput)} against " \
+              f"{short_rate(chosen.throughput)} {unit}/s, within their measured spread), and is simpler " \
+              f"(at batch {best.point.batch}: {figures} {unit}/s)"
     else:
-        vs = (f"{best.throughput_per_s / fp32.throughput_per_s:.2f}× fp32's throughput "  # type: ignore[operator]
-              f"({short_rate(best.throughput_per_s)} against {short_rate(fp32.throughput_per_s)} "
-              f"{payload.unit}/s)") if fp32 else ""
-    tf32 = _trial(payload, "tf32", PLAIN_VARIANTS)
-    extra = ""
-    if tf32 and fp32 and best.precision != "fp32":
-        gain = tf32.throughput_per_s / fp32.throughput_per_s  # type: ignore[operator]
-        extra = f"; code that must stay in fp32 should allow TF32: {gain:.2f}× fp32"
-    fastest = vs or f"{short_rate(best.throughput_per_s)} {payload.unit}/s"
-    return Recommendation(payload.workload, "precision", how, f"fastest at batch {best.batch}: {fastest}{extra}",
-                          best.precision)
-
-
-def _fp32_fastest(best: WorkloadPoint, plain: list[WorkloadPoint], unit: str) -> str:
-    """Why fp32 is recommended: no reduced precision ran faster, and by how much the best of them lost."""
-    others = [p for p in plain if p.precision != "fp32" and p.throughput_per_s]
-    text = f"{short_rate(best.throughput_per_s)} {unit}/s"
-    if others:
-        runner = max(others, key=lambda p: p.throughput_per_s)  # type: ignore[arg-type, return-value]
-        loss = runner.throughput_per_s / best.throughput_per_s - 1  # type: ignore[operator]
-        text += f"; no reduced precision was faster (the best, {runner.precision}: {loss:+.0%})"
-    return text
+        vs = f", {chosen.throughput / fp32.throughput:.2f}× fp32's" if fp32 and fp32 is not chosen else ""
+        why = f"fastest at batch {chosen.point.batch}: {short_rate(chosen.throughput)} {unit}/s{vs} ({figures})"
+    return Recommendation(payload.workload, "precision", HOW.get(chosen.precision, chosen.precision), why,
+                          chosen.precision)
 
 
 def recommend_batch(payload: WorkloadPayload, knee: Knee, fit: MemoryFit | None, card_bytes: int | None,
@@ -145,22 +134,27 @@ def recommend_batch(payload: WorkloadPayload, knee: Knee, fit: MemoryFit | None,
     return out
 
 
-def recommend_variants(payload: WorkloadPayload, precision: str) -> list[Recommendation]:
+def recommend_variants(payload: WorkloadPayload, precision: str, choice: Choice) -> list[Recommendation]:
+    """torch.compile as the choice made it; channels_last and cudnn.benchmark where they beat their measured spread
+    (a tie keeps PyTorch's default: 'either')."""
     base = _trial(payload, precision, ("default",))
     if base is None:
         return []
     out = []
-    compiled = _trial(payload, precision, ("compile",))
-    if compiled and compiled.step_s and base.step_s:
-        gain = compiled.throughput_per_s / base.throughput_per_s - 1  # type: ignore[operator]
-        saved = base.step_s.median - compiled.step_s.median
+    compiled = next((t for t in choice.candidates if t.compiled), None)
+    if compiled and compiled.point.step_s and base.step_s:
+        gain = compiled.throughput / base.throughput_per_s - 1  # type: ignore[operator]
+        saved = base.step_s.median - compiled.point.step_s.median
         even = ""
-        if saved > 0 and compiled.compile_s:
-            even = f"; it pays back its {compiled.compile_s:.0f} s of compiling after " \
-                   f"{math.ceil(compiled.compile_s / saved)} steps"
-        on = gain >= COMPILE_GAIN
+        if saved > 0 and compiled.point.compile_s:
+            even = f"; it pays back its {compiled.point.compile_s:.0f} s of compiling after " \
+                   f"{math.ceil(compiled.point.compile_s / saved)} steps"
+        on = choice.chosen is compiled
+        why = "" if on or gain <= 0 else "; not recommended: " + (
+            "measured at another regime's batch" if not choice.applies else
+            f"{choice.chosen.name} ties with it or beats it and is simpler" if choice.chosen else "")
         out.append(Recommendation(payload.workload, "torch_compile", "yes" if on else "no",
-                                  f"measured {gain:+.0%} throughput in {precision} at batch {base.batch}{even}",
+                                  f"measured {gain:+.0%} throughput in {precision} at batch {base.batch}{even}{why}",
                                   "true" if on else "false", gain))
     for variant, setting, on_means in (("contiguous", "channels_last", "channels_last"),
                                        ("no_cudnn_benchmark", "cudnn_benchmark", "autotuning")):
@@ -169,11 +163,12 @@ def recommend_variants(payload: WorkloadPayload, precision: str) -> list[Recomme
         if other is None or (setting == "channels_last" and "contiguous" not in other.variant):
             continue
         gain = base.throughput_per_s / other.throughput_per_s - 1  # type: ignore[operator]
-        on = gain > 0.02
+        on = not ties(Trial(base), Trial(other)) and gain > 0
         out.append(Recommendation(payload.workload, setting, "yes" if on else "either",
                                   f"{on_means} gives {gain:+.1%} throughput at batch {base.batch} "
                                   f"({short_rate(base.throughput_per_s)} against {short_rate(other.throughput_per_s)} "
-                                  f"{payload.unit}/s)", "true" if on else "either", gain))
+                                  f"{payload.unit}/s{'' if on else ', within their measured spread'})",
+                                  "true" if on else "either", gain))
     return out
 
 

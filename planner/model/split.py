@@ -23,8 +23,8 @@ from dataclasses import dataclass, field, replace
 
 from gpuplan_schema.payloads import RooflinePayload, WorkloadPoint
 from gpuplan_schema.payloads.roofline import RooflineAtBatch
+from gpuplan_schema.payloads.workloads import PLAIN_VARIANTS  # noqa: F401 - re-exported
 
-PLAIN_VARIANTS = ("default", "no_cudnn_benchmark")
 COMPILED = "compile"
 
 

@@ -13,7 +13,7 @@ import re
 from collections import Counter
 
 from planner.model.plan import Capacity, Plan
-from planner.model.ranking import OK, RankedInstance
+from planner.model.ranking import OK, UNCHECKED_MARK, UNCHECKED_WORDS, RankedInstance
 from planner.render.fit import DEFAULT_WIDTH, chunk_columns, fit_table, wrap
 from planner.units import format_count
 
@@ -73,7 +73,7 @@ RANKING_DROP = (8, 4, 6, 7)  # narrow: what limits first, then the ranges, then 
 
 
 def ranking_row(r: RankedInstance) -> list[str]:
-    flag = " †" if getattr(r, "unvalidated", False) else ""
+    flag = f" {UNCHECKED_MARK}" if r.unchecked else ""
     nodes = getattr(r, "nodes", None) or getattr(r, "node_count", None)
     gpus = f"{r.gpu_count} × {r.gpu}{flag}" + (f" ({nodes} nodes)" if nodes and nodes > 1 else "")
     hours = _range(getattr(r, "hours_low", None), getattr(r, "hours_high", None), ",.1f")
@@ -113,8 +113,8 @@ def render_ranking_table(plan: Plan, top: int, width: int = DEFAULT_WIDTH) -> li
     if cannot:
         lines += wrap("cannot run it: " + ", ".join(f"{n} {s}" for s, n in cannot.most_common()), width, "   ")
     notes = ["eff. = data-parallel efficiency (~ assumed, not measured)"] if "eff." not in dropped else []
-    if any(getattr(r, "unvalidated", False) for r in shown):
-        notes.append("† GPU whose prediction no measurement has checked")
+    if any(r.unchecked for r in shown):
+        notes.append(UNCHECKED_WORDS)
     if dropped:
         notes.append(f"left out at {width} columns: {', '.join(dict.fromkeys(dropped))} (a wider terminal shows them)")
     return [*lines, *wrap("; ".join(notes), width, "   ")]

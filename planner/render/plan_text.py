@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from planner.model.answer import WorkloadAnswer, build_answers
 from planner.model.plan import Plan
+from planner.model.ranking import UNCHECKED_MARK, UNCHECKED_WORDS
 from planner.render.fit import DEFAULT_WIDTH, render_table, wrap, wrap_all
 from planner.render.node_table import ok_rows, render_node_text
 from planner.render.plan_tables import render_capacity_table, render_ranking_table
@@ -50,6 +51,8 @@ def render_plan_lines(plan: Plan, verbose: bool, top: int, width: int) -> list[s
         order = order[1:] if order and order[0] == plan.job.workload else order
     for workload in order:
         lines += render_workload(plan, workload, answers)
+    if any(not t.validated for t in plan.targets):
+        lines += ["", UNCHECKED_WORDS]
     lines += ["", *render_capacity_table(plan, width)]
     if verbose:
         lines += ["", *render_plan_detail(plan, width)]
@@ -68,14 +71,15 @@ def render_workload(plan: Plan, workload: str, answers: list[WorkloadAnswer]) ->
     if first.expected:
         e = first.expected
         out += [f"   → {throughput_range(first)} {e.unit}/s: {e.basis}",
-                f"   bound: {e.bound_words}; {e.bound_hint.split('; ')[-1]}"]
+                f"   bound: {e.judgement.sentence}", f"   what helps: {e.bound_hint}"]
     out.append(f"   {'' if first.settings.loader.measured else '* '}loader: {first_sentence(first.loader_note)}")
     for a in others:
         where = a.target if a.target == a.gpu else f"{a.target}, {a.gpu_count} × {a.gpu}"
         how = ("measured" if a.measured else "predicted") + (", per GPU" if a.gpu_count > 1 else "")
         expected = f" → {throughput_range(a)} {a.expected.unit}/s, {a.expected.bound_words.split(' (')[0]}" \
             if a.expected else " → no prediction"
-        out.append(f"   on {where} ({how}): batch {format_count(a.settings.batch)}{expected}")
+        mark = "" if a.validated else f" {UNCHECKED_MARK}"
+        out.append(f"   on {where}{mark} ({how}): batch {format_count(a.settings.batch)}{expected}")
     answered = {a.target for a in mine}
     for t in plan.targets:
         if t.name not in answered:

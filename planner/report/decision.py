@@ -179,7 +179,7 @@ def pick(role: str, r: RankedInstance) -> Pick:
     hours = _band(r, "hours")
     cost = _band(r, "cost")
     return Pick(role, r.instance, r.provider, f"{r.gpu_count} × {r.gpu}", r.hours or 0.0, r.cost_usd or 0.0,
-                hours, cost, bool(getattr(r, "unvalidated", False)))
+                hours, cost, r.unchecked)
 
 
 def _band(r: RankedInstance, name: str) -> tuple[float, float] | None:

@@ -95,7 +95,7 @@ def _row(r: RankedInstance, index: dict[str, int], meta: list[list]) -> list:
         return [index[key], 0, None, None, None, 0, None, None, 0, r.status.replace("_", " ")]
     low, high = getattr(r, "hours_low", None), getattr(r, "hours_high", None)
     return [index[key], 1, _round(r.samples_per_s), _round(r.hours), _round(r.cost_usd), int(r.pareto),
-            _round(low), _round(high), int(bool(getattr(r, "unvalidated", False))), ""]
+            _round(low), _round(high), int(r.unchecked), ""]
 
 
 def _round(x: float | None) -> float | None:

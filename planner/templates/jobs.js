@@ -65,7 +65,7 @@
     ok.forEach(function (r, n) {
       var meta = data.instances[r[0]], tr = document.createElement("tr");
       var band = r[6] !== null ? " (" + hours(r[6] * k) + "–" + hours(r[7] * k) + ")" : "";
-      var cells = [String(n + 1), meta[0] + " · " + meta[1] + (r[8] ? " · unvalidated" : ""), meta[2],
+      var cells = [String(n + 1), meta[0] + " · " + meta[1] + (r[8] ? " · † unchecked" : ""), meta[2],
                    fmt(r[2]), hours(r[3] * k) + band, dollars(r[4] * k), "$" + meta[3].toFixed(2),
                    r[5] ? "yes" : ""];
       cells.forEach(function (text, c) {
