@@ -26,9 +26,15 @@ class UsageError(Exception):
     """Bad input that is not a document: a missing dependency, an unusable path."""
 
 
+PANGO_HINT = ("; the PDF needs Pango from the system (Debian: apt-get install libpango-1.0-0 libpangoft2-1.0-0), "
+              "which pip cannot install; gpuplan plan and gpuplan site --no-pdf need none")
+
+
 def format_error(error: BaseException) -> str:
     if isinstance(error, OSError) and error.filename is not None:
         return f"{PROG}: error: {error.filename}: {error.strerror or error}"
+    if isinstance(error, OSError) and "cannot load library 'libpango" in str(error):  # WeasyPrint's, on two lines
+        return f"{PROG}: error: {' '.join(str(error).split())}{PANGO_HINT}"
     return f"{PROG}: error: {error}"
 
 

@@ -223,6 +223,15 @@ def test_a_job_too_small_to_rank_is_refused_naming_the_job_field(job, word, says
     assert err.startswith(f"gpuplan: error: --job {job!r}: {word}: ") and says in err
 
 
+def test_a_pdf_without_the_systems_pango_says_what_to_install():
+    from planner.cli import format_error
+
+    error = OSError("cannot load library 'libpango-1.0-0': libpango-1.0-0: cannot open shared object file")
+    line = format_error(error)
+    assert line.startswith("gpuplan: error: cannot load library 'libpango-1.0-0'") and "\n" not in line
+    assert "apt-get install libpango-1.0-0 libpangoft2-1.0-0" in line and "site --no-pdf need none" in line
+
+
 def test_a_token_count_with_its_suffix_is_taken_as_written():
     from planner.model.jobs import parse_job
 
