@@ -43,7 +43,9 @@ system-packages:
 	@if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
 		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(APT_PACKAGES); \
 	else \
-		echo "not root or no apt-get: install these system packages yourself: $(APT_PACKAGES)"; \
+		echo "not root or no apt-get: skipping the system packages. gpuplan plan, report and site need only Pango, HarfBuzz"; \
+		echo "and a font for the PDF (often present already); the tests also need poppler, chromium and Slurm. To install as root:"; \
+		echo "  apt-get install $(APT_PACKAGES)"; \
 	fi
 
 # Collect this machine into results/<machine>/, render its report, rebuild the site.

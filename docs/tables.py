@@ -16,7 +16,7 @@ import pandas as pd
 from gpuplan_schema.payloads import WorkloadPayload, WorkloadPoint
 from gpuplan_schema.results import MachineResults
 from planner.export.frame import machines_frame
-from planner.model.accuracy import build_accuracy, iter_accuracy_tables, render_markdown
+from planner.model.accuracy import ALLOCATORS, AccuracyTable, build_accuracy, iter_accuracy_tables, render_markdown
 from planner.model.accuracy_markdown import (
     misses_beyond_repeats,
     render_crosscheck,
@@ -181,8 +181,8 @@ def user_workload(machines: list[MachineResults], name: str = "sensor-cnn") -> s
     """The README's example workload: its bf16 batch sweep (step, throughput) and boundary per GPU machine."""
     gpus = _gpu_machines(machines)
     df = machines_frame(gpus).query("workload == @name and precision == 'bf16' and status == 'ok'")
-    sweep = df[df["variant"] == "no_cudnn_benchmark"].pivot_table(index="batch", columns=["machine", "metric"],
-                                                                   values="value", aggfunc="first")
+    sweep = df.query("sweep == 'batch' and not cudnn_benchmark").pivot_table(
+        index="batch", columns=["machine", "metric"], values="value")
     unit = next(w.unit for m in gpus for w in m.workloads if w.workload == name)
     rows = [[str(batch)] + [f"{sweep.loc[batch, (m.machine, 'step_s')] * 1e3:.1f} ms, "
                             f"{sweep.loc[batch, (m.machine, 'throughput_per_s')] / 1e3:.0f} k {unit}/s" for m in gpus]
@@ -192,22 +192,25 @@ def user_workload(machines: list[MachineResults], name: str = "sensor-cnn") -> s
     return _table(["batch (bf16)"] + [_heading(m) for m in gpus], rows)
 
 
-PLAN_EXAMPLE = "gpuplan plan results/h100-80gb --target H200 | grep -A4 '^resnet50 on'"
-
-
 def _resnet50_answer(machines: list[MachineResults]) -> list[str]:
-    """The resnet50 block of `gpuplan plan results/h100-80gb --target H200`: its first line and the four after it."""
+    """The resnet50 block of `gpuplan plan results/h100-80gb --target H200` as a pipe gets it (100 columns):
+    its first line up to the blank line after the block."""
     from planner.model.plan import build_plan
     from planner.render.plan_text import render_plan_text
 
     lines = render_plan_text(build_plan(_by(machines, SOURCE), ["H200"], None, machines)).splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("resnet50 on"))
-    return lines[start:start + 5]
+    return lines[start:lines.index("", start)]
+
+
+def plan_command(machines: list[MachineResults]) -> str:
+    """The README's command: the plan filtered to resnet50's block (grep -A: its line count, after wrapping)."""
+    return f"gpuplan plan results/h100-80gb --target H200 | grep -A{len(_resnet50_answer(machines)) - 1} '^resnet50 on'"
 
 
 def plan_example(machines: list[MachineResults]) -> str:
     """The README's `gpuplan plan` example: the command and what it prints (the same filter, in Python)."""
-    return "```text\n$ " + PLAN_EXAMPLE + "\n" + "\n".join(_resnet50_answer(machines)) + "\n```\n"
+    return "```text\n$ " + plan_command(machines) + "\n" + "\n".join(_resnet50_answer(machines)) + "\n```\n"
 
 
 def plan_answer(machines: list[MachineResults]) -> str:
@@ -215,13 +218,35 @@ def plan_answer(machines: list[MachineResults]) -> str:
     return "```text\n" + "\n".join(_resnet50_answer(machines)) + "\n```\n"
 
 
-LOAD_EXAMPLE = "from planner import load_results; print(load_results('results').groupby(['gpu','workload']).size())"
+LOAD_EXAMPLE = ("from planner import load_results; "
+                "print(load_results('results').groupby(['gpu','gpu_count','workload']).size())")
 
 
 def load_results_example(machines: list[MachineResults]) -> str:
     """The README's pandas one-liner and what it prints (the frame of the same machines)."""
     frame = machines_frame(machines)
-    return f"```text\n$ python -c \"{LOAD_EXAMPLE}\"\n{frame.groupby(['gpu', 'workload']).size()}\n```\n"
+    return f"```text\n$ python -c \"{LOAD_EXAMPLE}\"\n{frame.groupby(['gpu', 'gpu_count', 'workload']).size()}\n```\n"
+
+
+PIVOT_QUERY = ("collector == 'workloads' and workload == 'resnet50' and precision == 'bf16' and batch == 256 "
+               "and metric == 'throughput_per_s'")
+PIVOT_INDEX = ["sweep", "compile", "layout", "cudnn_benchmark", "allocator"]
+# The README's code, run by tests/test_docs.py; the generator applies the same query and index.
+PIVOT_EXAMPLE = """from planner import load_results
+df = load_results("results")
+runs = df.query("collector == 'workloads' and workload == 'resnet50' and precision == 'bf16'"
+                " and batch == 256 and metric == 'throughput_per_s'")
+table = runs.pivot_table(index=["sweep", "compile", "layout", "cudnn_benchmark", "allocator"],
+                         columns="machine", values="value")
+print(table.round().astype("Int64"))"""
+
+
+def pivot_example(machines: list[MachineResults]) -> str:
+    """The README's pivot over the key's setting columns: one measured value per cell (the same code, run on
+    the frame of the same machines)."""
+    runs = machines_frame(machines).query(PIVOT_QUERY)
+    table = runs.pivot_table(index=PIVOT_INDEX, columns="machine", values="value")
+    return f"```python\n{PIVOT_EXAMPLE}\n```\n\n```text\n{table.round().astype('Int64')}\n```\n"
 
 
 # ── accuracy ─────────────────────────────────────────────────────────────────────────────────
@@ -231,23 +256,52 @@ def accuracy_tables(machines: list[MachineResults]) -> str:
     return "\n".join(render_markdown(build_accuracy(s, t)) for s, t in ((a, b), (b, a)))
 
 
+MEDIAN_TARGET, MAX_TARGET, BATCH_TARGET, CROSS_GOAL = 0.05, 0.15, 0.03, 0.15  # the README's stated targets
+
+
+def _verdict(value: float, target: float) -> str:
+    return "**met**" if value <= target else "**missed**"
+
+
+def _direction(table: AccuracyTable) -> str:
+    """One direction's figures, each against its target in words."""
+    s = table.summary()
+    median, worst = s.get("model_median", 0), s.get("model_max", 0)
+    batch = [float(s[f"capacity_max_{a}"]) for a in ALLOCATORS if f"capacity_max_{a}" in s]
+    text = (f"**{table.source} → {table.target}** ({s['configurations']} configurations with a source step ≥ 5 ms): "
+            f"median error {median:.1%}, target at most {MEDIAN_TARGET:.0%}: {_verdict(median, MEDIAN_TARGET)}; "
+            f"largest error {worst:.1%}, target none over {MAX_TARGET:.0%}: {_verdict(worst, MAX_TARGET)}")
+    if batch:
+        text += f"; max batch within {max(batch):.1%}, target {BATCH_TARGET:.0%}: {_verdict(max(batch), BATCH_TARGET)}"
+    naive = (f" (one spec ratio instead: TFLOPS {s.get('naive_flops_median', 0):.1%} median, "
+             f"{s.get('naive_flops_max', 0):.1%} largest; bandwidth {s.get('naive_bandwidth_median', 0):.1%}, "
+             f"{s.get('naive_bandwidth_max', 0):.1%})")
+    return text + naive + "."
+
+
 def accuracy_summary(machines: list[MachineResults]) -> str:
-    """The first line of each direction's table (median and largest error, max batch), and of the published
-    cross-architecture check."""
+    """Each direction's median and largest error and max batch, and the published cross-architecture check, each
+    against its target, met or missed; then how much a measurement itself moves."""
     a, b = _by(machines, SOURCE), _by(machines, TARGET)
-    lines = ["- " + render_markdown(build_accuracy(s, t)).splitlines()[0] for s, t in ((a, b), (b, a))]
-    lines.append("- " + accuracy_crossarch(machines).splitlines()[0])
+    lines = ["- " + _direction(build_accuracy(s, t)) for s, t in ((a, b), (b, a))]
+    check = build_crosscheck(a)
+    cross = check.median_abs_error()
+    lines.append(f"- **Across architectures, from {check.source} ({check.reference})**, {len(check.rows)} published "
+                 f"GPUs × tables: median ratio error {cross:.1%}, target at most {CROSS_GOAL:.0%}: "
+                 f"{_verdict(cross, CROSS_GOAL)} (one spec ratio instead: dense TFLOPS "
+                 f"{check.median_abs_error('flops'):.1%}, bandwidth {check.median_abs_error('bandwidth'):.1%}).")
     pairs = all_repeat_pairs([a, b])
     same = [p for p in pairs if p.scope == SAME_RUN]
     host = [p.spread for p in same if p.regime == "host"]
     gpu = [p.spread for p in same if p.regime != "host"]
-    lend = next(r for r in repeat_summaries(pairs) if r.regime == "host" and r.scope == ANOTHER_LEND)
+    other = next(r for r in repeat_summaries(pairs) if r.regime == "host" and r.scope == ANOTHER_LEND)
     misses = misses_beyond_repeats(pairs, iter_accuracy_tables([a, b]))
-    lines.append(f"- **Repeatability**: within one collection a configuration repeated within a median "
+    lines.append(f"- **How much a measurement moves**: within one collection a configuration repeated within a median "
                  f"{statistics.median(gpu):.1%} (at most {max(gpu):.1%}) when GPU-bound and "
                  f"{statistics.median(host):.1%} (at most {max(host):.0%}) when host-bound (timed steadily); on "
-                 f"another lend of the same GPU type a host-bound step moved by a median {lend.median_spread:.0%}, "
-                 f"at most {lend.max_spread:.0%}: the host is the lend's. {misses} (docs/accuracy.md).")
+                 f"another rented host of the same GPU type a host-bound step moved by a median "
+                 f"{other.median_spread:.0%}, at most {other.max_spread:.0%}: that part of the step is the host's, "
+                 f"not the GPU's. {misses} (docs/accuracy.md).")
     return "\n".join(lines) + "\n"
 
 
@@ -311,9 +365,9 @@ def collectives(machines: list[MachineResults]) -> str:
     """Bus bandwidth at 1 GiB and latency at 8 KiB, per operation and machine."""
     df = machines_frame(machines).query("collector == 'collectives' and status == 'ok'")
     busbw = df.query("metric == 'busbw_bytes_per_s' and batch == 2**30").pivot_table(
-        index="workload", columns="machine", values="value")
+        index="op", columns="machine", values="value")
     latency = df.query("metric == 'latency_s' and batch == 8192").pivot_table(
-        index="workload", columns="machine", values="value")
+        index="op", columns="machine", values="value")
     rows = [[f"`{op}`"] + [f"{busbw.loc[op, m] / 1e9:.0f} GB/s, {latency.loc[op, m] * 1e6:.1f} µs"
                            for m in busbw.columns] for op in busbw.index]
     return _table(["operation (fp32)"] + [f"`{m}`: busbw at 1 GiB, latency at 8 KiB" for m in busbw.columns], rows)
@@ -321,10 +375,9 @@ def collectives(machines: list[MachineResults]) -> str:
 
 def ddp(machines: list[MachineResults]) -> str:
     """DDP step and scaling efficiency per machine, workload and GPU count."""
-    df = machines_frame(machines).query("collector == 'ddp' and status == 'ok' and variant.str.startswith('gpus=')")
-    table = df.pivot_table(index=["machine", "workload", "variant"], columns="metric", values="value",
-                           aggfunc="first").reset_index()
-    table["gpus"] = table["variant"].str.removeprefix("gpus=").astype(int)
+    df = machines_frame(machines).query("collector == 'ddp' and status == 'ok' and rank.isna()")
+    table = df.pivot_table(index=["machine", "workload", "gpu_count"], columns="metric", values="value").reset_index()
+    table["gpus"] = table["gpu_count"].astype(int)
     rows = [[f"`{r.machine}`", f"`{r.workload}`", str(r.gpus), f"{r.step_s * 1e3:.1f} ms",
              f"{r.throughput_per_s:.0f} samples/s", f"{r.scaling_efficiency:.3f}"]
             for r in table.sort_values(["machine", "workload", "gpus"]).itertuples()]
@@ -334,9 +387,7 @@ def ddp(machines: list[MachineResults]) -> str:
 def dataloader(machines: list[MachineResults]) -> str:
     """The best samples/s delivered (over prefetch and pinning settings) per worker count and machine."""
     df = machines_frame(machines).query("collector == 'dataloader' and metric == 'throughput_per_s' and status == 'ok'")
-    df = df[~df["variant"].str.contains("epoch=")].assign(
-        workers=lambda d: d["variant"].str.extract(r"workers=(\d+)")[0].astype(int))
-    table = df.pivot_table(index="workers", columns="machine", values="value", aggfunc="max")
+    table = df[df["epoch"].isna()].pivot_table(index="workers", columns="machine", values="value", aggfunc="max")
     rows = [[str(w)] + ["–" if pd.isna(v) else f"{v:.0f} img/s" for v in table.loc[w]] for w in table.index]
     return _table(["workers"] + [f"`{m}`: best samples/s delivered" for m in table.columns], rows)
 
@@ -377,3 +428,24 @@ def node_ranking(machines: list[MachineResults]) -> str:
     head = render_assumptions(job.spec, node_inputs(node, job.workload),
                               f"{node.collectives.world_size} × {node.gpu}")
     return head + "\n\n" + render_node_markdown(ok_rows(plan.node_ranking, NODE_BASES))
+
+
+# ── the README's screenshots ────────────────────────────────────────────────────────────────────
+
+def screenshot_figures(machines: list[MachineResults]) -> dict:
+    """What the H100 report's first screen shows (tests/screenshots.py renders it): per workload its bound,
+    throughput to expect, settings and picked instances, as the report words them. docs/screenshots.json
+    records this beside the PNGs; `python docs/generate.py --check` compares it with the report of now, so a
+    stale screenshot fails without comparing pixels."""
+    from planner.report.decision import DecisionSection
+    from planner.report.frame import build_report_for
+    from planner.units import short_rate
+
+    report = build_report_for(_by(machines, SOURCE).folder, None)
+    blocks = [b for s in report.sections if isinstance(s, DecisionSection) for b in s.blocks]
+    return {"report": f"results/{SOURCE}", "workloads": [{
+        "workload": b.workload, "bound": b.bound, "settings": b.settings_line,
+        "throughput": (f"{short_rate(b.throughput.low)}–{short_rate(b.throughput.high)} {b.throughput.unit}/s"
+                       if b.throughput else None),
+        "instances": [f"{p.role}: {p.instance}, {p.hours_text}, {p.cost_text}" for p in b.picks],
+    } for b in blocks]}

@@ -17,10 +17,11 @@ __all__ = ["load_results"]
 
 def load_results(path: str | Path) -> pd.DataFrame:
     """Every measured figure under `path` (a machine folder `results/<machine>/` or a results root) as the
-    tidy table: one row per figure, columns `machine, gpu, collector, workload, precision, batch, variant,
-    metric, value, unit, spread, n, status` (what `gpuplan export` writes). `batch` and `n` are nullable
-    Int64, `value` and `spread` float64, `status` categorical; a bad document raises
-    `gpuplan_schema.schema.DocumentError` naming its file and field."""
+    tidy table (what `gpuplan export` writes): one row per figure, each setting it was measured under in a
+    typed column of its own, identified by the key columns `planner.export.rows.KEY` (docs/metrics.md).
+    Counts are nullable Int64, settings nullable boolean, `value` and `spread` float64, `status` (the
+    outcome) and `bound` categorical; a bad document raises `gpuplan_schema.schema.DocumentError` naming
+    its file and field."""
     from planner.export.frame import load_frame
 
     return load_frame([path])

@@ -26,9 +26,15 @@ class UsageError(Exception):
     """Bad input that is not a document: a missing dependency, an unusable path."""
 
 
+PANGO_HINT = ("; the PDF needs Pango from the system (Debian: apt-get install libpango-1.0-0 libpangoft2-1.0-0), "
+              "which pip cannot install; gpuplan plan and gpuplan site --no-pdf need none")
+
+
 def format_error(error: BaseException) -> str:
     if isinstance(error, OSError) and error.filename is not None:
         return f"{PROG}: error: {error.filename}: {error.strerror or error}"
+    if isinstance(error, OSError) and "cannot load library 'libpango" in str(error):  # WeasyPrint's, on two lines
+        return f"{PROG}: error: {' '.join(str(error).split())}{PANGO_HINT}"
     return f"{PROG}: error: {error}"
 
 
@@ -159,13 +165,18 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from gpuplan_schema.results import load_machine_and_root
     from planner.model.jobs import parse_job
     from planner.model.plan import build_plan, plan_to_json
+    from planner.render.fit import plan_width
     from planner.render.plan_text import render_plan_text
 
     job = parse_job(args.job) if args.job else None
     machine, measured = load_machine_and_root(args.results_dir)
+    if machine.gpu_name is None and machine.ceilings is not None and machine.ceilings.device == "cpu":
+        folder = args.results_dir
+        raise UsageError(f"{folder} measured a CPU (no GPU): gpuplan plan needs a GPU machine's ceilings and "
+                         f"workloads; `gpuplan report {folder}` still shows what was measured")
     plan = build_plan(machine, args.targets, job, measured, rank_defaults=True)
     print(json.dumps(plan_to_json(plan), indent=1) if args.json
-          else render_plan_text(plan, verbose=args.verbose, top=args.top))
+          else render_plan_text(plan, verbose=args.verbose, top=args.top, width=plan_width()))
     return EXIT_OK
 
 

@@ -102,8 +102,16 @@ def format_percent(fraction: float | None, sig: int = VALUE_SIG) -> str:
     return f"{format_number(fraction * 100, sig)}%"
 
 
+THIN_SPACE = "\u2009"  # between digit groups of a count: one column in a terminal, never a line break in text
+
+
 def format_count(value: int | float | None) -> str:
-    return MISSING if value is None else f"{value:,}".replace(",", " ")
+    """A count (a batch, samples, steps) whole, its digits grouped by thin spaces from 10 000 up: 4600,
+    1 048 576 (SI: a four-digit number stays together). Never k/M: that is for rates (short_rate)."""
+    if value is None:
+        return MISSING
+    text = f"{value:,.0f}" if isinstance(value, float) else f"{value:,}"
+    return text.replace(",", "" if abs(value) < 10_000 else THIN_SPACE)
 
 
 def format_text(value: object) -> str:

@@ -1,7 +1,8 @@
 """Bad input, one case per kind of fault: each is refused with one line naming the file and the field,
 exit status 2, and nothing already written is overwritten. Corrupt and implausible documents (through
 the loader, `gpuplan validate` and `gpuplan report`), bad user workload files and unknown workloads
-(through `collect`), unknown GPUs and instances (planner.specs.require_gpu / require_instance).
+(through `collect`), unknown GPUs and instances (planner.specs.require_gpu / require_instance), a plan of a
+CPU-only folder and a `--job` too small to rank (a unit-less token count).
 
 BAD_DOCUMENTS and BAD_WORKLOADS are what docs/reliability.md counts."""
 
@@ -15,7 +16,7 @@ from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
-from paths import FROZEN, REPO
+from paths import FIXTURES, FROZEN, REPO
 
 from collectors.__main__ import main as collect_main
 from gpuplan_schema.schema import MAX_DOCUMENT_BYTES, DocumentError, load_document
@@ -193,6 +194,49 @@ def test_an_unknown_gpu_or_instance_is_one_line_with_close_names():
     assert require_instance("aws:p5.48xlarge").gpu_count == 8
     with pytest.raises(UnknownSpec, match="'<script>' is not a GPU .*; nothing close"):
         require_gpu("<script>", option="--gpu")
+
+
+def run_gpuplan(args: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = gpuplan(args)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize("folder", [FIXTURES / "cpu-test", FROZEN / "vm-cpu"], ids=["fixture", "vm-cpu"])
+def test_plan_of_a_cpu_only_folder_says_what_it_can_and_cannot_plan(folder):
+    code, out, err = run_gpuplan(["plan", str(folder)])
+    assert (code, out) == (2, "") and err.count("\n") == 1
+    assert err == (f"gpuplan: error: {folder} measured a CPU (no GPU): gpuplan plan needs a GPU machine's ceilings "
+                   f"and workloads; `gpuplan report {folder}` still shows what was measured\n")
+
+
+@pytest.mark.parametrize(("job", "word", "says"), [
+    ("gpt-small bf16 tokens=300", "tokens=300", "did you mean tokens=300B?"),
+    ("gpt-small bf16 tokens=5000", "tokens=5000", "did you mean tokens=5000B?"),
+    ("gpt-small bf16 tokens=1e3", "tokens=1e3", "the job is 0.98 samples, less than one: nothing to rank"),
+    ("resnet50 bf16 samples=0.5", "samples=0.5", "the job is 0.5 samples, less than one"),
+])
+def test_a_job_too_small_to_rank_is_refused_naming_the_job_field(job, word, says):
+    code, out, err = run_gpuplan(["plan", str(FROZEN / "h100-80gb"), "--job", job])
+    assert (code, out) == (2, "") and err.count("\n") == 1
+    assert err.startswith(f"gpuplan: error: --job {job!r}: {word}: ") and says in err
+
+
+def test_a_pdf_without_the_systems_pango_says_what_to_install():
+    from planner.cli import format_error
+
+    error = OSError("cannot load library 'libpango-1.0-0': libpango-1.0-0: cannot open shared object file")
+    line = format_error(error)
+    assert line.startswith("gpuplan: error: cannot load library 'libpango-1.0-0'") and "\n" not in line
+    assert "apt-get install libpango-1.0-0 libpangoft2-1.0-0" in line and "site --no-pdf need none" in line
+
+
+def test_a_token_count_with_its_suffix_is_taken_as_written():
+    from planner.model.jobs import parse_job
+
+    assert parse_job("gpt-small bf16 tokens=300B").tokens == 300e9
+    assert parse_job("gpt-small bf16 tokens=300k").samples == pytest.approx(300e3 / 1024)  # small, but meant
 
 
 def test_committed_results_and_fixtures_pass_the_plausibility_checks():

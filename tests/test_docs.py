@@ -3,6 +3,7 @@ outside one (docs/generate.py)."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -63,6 +64,23 @@ def test_check_exits_1_naming_the_stale_block_and_writes_nothing(tmp_path, monke
     assert generate.main(["--check"], docs=[doc]) == 0
 
 
+def test_committed_screenshots_show_the_figures_the_report_gives(machines):
+    """Reads the committed docs/screenshots.json: the figures the README's screenshots show are the report's now."""
+    assert generate.stale_screenshots(machines) is None, "run `python docs/generate.py` (it takes them again)"
+    shown = json.loads(generate.SHOT_FIGURES.read_text(encoding="utf-8"))
+    assert {w["workload"] for w in shown["workloads"]} >= {"resnet50", "gpt-small", "wide-transformer"}
+
+
+def test_a_screenshot_showing_an_old_figure_is_stale_without_comparing_pixels(tmp_path, machines):
+    shown = json.loads(generate.SHOT_FIGURES.read_text(encoding="utf-8"))
+    wide = next(w for w in shown["workloads"] if w["workload"] == "wide-transformer")
+    now, wide["throughput"] = wide["throughput"], "501 sequences/s"  # the figure of issue 27's old screenshot
+    (tmp_path / "screenshots.json").write_text(json.dumps(shown), encoding="utf-8")
+    assert generate.stale_screenshots(machines, tmp_path / "screenshots.json") == \
+        f"wide-transformer throughput: '501 sequences/s' shown, the report gives {now!r}"
+    assert generate.stale_screenshots(machines, tmp_path / "absent.json") is not None
+
+
 def test_committed_results_generate_check_passes_from_the_command_line():
     run = subprocess.run([sys.executable, str(REPO / "docs" / "generate.py"), "--check"], capture_output=True,
                          text=True, cwd=REPO)
@@ -121,6 +139,17 @@ def test_committed_results_print_what_the_readme_pandas_example_shows():
     block = re.search(r"<!-- generated: load-results-example -->\n```text\n\$ [^\n]*\n(.*?)```",
                       (REPO / "README.md").read_text(encoding="utf-8"), re.S)
     assert block and block[1] == run.stdout
+
+
+def test_the_readme_pivot_example_prints_what_the_readme_shows():
+    """The pivot over the key's columns, run as a user would, prints the generated block's output: one measured
+    value per cell (the key is unique, so there is nothing to average)."""
+    run = subprocess.run([sys.executable, "-c", tables.PIVOT_EXAMPLE], capture_output=True, text=True, cwd=REPO,
+                         check=True)
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"<!-- generated: pivot-example -->\n```python\n(.*?)\n```\n\n```text\n(.*?)```", readme, re.S)
+    assert block and block[1] == tables.PIVOT_EXAMPLE and block[2] == run.stdout
+    assert "compile" in run.stdout and "NaN" not in run.stdout and "<NA>" not in run.stdout
 
 
 def test_no_doc_links_outside_the_repository():

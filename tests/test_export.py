@@ -8,13 +8,13 @@ import json
 import shutil
 
 import pytest
-from paths import FIXTURES
+from paths import FIXTURES, RESULTS
 
 from gpuplan_schema.payloads import PAYLOADS
 from gpuplan_schema.results import load_machine
 from gpuplan_schema.schema import DocumentError
 from planner.export.frame import load_frame, rows_frame, to_csv, to_json
-from planner.export.rows import COLUMNS, EXPORTERS, TidyRow
+from planner.export.rows import COLUMNS, EXPORTERS, KEY, TidyRow, variant_settings
 from planner.export.tidy import iter_tidy_rows
 
 H100 = FIXTURES / "h100-80gb"
@@ -27,8 +27,11 @@ def rows_by(rows: list[TidyRow], metric: str) -> dict[str | None, TidyRow]:
 
 
 def test_columns_are_the_documented_ones_in_order():
-    assert COLUMNS == ("machine", "gpu", "collector", "workload", "precision", "batch", "variant",
-                       "metric", "value", "unit", "spread", "n", "status")
+    assert COLUMNS == ("machine", "gpu", "gpu_count", "nodes", "collector", "workload", "op", "precision", "batch",
+                       "seq_len", "sweep", "compile", "layout", "cudnn_benchmark", "allocator", "capped", "workers",
+                       "prefetch", "pin", "persistent", "epoch", "rank", "metric", "value", "unit", "spread", "n",
+                       "status", "bound")
+    assert KEY == tuple(c for c in COLUMNS if c not in ("gpu", "value", "unit", "spread", "n", "status"))
 
 
 def test_every_document_kind_has_an_exporter():
@@ -99,15 +102,17 @@ def test_csv_parses_back_exactly():
 def test_csv_guards_text_a_spreadsheet_would_run_and_leaves_numbers_alone():
     """Text cells starting with = + - @ tab or CR get OWASP's leading quote; numbers, even negative, do not."""
     formulas = ['=HYPERLINK("http://x","y")', "+cmd", "-2+3", "@SUM(1+1)", "\t=1+1", "\r=1+1"]
-    rows = [TidyRow(machine=text, gpu=text, collector="ceilings", workload=text, variant=text, metric="step_s",
-                    value=-0.034, unit=text, spread=-1e-9, batch=-1, n=3) for text in formulas]
-    rows.append(TidyRow(machine="a-b", gpu="H100 = fast", collector="ceilings", metric="step_s", value=0.5))
-    rows.append(TidyRow(machine="box\r=cmd", gpu="x\r\ny", collector="ceilings", metric="step_s"))  # CR inside
+    rows = [TidyRow(machine=text, gpu=text, gpu_count=1, nodes=None, collector="ceilings", workload=text, op=text,
+                    metric="step_s", value=-0.034, unit=text, spread=-1e-9, batch=-1, n=3) for text in formulas]
+    rows.append(TidyRow(machine="a-b", gpu="H100 = fast", gpu_count=1, nodes=None, collector="ceilings",
+                        metric="step_s", value=0.5))
+    rows.append(TidyRow(machine="box\r=cmd", gpu="x\r\ny", gpu_count=1, nodes=None, collector="ceilings",
+                        metric="step_s"))  # CR inside
     parsed = list(csv.DictReader(io.StringIO(to_csv(rows_frame(rows)), newline="")))
     assert len(parsed) == len(rows)  # the CR is quoted: it starts no row of its own (and so no bare =cmd cell)
     assert (parsed[-1]["machine"], parsed.pop()["gpu"]) == ("box\r=cmd", "x\r\ny")  # a CRLF in a cell is data
     for text, record in zip(formulas, parsed, strict=False):
-        for column in ("machine", "gpu", "workload", "variant", "unit"):
+        for column in ("machine", "gpu", "workload", "op", "unit"):
             assert record[column] == "'" + text  # read back as the guarded text, quotes and CR intact
         assert (record["value"], record["spread"], record["batch"], record["n"]) == ("-0.034", "-1e-09", "-1", "3")
         assert float(record["value"]) == -0.034
@@ -136,3 +141,80 @@ def test_a_bad_document_fails_the_whole_export(tmp_path):
     (tmp_path / "results" / "cpu-test" / "ceilings.json").write_text("{", encoding="utf-8")
     with pytest.raises(DocumentError, match="cpu-test"):
         load_frame([tmp_path / "results"])
+
+
+# ── the key: typed settings, one row per key ─────────────────────────────────────────────────
+
+QUICK = FIXTURES.parent / "results-quick"
+MULTIGPU = FIXTURES.parent / "multigpu"
+COMMITTED = sorted(p for p in RESULTS.iterdir() if p.is_dir() and any(p.glob("*.json")))
+
+
+def duplicated_keys(frame):
+    return frame[frame.duplicated(list(KEY), keep=False)]
+
+
+@pytest.mark.parametrize("folder", [FIXTURES, QUICK, MULTIGPU], ids=lambda p: p.name)
+def test_the_key_identifies_every_row_of_the_fixtures(folder):
+    frame = load_frame([folder])
+    assert len(frame) > 0 and duplicated_keys(frame).empty
+
+
+@pytest.mark.parametrize("folder", COMMITTED, ids=lambda p: p.name)
+def test_committed_results_export_key_is_unique(folder):
+    """Reads the committed results/: in every folder the key columns identify each row (no two share them)."""
+    dups = duplicated_keys(load_frame([folder]))
+    assert dups.empty, dups[list(KEY)].head().to_string()
+
+
+def test_committed_results_pivot_over_the_key_never_averages_two_measurements():
+    """Reads the committed results/: the issue's pivot (H100 resnet50 bf16 batch 256) once per setting."""
+    df = load_frame([RESULTS])
+    points = df.query("collector == 'workloads' and workload == 'resnet50' and precision == 'bf16' and batch == 256"
+                      " and metric == 'throughput_per_s' and machine == 'h100-80gb'")
+    index = ["sweep", "compile", "layout", "cudnn_benchmark", "allocator"]
+    assert points.pivot_table(index=index, values="value", aggfunc="count")["value"].max() == 1
+    by = points.set_index(index)["value"]
+    eager = by[("variant", False, "default", True, "default")]
+    compiled = by[("variant", True, "default", True, "default")]
+    nchw = by[("variant", False, "contiguous", False, "default")]
+    assert nchw < eager < compiled  # three measurements the old `variant` column let a pivot average
+
+
+def test_committed_results_give_the_gpu_count_of_each_figure():
+    """Reads the committed results/: a DDP run's rows say on how many GPUs, a single-GPU figure says 1."""
+    df = load_frame([RESULTS])
+    assert set(df.loc[df["machine"] == "h200-x2", "gpu_count"].dropna()) == {1, 2}
+    assert set(df.loc[(df["machine"] == "h200-x4") & (df["collector"] == "ddp"), "gpu_count"].dropna()) >= {1, 4}
+    assert df.loc[df["machine"] == "vm-cpu", "gpu_count"].isna().all()
+    assert (df.loc[df["collector"] == "workloads", "gpu_count"] == 1).all()
+    assert set(df["status"].astype(str)) <= {"ok", "oom", "skipped", "error"}
+
+
+def test_variant_names_become_typed_settings():
+    assert variant_settings("default") == dict(compile=False, layout="default", cudnn_benchmark=True,
+                                               allocator="default")
+    assert variant_settings("compile+contiguous+no_cudnn_benchmark") == dict(
+        compile=True, layout="contiguous", cudnn_benchmark=False, allocator="default")
+    assert variant_settings("no_cudnn_benchmark+expandable_segments")["allocator"] == "expandable_segments"
+    with pytest.raises(ValueError, match="fp8_everything"):
+        variant_settings("compile+fp8_everything")
+
+
+def test_a_variant_the_export_does_not_know_is_one_document_error(tmp_path):
+    folder = tmp_path / "h100-quick"
+    shutil.copytree(QUICK / "h100-quick", folder)
+    path = next(folder.glob("workload-*.json"))
+    path.write_text(path.read_text(encoding="utf-8").replace('"variant": "default"', '"variant": "warp9"', 1),
+                    encoding="utf-8")
+    with pytest.raises(DocumentError, match=r"workload-.*\.json: variant: .*warp9"):
+        load_frame([folder])
+
+
+def test_settings_and_counts_are_typed_and_json_keeps_booleans():
+    frame = load_frame([QUICK])
+    assert {str(frame[c].dtype) for c in ("compile", "cudnn_benchmark", "pin", "capped")} == {"boolean"}
+    assert {str(frame[c].dtype) for c in ("gpu_count", "seq_len", "workers", "rank")} == {"Int64"}
+    records = json.loads(to_json(frame))
+    step = next(r for r in records if r["metric"] == "step_s")
+    assert step["compile"] is False and step["gpu_count"] == 1 and step["sweep"] == "variant"

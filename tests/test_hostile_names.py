@@ -191,8 +191,9 @@ def test_names_a_spreadsheet_would_run_are_quoted_text_in_the_export_and_the_sit
     rows = list(csv.DictReader(io.StringIO(exported, newline="")))
     assert {(r["machine"], r["gpu"]) for r in rows} == {("'" + FORMULAS["machine"], "'" + FORMULAS["gpu"])}
     assert {r["workload"] for r in rows} - {""} == {"'+cmdgpt-small"}
-    assert "'\t=1+1" in {r["variant"] for r in rows}  # the roofline op's name
-    text = ("machine", "gpu", "collector", "workload", "precision", "variant", "metric", "unit", "status")
+    assert "'\t=1+1" in {r["op"] for r in rows}  # the roofline op's name
+    text = ("machine", "gpu", "collector", "workload", "op", "precision", "sweep", "layout", "allocator", "metric",
+            "unit", "status", "bound")
     for row in rows:  # no text cell a spreadsheet would run is left; numbers are never quoted
         assert not any(row[c].startswith(("=", "+", "-", "@", "\t", "\r")) for c in text), row
         assert all(isinstance(float(row[c]), float) for c in ("batch", "value", "spread", "n") if row[c])

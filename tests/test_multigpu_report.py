@@ -45,13 +45,13 @@ def section_of(machine: MachineResults) -> MultiGpuSection:
     return next(s for s in build_report(machine).sections if isinstance(s, MultiGpuSection))
 
 
-def test_collectives_rows_by_op_and_size_with_the_gpu_count_in_variant(machine):
+def test_collectives_rows_by_op_and_size_with_the_gpu_count_in_its_column(machine):
     collectives = machine.documents["collectives"].payload
     rows = [r for r in iter_tidy_rows(machine) if r.collector == "collectives"]
     assert len(rows) == 3 * len(collectives.points)
     for p in collectives.points:
-        mine = {r.metric: r for r in rows if (r.workload, r.batch) == (p.op, p.size_bytes)}
-        assert {r.variant for r in mine.values()} == {"gpus=2"} and {r.precision for r in mine.values()} == {"fp32"}
+        mine = {r.metric: r for r in rows if (r.op, r.batch) == (p.op, p.size_bytes)}
+        assert {(r.gpu_count, r.nodes, r.workload, r.precision) for r in mine.values()} == {(2, 1, None, "fp32")}
         assert (mine["busbw_bytes_per_s"].value, mine["busbw_bytes_per_s"].unit) == (p.busbw_bytes_per_s.median, "B/s")
         assert mine["algbw_bytes_per_s"].value == p.algbw_bytes_per_s.median
         assert (mine["latency_s"].value, mine["latency_s"].spread) == (p.time_s.median, p.time_s.iqr)
@@ -61,13 +61,13 @@ def test_ddp_rows_give_throughput_and_efficiency_per_gpu_count(machine):
     ddp = machine.documents["ddp"].payload
     rows = [r for r in iter_tidy_rows(machine) if r.collector == "ddp"]
     for p in ddp.points:
-        mine = {r.metric: r for r in rows if (r.workload, r.variant) == (p.workload, f"gpus={p.gpus}")}
+        mine = {r.metric: r for r in rows if (r.workload, r.gpu_count) == (p.workload, p.gpus)}
         throughput = mine["throughput_per_s"]
         assert (throughput.value, throughput.batch) == (p.throughput_per_s, p.per_gpu_batch)
         assert mine["scaling_efficiency"].value == p.scaling_efficiency and mine["scaling_efficiency"].unit == "1"
         assert mine["step_s"].value == p.step_s.median and mine["compute_step_s"].value == p.compute_step_s.median
     matmul = [r for r in rows if r.metric == "gpu_matmul_flops_per_s"]
-    assert [r.variant for r in matmul] == ["gpu=0", "gpu=1"] and {r.precision for r in matmul} == {"bf16"}
+    assert [(r.rank, r.gpu_count) for r in matmul] == [(0, 1), (1, 1)] and {r.precision for r in matmul} == {"bf16"}
 
 
 def test_metrics_reference_documents_every_new_metric():

@@ -5,6 +5,7 @@ ranking on the first screen. On the committed GPU machines (results/h100-80gb, r
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 
@@ -174,11 +175,15 @@ def test_plan_text_leads_with_the_answer_of_each_workload():
     folder = FROZEN / "h100-80gb"
     measured = sorted(p.stem.removeprefix("workload-") for p in folder.glob("workload-*.json"))
     summary = lines.index("The answer, one line per workload (the blocks below say why):")
-    assert [line.split(":")[0].strip() for line in lines[summary + 1:summary + 1 + len(measured)]] == measured
-    assert summary + len(measured) < SCREEN  # every workload's settings and throughput on the first screen
+    end = lines.index("", summary)
+    answers = [line for line in lines[summary + 1:end] if not line.startswith("    ")]  # not a wrapped line's rest
+    assert [line.split(":")[0].strip() for line in answers] == measured
+    assert end < SCREEN  # every workload's settings and throughput on the first screen
     heads = [i for i, line in enumerate(lines) if " on H100 SXM (measured): batch " in line]
     assert len(heads) == len(measured)
-    resnet = next(line for line in lines if line.startswith("resnet50 on H100 SXM"))
+    start = next(i for i, line in enumerate(lines) if line.startswith("resnet50 on H100 SXM"))
+    resnet = " ".join([lines[start], *(line.strip() for line in lines[start + 1:start + 3] if line.startswith("  ") and
+                                       not line.startswith("   "))])  # the head line and its wrapped rest
     doc = load_document(folder / "workload-resnet50.json").payload
     bf16 = {p.variant: p.throughput_per_s for p in doc.points if p.sweep == "variant" and p.precision == "bf16"
             and p.batch == 256}
@@ -187,10 +192,14 @@ def test_plan_text_leads_with_the_answer_of_each_workload():
     table = lines.index(next(line for line in lines if line.startswith("Largest batch that fits")))
     plan = __import__("json").loads(gpuplan("plan", H100_DIR, "--target", "H200", "--json").stdout)
     rows = {(c["workload"], c["precision"]) for c in plan["targets"][0]["capacity"]}
-    assert len(lines) - table == 2 + len(rows)  # header, column names, one row per workload × precision fitted
+    columns = next(i for i in range(table, len(lines)) if lines[i].startswith("workload "))
+    assert len(lines) - columns == 1 + len(rows)  # column names, one row per workload × precision fitted
     assert "max batch" not in run.stdout  # the per-figure lines are --verbose's
     verbose = gpuplan("plan", H100_DIR, "--target", "H200", "--verbose").stdout
-    assert verbose.splitlines()[1:len(lines)] == lines[1:] and "max batch resnet50      fp16" in verbose
+    detail = verbose.splitlines()
+    after = detail.index(lines[summary])  # from the answers on, the plan's lines come first, unchanged
+    assert detail[after:after + len(lines) - summary] == lines[summary:] and "recommended ≤" in verbose
+    assert re.search(r"^   resnet50 +fp16 +default +1848 +1755$", verbose, re.M)
 
 
 def test_plan_job_prints_the_ranking_as_a_table_on_the_first_screen():
@@ -199,11 +208,12 @@ def test_plan_job_prints_the_ranking_as_a_table_on_the_first_screen():
     text = gpuplan("plan", H100_DIR, "--job", "gpt-small bf16 tokens=10B", "--top", "10").stdout
     lines = text.splitlines()
     head = next(i for i, line in enumerate(lines) if line.startswith("Instances for 'gpt-small bf16 tokens=10B'"))
-    rows = lines[head + 2:head + 12]
+    head = next(i for i in range(head, len(lines)) if "instance" in lines[i].split())  # after the wrapped title
+    rows = lines[head + 1:head + 11]
     assert head + 12 < SCREEN and [r.split()[1 if r.lstrip().startswith("★") else 0] for r in rows] == \
         [r["instance"] for r in ok[:10]]
     assert [row.lstrip().startswith("★") for row in rows] == [r["pareto"] for r in ok[:10]]
-    assert f"… {len(ok) - 10} more run it" in lines[head + 12]
+    assert f"… {len(ok) - 10} more run it" in lines[head + 11]
 
 
 def test_fp8_jobs_need_a_measured_fp8_matmul(h100):

@@ -195,13 +195,13 @@ def test_ops_without_a_formula_are_listed(payloads):
     assert gelu.op_class in ("memory-bound", "latency-bound") and gelu.intensity < 1
 
 
-def test_export_rows_carry_op_name_in_variant_and_class_in_status(collected, payloads):
+def test_export_rows_carry_op_name_and_its_class_in_columns_of_their_own(collected, payloads):
     rows = [r for r in iter_tidy_rows(load_machine(collected)) if r.collector == "roofline"]
     for name, p in payloads.items():
         mine = [r for r in rows if r.workload == name and r.batch == p.batch]
         for op in p.ops:
-            by_metric = {r.metric: r for r in mine if r.variant == op.name}
-            assert {r.status for r in by_metric.values()} == {op.op_class}
+            by_metric = {r.metric: r for r in mine if r.op == op.name}
+            assert {(r.bound, r.status) for r in by_metric.values()} == {(op.op_class, "ok")}
             assert by_metric["op_time_s"].value == op.time_s.median and by_metric["op_time_s"].n == 3
             assert by_metric["op_bytes"].value == op.read_bytes + op.written_bytes
             assert ("op_flops" in by_metric) == (op.flops is not None)
@@ -319,8 +319,8 @@ def test_export_has_op_and_class_rows_at_every_profiled_batch(collected, payload
     for name, p in payloads.items():
         for at in p.profiled():
             mine = [r for r in rows if r.workload == name and r.batch == at.batch]
-            assert {r.variant for r in mine if r.metric == "op_time_s"} == {op.name for op in at.ops}
-            classes = {r.variant: r.value for r in mine if r.metric == "class_time_s"}
+            assert {r.op for r in mine if r.metric == "op_time_s"} == {op.name for op in at.ops}
+            classes = {r.bound: r.value for r in mine if r.metric == "class_time_s"}
             assert classes == pytest.approx(at.class_time_s())
 
 

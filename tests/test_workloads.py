@@ -437,7 +437,7 @@ def test_export_of_a_cpu_collection(standard_run):
     assert all(r.workload == "mlp-stgan" and r.machine == "cpu-standard" and r.gpu is None for r in rows)
     max_batch = [r for r in rows if r.metric == "max_batch"]
     assert len(max_batch) == 1
-    assert all(r.batch is None and r.value == 512 and r.variant == "capped" for r in max_batch)
+    assert all(r.batch is None and r.value == 512 and (r.allocator, r.capped) == ("default", True) for r in max_batch)
     assert all(r.value > 0 for r in rows if r.metric in ("step_s", "throughput_per_s", "bytes_per_step_est"))
 
 

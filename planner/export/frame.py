@@ -1,7 +1,8 @@
 """The tidy table as a pandas DataFrame, and its CSV, JSON and Parquet files.
 
 The rows come from the per-kind builders (planner/export/tidy.py); this module types them once
-(`batch` and `n` nullable Int64, `value` and `spread` float64, `status` categorical) and writes every
+(counts nullable Int64, settings nullable boolean, `value` and `spread` float64, `status` and `bound`
+categorical) and writes every
 file format from that one frame: `gpuplan export`, the site's CSV and `planner.load_results` share it.
 """
 
@@ -22,10 +23,14 @@ from planner.export.tidy import iter_tidy_rows
 if TYPE_CHECKING:  # pandas loads in ~0.3 s: only the functions that build a frame import it
     import pandas as pd
 
-# The per-op rows of `roofline` carry the op's class in `status` (docs/metrics.md).
-STATUSES: tuple[str, ...] = (*get_args(Status), *get_args(OpClass))
-DTYPES: dict[str, str] = {"batch": "Int64", "value": "float64", "spread": "float64", "n": "Int64"}
-TEXT: list[str] = [c for c in COLUMNS if c not in DTYPES and c != "status"]  # status: a fixed set of words
+STATUSES: tuple[str, ...] = get_args(Status)
+BOUNDS: tuple[str, ...] = (*get_args(OpClass), "unattributed")  # roofline: op classes, time outside ops
+INTEGERS = ("gpu_count", "nodes", "batch", "seq_len", "workers", "prefetch", "epoch", "rank", "n")
+BOOLEANS = ("compile", "cudnn_benchmark", "capped", "pin", "persistent")
+DTYPES: dict[str, str] = {**dict.fromkeys(INTEGERS, "Int64"), **dict.fromkeys(BOOLEANS, "boolean"),
+                          "value": "float64", "spread": "float64"}
+CATEGORIES: dict[str, tuple[str, ...]] = {"status": STATUSES, "bound": BOUNDS}  # each a fixed set of words
+TEXT: list[str] = [c for c in COLUMNS if c not in DTYPES and c not in CATEGORIES]
 
 # A spreadsheet (Excel, LibreOffice, Google Sheets) runs a cell that starts with one of these as a
 # formula, e.g. `=HYPERLINK(...)` or `@SUM(...)` (OWASP "CSV injection"). Machine ids, GPU, workload
@@ -45,7 +50,8 @@ def rows_frame(rows: Iterable[TidyRow]) -> pd.DataFrame:
     frame = frame.astype(DTYPES)
     # An empty cell is None in every text column (not NaN), as in the rows.
     frame[TEXT] = frame[TEXT].astype(object).where(frame[TEXT].notna(), None)
-    frame["status"] = pd.Categorical(frame["status"], categories=STATUSES)
+    for column, categories in CATEGORIES.items():
+        frame[column] = pd.Categorical(frame[column], categories=categories)
     return frame
 
 
@@ -96,12 +102,14 @@ def to_json(frame: pd.DataFrame) -> str:
 
 
 def _plain(value: object) -> object:
-    # numpy integers (from the Int64 columns) are not JSON; floats subclass float and need nothing.
-    return int(value)  # type: ignore[call-overload]
+    # numpy integers and booleans (from the Int64 and boolean columns) are not JSON; floats subclass float.
+    import numpy as np
+
+    return bool(value) if isinstance(value, np.bool_) else int(value)  # type: ignore[call-overload]
 
 
 def write_parquet(frame: pd.DataFrame, path: Path) -> None:
-    """The frame as Parquet (pyarrow keeps the dtypes: Int64, categorical status)."""
+    """The frame as Parquet (pyarrow keeps the dtypes: Int64, boolean, categorical status and bound)."""
     try:
         import pyarrow  # noqa: F401
     except ImportError:

@@ -1,10 +1,14 @@
 """Tidy export: every measured figure of one or more machines as one row.
 
-Columns (in this order, a stable contract for pandas users and machine comparisons):
-`machine, gpu, collector, workload, precision, batch, variant, metric, value, unit, spread, n, status`.
-A cell that does not apply is empty (None here, "" in CSV, null in JSON); planner/export/frame.py types
-the rows as a pandas DataFrame and writes CSV, JSON and Parquet from it. `value` is the median,
-`spread` the interquartile range (same unit), `n` the sample count.
+Columns (in this order, a stable contract for pandas users and machine comparisons) are TidyRow's
+(planner/export/rows.py): who measured (`machine, gpu, gpu_count, nodes, collector`), what
+(`workload, op, precision, batch, seq_len`), under which settings (`sweep, compile, layout,
+cudnn_benchmark, allocator, capped, workers, prefetch, pin, persistent, epoch, rank`), the figure
+(`metric, value, unit, spread, n`), its outcome (`status`) and, on roofline rows, the op's class
+(`bound`). `KEY` (every column but gpu, value, unit, spread, n and status) identifies a row. A cell
+that does not apply is empty (None here, "" in CSV, null in JSON); planner/export/frame.py types the
+rows as a pandas DataFrame and writes CSV, JSON and Parquet from it. `value` is the median, `spread`
+the interquartile range (same unit), `n` the sample count.
 
 Each document kind contributes rows through one function registered with `@exporter(kind)`;
 a new collector plugs in by registering its own, nothing else changes.
@@ -26,9 +30,10 @@ from gpuplan_schema.payloads import (
     WorkloadPoint,
 )
 from gpuplan_schema.results import MachineResults
+from gpuplan_schema.schema import DocumentError
 from gpuplan_schema.stats import Stat
 from planner.export import multigpu  # noqa: F401 - registers the collectives and ddp row builders
-from planner.export.rows import EXPORTERS, RowContext, TidyRow, exporter
+from planner.export.rows import EXPORTERS, RowContext, TidyRow, exporter, variant_settings
 
 
 @exporter("environment")
@@ -68,7 +73,8 @@ def _bandwidth_row(ctx: RowContext, metric: str, b: BandwidthCeiling) -> TidyRow
 @exporter("workload")
 def iter_workload_rows(ctx: RowContext, payload: WorkloadPayload) -> Iterator[TidyRow]:
     for p in payload.points:
-        keys = dict(workload=payload.workload, precision=p.precision, batch=p.batch, variant=_variant_cell(p))
+        keys = dict(workload=payload.workload, precision=p.precision, batch=p.batch, seq_len=p.seq_len,
+                    sweep=p.sweep, **variant_settings(p.variant))
         if p.sweep == "probe":  # untimed: whether it fit, and its peak memory
             yield ctx.row("peak_allocated_bytes", "B", _single(p.memory.peak_allocated_bytes if p.memory else None),
                           p.status, **keys)
@@ -80,22 +86,13 @@ def iter_workload_rows(ctx: RowContext, payload: WorkloadPayload) -> Iterator[Ti
             yield ctx.row("host_issue_s", "s", p.host_issue_s, **keys)
         yield from _plain_rows(ctx, keys, p)
     for b in payload.boundaries:
-        variant = "+".join(part for part, on in ((b.allocator, b.allocator != "default"), ("capped", b.capped)) if on)
-        variant = variant or "default"
         yield ctx.row("max_batch", "samples", _single(b.max_batch), b.status, workload=payload.workload,
-                      precision=b.precision, variant=variant)
+                      precision=b.precision, allocator=b.allocator, capped=b.capped)
 
 
 def _single(value: float | None) -> Stat | None:
     """One reading as a statistic of one sample (no spread)."""
     return Stat(value, value, value, value, value, 1) if value is not None else None
-
-
-def _variant_cell(p: WorkloadPoint) -> str:
-    """The variant's name, plus the sequence length of sequence-scaling points and a repeat or probe marker."""
-    marker = [p.sweep] if p.sweep in ("repeat", "probe") else []
-    parts = [p.variant] + ([f"seq={p.seq_len}"] if p.seq_len else []) + marker
-    return ";".join(parts)
 
 
 def _plain_rows(ctx: RowContext, keys: dict, p: WorkloadPoint) -> Iterator[TidyRow]:
@@ -108,44 +105,42 @@ def _plain_rows(ctx: RowContext, keys: dict, p: WorkloadPoint) -> Iterator[TidyR
               ("achieved_flops_fraction", "1", p.achieved_flops_fraction),
               ("achieved_bytes_fraction", "1", p.achieved_bytes_fraction),
               ("gpu_busy_s", "s", p.gpu_busy_s), ("step_syncs", "calls", p.step_syncs)]
+    n = p.step_s.n if p.step_s else None
     for metric, unit, value in values:
         if value is not None:
-            yield TidyRow(ctx.machine, ctx.gpu, ctx.collector, metric=metric, value=float(value), unit=unit,
-                          n=p.step_s.n if p.step_s else None, **keys)
+            yield ctx.plain(metric, unit, value, n, **keys)
 
 
 @exporter("roofline")
 def iter_roofline_rows(ctx: RowContext, payload: RooflinePayload) -> Iterator[TidyRow]:
-    """One group of rows per op (per step) at each profiled batch: the op's name in `variant`, its class
-    in `status`; and the measured time per class (`class_time_s`, the class in `variant`)."""
+    """One group of rows per op (per step) at each profiled batch: the op's name in `op`, its class in
+    `bound`; and the measured time per class (`class_time_s`, the class in `bound`, `op` empty)."""
     for at in payload.profiled():
-        keys = dict(workload=payload.workload, precision=payload.precision, batch=at.batch)
+        keys = dict(workload=payload.workload, precision=payload.precision, batch=at.batch,
+                    **variant_settings(at.variant))
         if at.status != "ok":
             yield ctx.row("op_time_s", "s", None, at.status, **keys)
             continue
         yield from _op_rows(ctx, keys, at.ops)
         for name, seconds in at.class_time_s().items():
-            yield ctx.row("class_time_s", "s", _single(seconds), variant=name, **keys)
+            yield ctx.row("class_time_s", "s", _single(seconds), bound=name, **keys)
 
 
 def _op_rows(ctx: RowContext, keys: dict, ops: list) -> Iterator[TidyRow]:
     for op in ops:
-        yield ctx.row("op_time_s", "s", op.time_s, op.op_class, variant=op.name, **keys)
+        op_keys = dict(keys, op=op.name, bound=op.op_class)
+        yield ctx.row("op_time_s", "s", op.time_s, **op_keys)
         values = [("op_flops", "FLOP", op.flops), ("op_bytes", "B", op.bytes),
                   ("arithmetic_intensity", "FLOP/B", op.intensity), ("op_expected_s", "s", op.expected_s)]
         for metric, unit, value in values:
             if value is not None:  # an op without a FLOP formula has no FLOP or intensity row
-                yield TidyRow(ctx.machine, ctx.gpu, ctx.collector, metric=metric, value=float(value), unit=unit,
-                              n=op.time_s.n, status=op.op_class, variant=op.name, **keys)
+                yield ctx.plain(metric, unit, value, op.time_s.n, **op_keys)
 
 
-def loader_variant(workers: int, prefetch: int | None, pin_memory: bool, persistent: bool = False,
-                   epoch: int | None = None) -> str:
-    """`workers=4,prefetch=2,pin=1,persistent=0` (prefetch `none` with 0 workers), `,epoch=2` for the epoch
-    boundary rows: comma-separated key=value pairs, a stable format for `dict(kv.split("=") ...)`."""
-    text = (f"workers={workers},prefetch={'none' if prefetch is None else prefetch},pin={int(pin_memory)},"
-            f"persistent={int(persistent)}")
-    return text + (f",epoch={epoch}" if epoch is not None else "")
+def loader_settings(workers: int, prefetch: int | None, pin_memory: bool, persistent: bool = False,
+                    epoch: int | None = None) -> dict[str, Any]:
+    """A loader configuration's key cells (prefetch empty with 0 workers; epoch 2 on the epoch-boundary rows)."""
+    return dict(workers=workers, prefetch=prefetch, pin=pin_memory, persistent=persistent, epoch=epoch)
 
 
 @exporter("dataloader")
@@ -153,17 +148,17 @@ def iter_dataloader_rows(ctx: RowContext, payload: DataloaderPayload) -> Iterato
     if payload.status != "ok":
         yield ctx.row("throughput_per_s", "samples/s", None, payload.status)
     for p in payload.points:
-        keys = dict(batch=payload.batch, variant=loader_variant(p.workers, p.prefetch, p.pin_memory))
+        keys = dict(batch=payload.batch, **loader_settings(p.workers, p.prefetch, p.pin_memory))
         yield ctx.row("throughput_per_s", "samples/s", p.samples_per_s, p.status, **keys)
         if p.status == "ok":
             yield from _loader_rows(ctx, keys, p)
     for e in payload.epochs:
-        keys = dict(batch=payload.batch, variant=loader_variant(e.workers, e.prefetch, e.pin_memory, e.persistent, 2))
+        keys = dict(batch=payload.batch, **loader_settings(e.workers, e.prefetch, e.pin_memory, e.persistent, 2))
         for metric, value in (("time_to_first_batch_s", e.second_epoch_first_batch_s), ("epoch_gap_s", e.epoch_gap_s)):
             if e.status != "ok" or value is None:
                 yield ctx.row(metric, "s", None, e.status, **keys)
             else:
-                yield TidyRow(ctx.machine, ctx.gpu, ctx.collector, metric=metric, value=value, unit="s", n=1, **keys)
+                yield ctx.plain(metric, "s", value, 1, **keys)
 
 
 def _loader_rows(ctx: RowContext, keys: dict, p: LoaderPoint) -> Iterator[TidyRow]:
@@ -175,17 +170,22 @@ def _loader_rows(ctx: RowContext, keys: dict, p: LoaderPoint) -> Iterator[TidyRo
               ("host_memory_full_bytes", "B", p.memory_full_bytes, 1)]
     for metric, unit, value, n in values:
         if value is not None:
-            yield TidyRow(ctx.machine, ctx.gpu, ctx.collector, metric=metric, value=float(value), unit=unit, n=n,
-                          **keys)
+            yield ctx.plain(metric, unit, value, n, **keys)
 
 
 def iter_tidy_rows(machine: MachineResults) -> Iterator[TidyRow]:
-    """The rows of one machine, document kind by kind in alphabetical order (stable output)."""
+    """The rows of one machine, document kind by kind in alphabetical order (stable output). A single-GPU
+    collector's figures are of one GPU (`gpu_count` 1; empty on a machine without one)."""
     gpu = machine.gpu_name
-    for _stem, doc in sorted(machine.documents.items()):
+    for stem, doc in sorted(machine.documents.items()):
         builder = EXPORTERS.get(doc.kind)
         if builder is None:
             # Every kind in gpuplan_schema.payloads.PAYLOADS has a builder (a test checks), so this
             # only happens with a newer collector than this planner knows.
             continue
-        yield from builder(RowContext(machine.machine, gpu, doc.collector.name), doc.payload)
+        on_gpu = gpu is not None or getattr(doc.payload, "device", None) == "cuda"
+        ctx = RowContext(machine.machine, gpu, doc.collector.name, gpu_count=1 if on_gpu else None)
+        try:
+            yield from builder(ctx, doc.payload)
+        except ValueError as error:  # a variant name with a setting this planner does not know
+            raise DocumentError(machine.folder / f"{stem}.json", "variant", str(error)) from None

@@ -40,9 +40,9 @@ def render_repeatability(pairs: list[RepeatPair], tables: list | None = None) ->
     """The same configuration measured twice on one machine, by regime and pair by pair; with the accuracy
     tables, how many predictions missed the goal in a regime whose own repeats moved more than the goal."""
     lines = ["Repeatability: configurations each machine measured twice (scope \"same run\": the main batch in "
-             "the batch sweep and again as a variant, and the collector's repeat, minutes apart; \"another lend\": "
-             "the same configuration timed steadily on another lend of the same GPU type, kept under the machine's "
-             "`diagnostics/`); spread = slower / faster − 1.", "",
+             "the batch sweep and again as a variant, and the collector's repeat, minutes apart; \"another host\": "
+             "the same configuration timed steadily on another rented host of the same GPU type, kept under the "
+             "machine's `diagnostics/`); spread = slower / faster − 1.", "",
              "| regime | scope | pairs | median spread | max spread | machines |", "|---|---|---|---|---|---|"]
     lines += [f"| {s.regime} | {s.scope} | {s.n} | {_pct(s.median_spread)} | {_pct(s.max_spread)} | "
               f"{', '.join(s.machines)} |" for s in repeat_summaries(pairs)]

@@ -24,7 +24,7 @@ from planner.model.choice import Choice
 from planner.model.judge import Judgement
 from planner.model.performance import PLAIN_VARIANTS, Prediction
 from planner.model.settings import Settings
-from planner.units import format_number
+from planner.units import format_count, short_rate
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ def build_expected(payload: WorkloadPayload, settings: Settings, choice: Choice,
     if exact is not None:
         e = spread(exact)
         t = exact.throughput_per_s or 0.0
-        basis = f"measured {format_number(t, 4)} with these settings at batch {exact.batch}"
+        basis = f"measured {short_rate(t)} with these settings at batch {format_count(exact.batch)}"
         return Expected(t, t * (1 - e), t * (1 + e), payload.unit, basis, judgement, "measured")
     ratio = choice.ratio
     parts = ""
@@ -93,7 +93,8 @@ def build_expected(payload: WorkloadPayload, settings: Settings, choice: Choice,
                 f"{choice.chosen.point.batch}, in the same regime)"
     if prediction is not None:
         t0, low, high = prediction.throughput_per_s, prediction.band_low, prediction.band_high
-        basis = f"predicted {format_number(t0, 4)} at batch {prediction.batch} ({prediction.precision}, eager)" + \
+        basis = f"predicted {short_rate(t0)} at batch {format_count(prediction.batch)} " \
+                f"({prediction.precision}, eager)" + \
             parts + f"; band −{low:.0%}/+{high:.0%} ({prediction.band_basis})"
         t = t0 * ratio
         return Expected(t, t * (1 - low), t * (1 + high), payload.unit, basis, judgement, "predicted")
@@ -102,7 +103,8 @@ def build_expected(payload: WorkloadPayload, settings: Settings, choice: Choice,
     e = spread(base) + (spread(choice.chosen.point) + spread(choice.baseline.point)
                         if parts and choice.chosen and choice.baseline else 0.0)
     t = base.throughput_per_s * ratio
-    basis = f"measured {format_number(base.throughput_per_s, 4)} at batch {base.batch} ({base.precision}, eager){parts}"
+    basis = (f"measured {short_rate(base.throughput_per_s)} at batch {format_count(base.batch)} "
+             f"({base.precision}, eager){parts}")
     return Expected(t, t * (1 - e), t * (1 + e), payload.unit, basis, judgement, "carried" if parts else "measured")
 
 
@@ -112,8 +114,8 @@ def cap_by_input(expected: Expected, feed_per_s: float | None, feed_what: str) -
         return expected
     j = expected.judgement
     judged = Judgement(BoundKind.INPUT, j.batch, j.precision,
-                       f"{feed_what} feeds at most {format_number(feed_per_s, 3)} {expected.unit}/s, less than the "
-                       f"GPU's {format_number(expected.throughput_per_s, 3)} ({j.label} on its own: {j.how})",
+                       f"{feed_what} feeds at most {short_rate(feed_per_s)} {expected.unit}/s, less than the "
+                       f"GPU's {short_rate(expected.throughput_per_s)} ({j.label} on its own: {j.how})",
                        {}, "input")
     scale = feed_per_s / expected.throughput_per_s
     # the loader's best measured rate is a ceiling: nothing above it, the GPU's own spread below it

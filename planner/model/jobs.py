@@ -11,7 +11,9 @@ The spec is a workload name, a precision, then `key=value` words saying how much
     gpt-small fp8 epochs=2 dataset=openwebtext    fp8 (where the measured GPU ran fp8 matmuls: the plan checks)
 
 Numbers take `_` separators, exponents (`1.28e8`) and the decimal suffixes k, M, B (or G), T.
-A bad spec raises JobError, whose one-line message names the spec and the offending word.
+A bad spec raises JobError, whose one-line message names the spec and the offending word. So does a job
+too small to rank (under one whole sample: every instance would finish it in 0 h for $0), and a token
+count written without a suffix that is below PLAUSIBLE_TOKENS (`tokens=300` is most likely `tokens=300B`).
 """
 
 from __future__ import annotations
@@ -58,6 +60,8 @@ TOKENS_PER_SAMPLE = {"gpt-small": 1024}
 KEYS = ("samples", "tokens", "epochs", "dataset", "seq", "min_batch")
 SUFFIXES = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
 NUMBER = re.compile(r"^(\d[\d_]*(\.\d*)?|\.\d+)(e[+-]?\d+)?([kmbgt]?)$", re.IGNORECASE)
+# A training run reads at least this many tokens; a bare number below it has most likely lost its suffix.
+PLAUSIBLE_TOKENS = 1e6
 
 
 class JobError(DocumentError):
@@ -107,9 +111,22 @@ def parse_job(spec: str) -> Job:
     values = _key_values(spec, [w for w in words if "=" in w])
     tokens_per_sample = _whole(spec, values, "seq") or TOKENS_PER_SAMPLE.get(workload)
     samples, tokens = _amount(spec, workload, values, tokens_per_sample)
+    _check_size(spec, values, samples, tokens)
     return Job(spec=spec, workload=workload, precision=precision, samples=samples, tokens=tokens,
                tokens_per_sample=tokens_per_sample if tokens is not None else None,
                min_batch_per_gpu=_whole(spec, values, "min_batch") or 1)
+
+
+def _check_size(spec: str, values: dict[str, str], samples: float, tokens: float | None) -> None:
+    """Refuse a unit-less token count too small to be meant, and a job of less than one sample."""
+    stated = values.get("tokens", "")
+    if tokens is not None and stated[-1:].isdigit() and "e" not in stated.lower() and tokens < PLAUSIBLE_TOKENS:
+        raise JobError(spec, f"tokens={stated}", f"{stated} tokens is less than a training run reads; "
+                                                 f"did you mean tokens={stated}B? (suffixes k, M, B, T)")
+    if samples < 1:
+        word = next((f"{k}={values[k]}" for k in ("tokens", "samples", "epochs", "dataset") if k in values), "amount")
+        raise JobError(spec, word, f"the job is {samples:.2g} samples, less than one: nothing to rank; "
+                                   "give a larger amount (suffixes k, M, B, T)")
 
 
 def _key_values(spec: str, words: list[str]) -> dict[str, str]:

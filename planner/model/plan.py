@@ -39,6 +39,7 @@ from planner.model.settings import Settings
 from planner.model.split import PLAIN_VARIANTS, machine_rooflines, sibling_compile_points
 from planner.specs import GpuSpec, match_gpu
 from planner.specs.require import require_target
+from planner.units import format_count, short_rate
 
 PLAN_SCHEMA_VERSION = 1
 DEFAULT_TARGETS = ("A100 80GB SXM", "H100 SXM", "H200 SXM", "L40S", "B200")
@@ -112,7 +113,7 @@ def load_source(machine: MachineResults) -> Source:
     name = machine.gpu_name
     spec = match_gpu(name) if name else None
     if spec is None or machine.ceilings is None or not machine.workloads:
-        missing = "a GPU in the catalog" if spec is None else "ceilings.json" if machine.ceilings is None \
+        missing = "catalog entry for its GPU" if spec is None else "ceilings.json" if machine.ceilings is None \
             else "workload documents"
         raise PlanError(str(machine.folder), f"a plan needs a GPU machine's ceilings and workloads: no {missing}")
     return Source(machine, spec, measured_rates(machine.ceilings), machine_rooflines(machine))
@@ -238,11 +239,11 @@ def build_target_batches(source: Source, gpu: GpuSpec, fits: dict, predictions: 
             continue
         knee = predicted_knee(list(mine.values()))
         recs.append(Recommendation(payload.workload, "batch_size", str(knee.batch),
-                                   f"predicted knee: {knee.throughput_per_s:.4g} {payload.unit}/s "
+                                   f"predicted knee: {short_rate(knee.throughput_per_s)} {payload.unit}/s "
                                    f"−{knee.band_low:.0%}/+{knee.band_high:.0%} ({knee.band_basis}), "
                                    f"{knee.bound_there.name}-bound"
                                    f"{'' if gpu.name in source.validated else ', unvalidated'}; "
-                                   f"fits under the memory model's {safe} (5% margin)", str(knee.batch)))
+                                   f"fits under the memory model's {format_count(safe)} (5% margin)", str(knee.batch)))
     return recs
 
 

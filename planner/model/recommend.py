@@ -17,6 +17,7 @@ from gpuplan_schema.payloads import WorkloadPayload, WorkloadPoint
 from planner.model.choice import Choice, Trial, ties
 from planner.model.dataloader_verdict import FeedVerdict
 from planner.model.memory import SAFETY_MARGIN, MemoryFit
+from planner.units import format_count, short_rate
 
 KNEE = 0.05            # the knee: the smallest batch within 5% of the best measured throughput
 WARMUP_FRACTION = 0.05  # linear warm-up over the first 5% of steps when the learning rate is scaled up
@@ -90,16 +91,18 @@ def recommend_precision(payload: WorkloadPayload, choice: Choice, not_applied: s
         return None
     unit = payload.unit
     fp32 = next((t for t in choice.candidates if t.precision == "fp32" and not t.compiled), None)
-    figures = "; ".join(f"{t.name} {t.throughput:.4g}" for t in sorted(choice.candidates, key=lambda t: -t.throughput))
+    by_speed = sorted(choice.candidates, key=lambda t: -t.throughput)
+    figures = "; ".join(f"{t.name} {short_rate(t.throughput)}" for t in by_speed)
     if not choice.applies:
         why = f"the trials at batch {chosen.point.batch} do not apply at the recommended batch ({not_applied}): the " \
               f"sweep's {chosen.precision} is kept (measured there: {figures} {unit}/s)"
     elif choice.tied:
-        why = f"ties with the fastest, {best.name} ({best.throughput:.4g} against {chosen.throughput:.4g} {unit}/s, " \
-              f"within their measured spread), and is simpler (at batch {best.point.batch}: {figures} {unit}/s)"
+        why = f"ties with the fastest, {best.name} ({short_rate(best.throughput)} against " \
+              f"{short_rate(chosen.throughput)} {unit}/s, within their measured spread), and is simpler " \
+              f"(at batch {best.point.batch}: {figures} {unit}/s)"
     else:
         vs = f", {chosen.throughput / fp32.throughput:.2f}× fp32's" if fp32 and fp32 is not chosen else ""
-        why = f"fastest at batch {chosen.point.batch}: {chosen.throughput:.4g} {unit}/s{vs} ({figures})"
+        why = f"fastest at batch {chosen.point.batch}: {short_rate(chosen.throughput)} {unit}/s{vs} ({figures})"
     return Recommendation(payload.workload, "precision", HOW.get(chosen.precision, chosen.precision), why,
                           chosen.precision)
 
@@ -108,13 +111,14 @@ def recommend_batch(payload: WorkloadPayload, knee: Knee, fit: MemoryFit | None,
                     reference: int, sweep_precision: str = "bf16") -> list[Recommendation]:
     memory = ""
     if fit and card_bytes:
-        memory = (f"; the memory model puts the boundary at {fit.max_batch(card_bytes)} "
+        memory = (f"; the memory model puts the boundary at {format_count(fit.max_batch(card_bytes))} "
                   f"({'measured' if fit.usable_measured else 'assumed usable memory'}), {SAFETY_MARGIN:.0%} margin "
-                  f"→ at most {fit.safe_batch(card_bytes)}")
+                  f"→ at most {format_count(fit.safe_batch(card_bytes))}")
     out = [Recommendation(payload.workload, "batch_size", str(knee.batch),
-                          f"the throughput knee of the {sweep_precision} sweep: {knee.throughput_per_s:.4g} "
-                          f"{payload.unit}/s, within {KNEE:.0%} of the best measured ({knee.best_throughput_per_s:.4g}"
-                          f" at batch {knee.best_batch}){memory}", str(knee.batch))]
+                          f"the throughput knee of the {sweep_precision} sweep: {short_rate(knee.throughput_per_s)} "
+                          f"{payload.unit}/s, within {KNEE:.0%} of the best measured ("
+                          f"{short_rate(knee.best_throughput_per_s)} at batch {format_count(knee.best_batch)}){memory}",
+                          str(knee.batch))]
     if knee.batch > reference:
         ratio = knee.batch / reference
         out.append(Recommendation(payload.workload, "learning_rate",
@@ -162,7 +166,7 @@ def recommend_variants(payload: WorkloadPayload, precision: str, choice: Choice)
         on = not ties(Trial(base), Trial(other)) and gain > 0
         out.append(Recommendation(payload.workload, setting, "yes" if on else "either",
                                   f"{on_means} gives {gain:+.1%} throughput at batch {base.batch} "
-                                  f"({base.throughput_per_s:.4g} against {other.throughput_per_s:.4g} "
+                                  f"({short_rate(base.throughput_per_s)} against {short_rate(other.throughput_per_s)} "
                                   f"{payload.unit}/s{'' if on else ', within their measured spread'})",
                                   "true" if on else "either", gain))
     return out

@@ -26,7 +26,7 @@ from gpuplan_schema.results import MachineResults
 from planner.model.performance import source_bound
 from planner.model.split import machine_rooflines
 
-SAME_RUN, ANOTHER_LEND = "same run", "another lend"
+SAME_RUN, ANOTHER_LEND = "same run", "another host"  # another rented host of the same GPU type
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from gpuplan_schema.results import MachineResults
 from gpuplan_schema.stats import Stat
 from planner.model.assumed_scaling import Scaling, ScalingProvider, assumed_scaling
 from planner.specs import InstanceSpec, match_gpu
+from planner.units import short_rate
 
 ASSUMED_EFFICIENCY = 0.875
 ASSUMED_NOTE = "assumed: the seed analyses' 4 GPUs → 3–4× (0.875, the midpoint); not measured on this machine"
@@ -121,7 +122,7 @@ class MachineScaling:
         if point is not None and point.efficiency is not None:
             return ScalingEstimate(point.efficiency, "measured",
                                    f"measured: DDP on {gpus} GPUs at per-GPU batch {point.per_gpu_batch}, "
-                                   f"{point.throughput_per_s:.4g} samples/s")
+                                   f"{short_rate(point.throughput_per_s)} samples/s")
         all_reduce = self.bus.get("all_reduce")
         if all_reduce is not None and all_reduce.gpus == gpus and step_s and gradient_bytes:
             comm_s = gradient_bytes / all_reduce.algbw_at(DDP_BUCKET_BYTES)

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from planner.model.network import NET_EFFICIENCY
 from planner.model.nodes import NetworkInputs, NodeRow
 from planner.model.ranking import OK
+from planner.render.fit import DEFAULT_WIDTH, wrap
 
 
 def ok_rows(rows: Iterable[NodeRow], bases: Iterable[str] | None = None) -> list[NodeRow]:
@@ -33,8 +34,9 @@ def render_node_markdown(rows: list[NodeRow]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_node_text(rows: list[NodeRow], top: int) -> list[str]:
-    """The `top` cheapest instances at one node, each with its node counts on one line."""
+def render_node_text(rows: list[NodeRow], top: int, width: int = DEFAULT_WIDTH) -> list[str]:
+    """The `top` cheapest instances at one node, each with its node counts on one line (where `width` holds
+    them; else the instance and its network, then the node counts wrapped under them)."""
     by_base: dict[str, list[NodeRow]] = {}
     for r in rows:
         by_base.setdefault(r.base, []).append(r)
@@ -45,5 +47,10 @@ def render_node_text(rows: list[NodeRow], top: int) -> list[str]:
     for base in bases:
         cells = [f"{r.nodes}×: {r.ranked.hours:.1f} h ${r.ranked.cost_usd:,.0f} ({r.ranked.scaling_efficiency:.0%})"
                  + (" ← stops paying" if r.knee else "") for r in by_base[base]]
-        out.append(f"   {base:<26} {by_base[base][0].network:<26} " + " · ".join(cells))
+        line = f"   {base:<26} {by_base[base][0].network:<26} " + " · ".join(cells)
+        if len(line) <= width:
+            out.append(line)
+        else:
+            whole = [c.replace(" ", "\u00a0") for c in cells]  # no break inside a node count's cell
+            out += [f"   {base}  {by_base[base][0].network}", *wrap(" · ".join(whole), width, " " * 6, "")]
     return out

@@ -2,7 +2,9 @@
 
 The ranking shows the optional fields other parts of the model add when present (error ranges
 `hours_low/high`, `cost_low/high`, node counts, an 'unvalidated' GPU flag, what limits the instance),
-read with getattr so that the table works with and without them.
+read with getattr so that the table works with and without them. Both fit a width (planner/render/fit.py):
+the capacity table splits its targets over several tables, the ranking leaves out its least important
+columns (what limits, the ranges, the efficiency) and says so.
 """
 
 from __future__ import annotations
@@ -12,36 +14,34 @@ from collections import Counter
 
 from planner.model.plan import Capacity, Plan
 from planner.model.ranking import OK, UNCHECKED_MARK, UNCHECKED_WORDS, RankedInstance
+from planner.render.fit import DEFAULT_WIDTH, chunk_columns, fit_table, wrap
+from planner.units import format_count
 
 BOUND = re.compile(r"(compute|memory|overhead|input|launch)[- ]bound")
 
 
-def render_table(rows: list[list[str]], right: set[int]) -> list[str]:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
-            .rstrip() for r in rows]
-
-
 def short_count(n: int | None) -> str:
-    """Batches up to 6 digits as they are; larger ones as 1.05M (the table stays narrow)."""
+    """Batches up to 6 digits whole (format_count); larger ones as 1.05M (the table stays narrow)."""
     if n is None:
         return "-"
-    return str(n) if n < 1_000_000 else f"{n / 1e6:.3g}M"
+    return format_count(n) if n < 1_000_000 else f"{n / 1e6:.3g}M"
 
 
-def render_capacity_table(plan: Plan) -> list[str]:
-    """One row per workload × precision: per target the largest batch with the default allocator / with
-    expandable segments (where the source measured it), and the recommended batch."""
-    head = ["workload", "precision", *(f"{t.name} max" for t in plan.targets), "recommended"]
+def render_capacity_table(plan: Plan, width: int = DEFAULT_WIDTH) -> list[str]:
+    """One row per workload × precision: the recommended batch, then per target the largest batch with the
+    default allocator / with expandable segments (where the source measured it); the targets over several
+    tables where one is wider than `width`."""
+    head = ["workload", "precision", "recommended", *(t.name for t in plan.targets)]
     rows = [head]
     measured = plan.targets[0]
     keys = list(dict.fromkeys((c.workload, c.precision) for c in measured.capacity))
     for workload, precision in keys:
         cells = [_max_cell([c for c in t.capacity if (c.workload, c.precision) == (workload, precision)])
                  for t in plan.targets]
-        rows.append([workload, precision, *cells, _recommended(plan, workload, precision, keys)])
-    return ["Largest batch that fits (default allocator / expandable segments; recommended = the measured "
-            "knee, at the recommended precision)", *render_table(rows, set(range(2, len(head))))]
+        rows.append([workload, precision, _recommended(plan, workload, precision, keys), *cells])
+    title = wrap("Largest batch that fits, per target (default allocator / expandable segments; recommended = "
+                 "the measured knee, at the recommended precision)", width)
+    return [*title, *chunk_columns(rows, 3, set(range(2, len(head))), width)]
 
 
 def _recommended(plan: Plan, workload: str, precision: str, keys: list[tuple[str, str]]) -> str:
@@ -51,10 +51,10 @@ def _recommended(plan: Plan, workload: str, precision: str, keys: list[tuple[str
     if settings is None or settings.batch is None:
         return ""
     if settings.precision == precision:
-        return str(settings.batch)
+        return format_count(settings.batch)
     first = next(p for w, p in keys if w == workload)
     has_row = (workload, settings.precision) in keys
-    return f"{settings.batch} ({settings.precision})" if not has_row and precision == first else ""
+    return f"{format_count(settings.batch)} ({settings.precision})" if not has_row and precision == first else ""
 
 
 def _max_cell(capacity: list[Capacity]) -> str:
@@ -63,19 +63,24 @@ def _max_cell(capacity: list[Capacity]) -> str:
     return short_count(default) + (f" / {short_count(expandable)}" if expandable is not None else "")
 
 
-def _range(value: float, low: float | None, high: float | None, fmt: str) -> str:
-    text = format(value, fmt)
-    return f"{text} ({format(low, fmt)}–{format(high, fmt)})" if low is not None and high is not None else text
+def _range(low: float | None, high: float | None, fmt: str) -> str:
+    return f"{format(low, fmt)}–{format(high, fmt)}" if low is not None and high is not None else ""
+
+
+RANKING_HEAD = ["", "instance", "GPUs", "hours", "hours range", "cost", "cost range", "eff.", "limited by"]
+RANKING_RIGHT = {3, 4, 5, 6, 7}
+RANKING_DROP = (8, 4, 6, 7)  # narrow: what limits first, then the ranges, then the efficiency
 
 
 def ranking_row(r: RankedInstance) -> list[str]:
     flag = f" {UNCHECKED_MARK}" if r.unchecked else ""
     nodes = getattr(r, "nodes", None) or getattr(r, "node_count", None)
     gpus = f"{r.gpu_count} × {r.gpu}{flag}" + (f" ({nodes} nodes)" if nodes and nodes > 1 else "")
-    hours = _range(r.hours, getattr(r, "hours_low", None), getattr(r, "hours_high", None), ",.1f")
-    cost = "$" + _range(r.cost_usd, getattr(r, "cost_low", None), getattr(r, "cost_high", None), ",.0f")
+    hours = _range(getattr(r, "hours_low", None), getattr(r, "hours_high", None), ",.1f")
+    cost = _range(getattr(r, "cost_low", None), getattr(r, "cost_high", None), ",.0f")
     eff = f"{r.scaling_efficiency:.0%}{'' if r.scaling_measured else '~'}" if r.scaling_efficiency else "-"
-    return ["★" if r.pareto else "", r.instance, gpus, hours, cost, eff, limit_of(r)]
+    return ["★" if r.pareto else "", r.instance, gpus, f"{r.hours:,.1f}", hours, f"${r.cost_usd:,.0f}",
+            f"${cost}" if cost else "", eff, limit_of(r)]
 
 
 def limit_of(r: RankedInstance) -> str:
@@ -88,25 +93,28 @@ def limit_of(r: RankedInstance) -> str:
     return f"{found.group(1)}-bound" if found else ""
 
 
-def render_ranking_table(plan: Plan, top: int) -> list[str]:
+def render_ranking_table(plan: Plan, top: int, width: int = DEFAULT_WIDTH) -> list[str]:
     """The instances that run the job, cheapest first, top `top`, the Pareto front marked ★; then counts."""
     assert plan.job is not None
     ok = [r for r in plan.ranking if r.status == OK]
     shown = ok[:top]
-    head = [f"Instances for '{plan.job.spec}' ({plan.job.samples:,.0f} samples): {len(ok)} can run it, cheapest "
-            "first; ★ = no other is both faster and cheaper"]
+    head = wrap(f"Instances for '{plan.job.spec}' ({format_count(plan.job.samples)} samples): {len(ok)} can run it, "
+                "cheapest first; ★ = no other is both faster and cheaper", width)
     if not shown:
-        return [*head, "   none: " + "; ".join(sorted({r.reason for r in plan.ranking}))[:300]]
-    rows = [["", "instance", "GPUs", "hours", "cost", "eff.", "limited by"], *(ranking_row(r) for r in shown)]
-    lines = head + ["   " + line for line in render_table(rows, {3, 4, 5})]
+        return [*head, *wrap("none: " + "; ".join(sorted({r.reason for r in plan.ranking}))[:300], width, "   ")]
+    lines, dropped = fit_table([RANKING_HEAD, *(ranking_row(r) for r in shown)], RANKING_RIGHT, width, RANKING_DROP,
+                               "   ")
+    lines = head + lines
     rest = len(ok) - len(shown)
     pareto_rest = sum(r.pareto for r in ok[top:])
     if rest:
-        lines.append(f"   … {rest} more run it ({pareto_rest} of them ★); --top {len(ok)} lists them all")
+        lines += wrap(f"… {rest} more run it ({pareto_rest} of them ★); --top {len(ok)} lists them all", width, "   ")
     cannot = Counter(r.status.replace("_", " ") for r in plan.ranking if r.status != OK)
     if cannot:
-        lines.append("   cannot run it: " + ", ".join(f"{n} {s}" for s, n in cannot.most_common()))
-    notes = ["eff. = data-parallel efficiency (~ assumed, not measured)"]
+        lines += wrap("cannot run it: " + ", ".join(f"{n} {s}" for s, n in cannot.most_common()), width, "   ")
+    notes = ["eff. = data-parallel efficiency (~ assumed, not measured)"] if "eff." not in dropped else []
     if any(r.unchecked for r in shown):
         notes.append(UNCHECKED_WORDS)
-    return [*lines, "   " + "; ".join(notes)]
+    if dropped:
+        notes.append(f"left out at {width} columns: {', '.join(dict.fromkeys(dropped))} (a wider terminal shows them)")
+    return [*lines, *wrap("; ".join(notes), width, "   ")]

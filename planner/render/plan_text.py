@@ -4,6 +4,9 @@ Order: per workload, the settings to run it with on the measured GPU and what to
 one line per other target; with `--job`, the job's workload and then the instance ranking as a table;
 then the compact capacity table (workload × precision: the largest batch with each allocator, on each
 target). `--verbose` adds, after that, every figure and reason the plan holds (`render_plan_detail`).
+
+Every line fits `width` (the CLI passes the terminal's, planner/render/fit.py): reasons wrap under a hanging
+indent, tables narrow. Rates are short_rate's (10.5M), counts format_count's (1 048 576).
 """
 
 from __future__ import annotations
@@ -11,9 +14,10 @@ from __future__ import annotations
 from planner.model.answer import WorkloadAnswer, build_answers
 from planner.model.plan import Plan
 from planner.model.ranking import UNCHECKED_MARK, UNCHECKED_WORDS
+from planner.render.fit import DEFAULT_WIDTH, render_table, wrap, wrap_all
 from planner.render.node_table import ok_rows, render_node_text
 from planner.render.plan_tables import render_capacity_table, render_ranking_table
-from planner.units import short_rate
+from planner.units import format_count, short_rate
 
 DEFAULT_TOP = 15
 PRECISION_WORDS = {"bf16": "bf16 autocast", "fp16": "fp16 autocast + GradScaler", "tf32": "tf32", "fp32": "fp32"}
@@ -22,7 +26,12 @@ PRECISION_WORDS = {"bf16": "bf16 autocast", "fp16": "fp16 autocast + GradScaler"
 NODE_TOP = 5  # multi-node instances shown across node counts, cheapest on one node first
 
 
-def render_plan_text(plan: Plan, *, verbose: bool = False, top: int = DEFAULT_TOP) -> str:
+def render_plan_text(plan: Plan, *, verbose: bool = False, top: int = DEFAULT_TOP, width: int = DEFAULT_WIDTH) -> str:
+    return "\n".join(wrap_all(render_plan_lines(plan, verbose, top, width), width))
+
+
+def render_plan_lines(plan: Plan, verbose: bool, top: int, width: int) -> list[str]:
+    """The plan's lines, tables already fitted to `width`; render_plan_text wraps what is still wider."""
     answers = build_answers(plan)
     measured = next(t for t in plan.targets if t.is_source)
     lines = [f"Plan from {plan.machine} ({plan.source_gpu.name}, measured): settings first; "
@@ -34,20 +43,20 @@ def render_plan_text(plan: Plan, *, verbose: bool = False, top: int = DEFAULT_TO
     if plan.job:
         order = [w for w in order if w == plan.job.workload] + [w for w in order if w != plan.job.workload]
         lines += render_workload(plan, plan.job.workload, answers)
-        lines += ["", *render_ranking_table(plan, top)]
+        lines += ["", *render_ranking_table(plan, top, width)]
         nodes = ok_rows(plan.node_ranking)
         if nodes:
             lines += ["", "Across nodes (the network between them from the catalog, efficiency from "
-                      "planner/model/network.py; docs/multinode.md):", *render_node_text(nodes, NODE_TOP)]
+                      "planner/model/network.py; docs/multinode.md):", *render_node_text(nodes, NODE_TOP, width)]
         order = order[1:] if order and order[0] == plan.job.workload else order
     for workload in order:
         lines += render_workload(plan, workload, answers)
     if any(not t.validated for t in plan.targets):
         lines += ["", UNCHECKED_WORDS]
-    lines += ["", *render_capacity_table(plan)]
+    lines += ["", *render_capacity_table(plan, width)]
     if verbose:
-        lines += ["", *render_plan_detail(plan)]
-    return "\n".join(lines)
+        lines += ["", *render_plan_detail(plan, width)]
+    return lines
 
 
 def render_workload(plan: Plan, workload: str, answers: list[WorkloadAnswer]) -> list[str]:
@@ -70,7 +79,7 @@ def render_workload(plan: Plan, workload: str, answers: list[WorkloadAnswer]) ->
         expected = f" → {throughput_range(a)} {a.expected.unit}/s, {a.expected.bound_words.split(' (')[0]}" \
             if a.expected else " → no prediction"
         mark = "" if a.validated else f" {UNCHECKED_MARK}"
-        out.append(f"   on {where}{mark} ({how}): batch {a.settings.batch}{expected}")
+        out.append(f"   on {where}{mark} ({how}): batch {format_count(a.settings.batch)}{expected}")
     answered = {a.target for a in mine}
     for t in plan.targets:
         if t.name not in answered:
@@ -98,7 +107,8 @@ def render_summary_line(a: WorkloadAnswer) -> str:
 
 def settings_line(a: WorkloadAnswer) -> str:
     s = a.settings
-    parts = [f"batch {s.batch}" if s.batch else "batch unmeasured", PRECISION_WORDS.get(s.precision, s.precision)]
+    parts = [f"batch {format_count(s.batch)}" if s.batch else "batch unmeasured",
+             PRECISION_WORDS.get(s.precision, s.precision)]
     if s.torch_compile:
         parts.append(f"torch.compile ({s.compile_gain:+.0%})" if s.compile_gain is not None else "torch.compile")
     elif s.compile_gain is not None:
@@ -121,18 +131,22 @@ def throughput_range(a: WorkloadAnswer) -> str:
     return low if low == high else f"{low}–{high}"
 
 
-def render_plan_detail(plan: Plan) -> list[str]:
-    """Every figure and reason, one per line: each target's capacity and recommendations, the presets."""
+def render_plan_detail(plan: Plan, width: int = DEFAULT_WIDTH) -> list[str]:
+    """Every figure and reason: each target's capacity (a table) and recommendations (one reason each, wrapped),
+    the presets (YAML; a long comment wraps as comment lines)."""
     lines = ["== Detail: every figure and reason"]
     for t in plan.targets:
         head = "measured here" if t.is_source else "predicted"
         lines += ["", f"== {t.name} ({t.gpu_count} × {t.gpu.name}, {head})"]
-        for c in t.capacity:
-            allocator = " with expandable segments" if c.allocator == "expandable_segments" else ""
-            lines.append(f"   max batch {c.workload:<13} {c.precision:<5} {c.max_batch:>9}   "
-                         f"(recommended ≤ {c.safe_batch}){allocator}")
+        rows = [["workload", "precision", "allocator", "max batch", "recommended ≤"]]
+        rows += [[c.workload, c.precision, "expandable" if c.allocator == "expandable_segments" else "default",
+                  format_count(c.max_batch), format_count(c.safe_batch)] for c in t.capacity]
+        if t.capacity:
+            lines += ["   " + line for line in render_table(rows, {3, 4})]
         for r in t.recommendations:
-            lines.append(f"   {r.workload:<13} {r.setting} = {r.value}: {r.reason}")
+            lines += wrap(f"{r.workload}: {r.setting} = {r.value}: {r.reason}", width, "   ", "    ")
         for yaml in t.presets.values():
-            lines += ["", *("   " + line for line in yaml.splitlines())]
+            lines.append("")
+            for line in yaml.splitlines():
+                lines += wrap(line, width, "   ", "  # ") if line.startswith("#") else ["   " + line]
     return lines
