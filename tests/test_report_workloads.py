@@ -19,7 +19,7 @@ from gpuplan_schema.schema import load_document
 from planner.charts.base import build_memory_chart, build_sequence_chart, build_throughput_chart, with_width
 from planner.model.bounds import BoundKind
 from planner.model.plan import report_plan
-from planner.model.workload_verdict import gpu_memory_bytes, judged_point
+from planner.model.workload_verdict import gpu_memory_bytes, plain_point
 from planner.render.report import render_report, render_report_html
 from planner.report.frame import NotCollectedSection, build_report, build_report_for
 from planner.report.workloads import WorkloadSection, build_workload_section, build_workload_sections
@@ -74,7 +74,8 @@ def gpt_section(report_sections: list) -> WorkloadSection:
 
 def test_html_and_pdf_name_the_workload_its_verdict_and_the_bf16_batch_32_throughput(h100_report, gpt):
     html, pdf = h100_report
-    throughput = f"{format_number(judged_point(gpt, 32).throughput_per_s)} sequences/s"  # the verdict's point
+    # the verdict's point: the plan's judged batch and precision, the default-variant trial there
+    throughput = f"{format_number(plain_point(gpt, 32, 'bf16').throughput_per_s)} sequences/s"
     for text in (visible(html), pdf):
         assert "Workload: gpt-small" in text
         assert "Verdict: compute-bound at bf16, batch 32" in text  # the per-op split: 61% math-bound ops

@@ -37,18 +37,19 @@ def render_plan_lines(plan: Plan, verbose: bool, top: int, width: int) -> list[s
     lines = [f"Plan from {plan.machine} ({plan.source_gpu.name}, measured): settings first; "
              f"{'every figure follows' if verbose else '--verbose for every figure and reason'}"]
     order = list(measured.settings)
-    if not plan.job:  # the whole answer on the first screen, whatever the number of workloads
+    job = plan.job if plan.job_asked else None  # the default jobs' rankings are the report's and the JSON's
+    if not job:  # the whole answer on the first screen, whatever the number of workloads
         lines += ["", "The answer, one line per workload (the blocks below say why):",
                   *(render_summary_line(a) for a in answers if a.measured and a.workload in order)]
-    if plan.job:
-        order = [w for w in order if w == plan.job.workload] + [w for w in order if w != plan.job.workload]
-        lines += render_workload(plan, plan.job.workload, answers)
+    if job:
+        order = [w for w in order if w == job.workload] + [w for w in order if w != job.workload]
+        lines += render_workload(plan, job.workload, answers)
         lines += ["", *render_ranking_table(plan, top, width)]
         nodes = ok_rows(plan.node_ranking)
         if nodes:
             lines += ["", "Across nodes (the network between them from the catalog, efficiency from "
                       "planner/model/network.py; docs/multinode.md):", *render_node_text(nodes, NODE_TOP, width)]
-        order = order[1:] if order and order[0] == plan.job.workload else order
+        order = order[1:] if order and order[0] == job.workload else order
     for workload in order:
         lines += render_workload(plan, workload, answers)
     if any(not t.validated for t in plan.targets):
