@@ -23,6 +23,7 @@ from planner.model.accuracy_markdown import (
     render_regimes,
     render_repeatability,
 )
+from planner.model.coverage import TARGET_COVERAGE, band_coverage, overall
 from planner.model.crossarch import build_crosscheck
 from planner.model.repeatability import ANOTHER_LEND, SAME_RUN, all_repeat_pairs, repeat_summaries
 from planner.model.workload_verdict import main_batch
@@ -302,6 +303,13 @@ def accuracy_summary(machines: list[MachineResults]) -> str:
                  f"another rented host of the same GPU type a host-bound step moved by a median "
                  f"{other.median_spread:.0%}, at most {other.max_spread:.0%}: that part of the step is the host's, "
                  f"not the GPU's. {misses} (docs/accuracy.md).")
+    groups = band_coverage([a, b], [check])
+    inside, n = overall(groups)
+    widths = "; ".join(f"{g.scope}, {g.regime}: ±{g.median_half_width:.0%} (target ±{g.width_target:.0%}: "
+                       f"{_verdict(g.median_half_width, g.width_target)})" for g in groups)
+    lines.append(f"- **Bands, held out**: {inside} of {n} measurements inside the band their prediction would have had "
+                 f"without them, {inside / n:.0%}, target at least {TARGET_COVERAGE:.0%}: "
+                 f"{'**met**' if inside / n >= TARGET_COVERAGE else '**missed**'}; median half-widths {widths}.")
     return "\n".join(lines) + "\n"
 
 

@@ -12,7 +12,7 @@ from gpuplan_schema.payloads import WorkloadPayload
 from gpuplan_schema.stats import summarize
 from planner.model.accuracy import WORST_ERROR, iter_accuracy_tables
 from planner.model.accuracy_markdown import render_accuracy_markdown
-from planner.model.bands import FLOOR, BandTable, band_table_for
+from planner.model.bands import band_table_for
 from planner.model.bound import HOST_MARGIN, bound_of, host_limited
 from planner.model.performance import Rates, scale_factor
 from planner.model.repeatability import (
@@ -96,12 +96,11 @@ def test_a_pair_is_one_configuration_timed_twice(h100):
     assert floor_for([pair], "gpt-small", "latency") is None
 
 
-def test_bands_are_never_narrower_than_the_regimes_repeat_spread(results_machines):
-    table = BandTable({(True, "host"): [0.01], (True, "math"): [0.01]}, {"host": 0.19, "math": 0.007})
-    assert table.band(True, "host").low == pytest.approx(0.19) and table.band(True, "host").high == pytest.approx(0.19)
-    assert table.band(True, "math").low == FLOOR
+def test_a_host_set_step_gets_the_spread_measured_between_two_hosts(results_machines):
     real = band_table_for(results_machines)
-    assert real.repeat_spread["host"] > 0.10 and real.band(True, "host").low >= real.repeat_spread["host"]
+    spreads = [p.spread for p in all_repeat_pairs(results_machines) if p.scope == ANOTHER_LEND and p.regime == "host"]
+    assert real.host_spread == max(spreads) > 0.10
+    assert real.band(True, 1.0).high >= real.host_spread and real.band(True, 0.0).high < real.host_spread
 
 
 def test_the_accuracy_page_says_which_misses_one_measurement_cannot_check(results_machines):

@@ -8,7 +8,7 @@ import statistics
 import pytest
 
 from planner.model.assumed_scaling import assumed_scaling
-from planner.model.bands import FLOOR, NO_COMPARABLE, NO_COMPARABLE_BASIS, BandTable, band_table_for
+from planner.model.bands import FLOOR, NO_COMPARABLE, NO_COMPARABLE_BASIS, BandTable, Residual, band_table_for
 from planner.model.crossarch import build_crosscheck
 from planner.model.host import LoaderFeed, feed_limit, load_feed
 from planner.model.jobs import parse_job
@@ -16,29 +16,41 @@ from planner.model.plan import build_plan, plan_to_json
 from planner.model.ranking import Estimate, rank_one
 from planner.specs import load_gpu_catalog, load_instances
 from planner.specs.published import load_published
+from planner.units import short_rate
 
 
-def test_a_band_spans_the_comparable_residuals_and_only_those():
-    # predicted 25% too high once and 10% too low once, memory-bound, same architecture
-    table = BandTable({(True, "memory"): [0.25, -0.10]})
-    band = table.band(True, "memory")
+def test_a_band_spans_the_comparable_gpu_set_residuals_and_only_those():
+    # predicted 25% too high once and 10% too low once, GPU-set (host share 2%), same architecture; a host-set
+    # residual (host share 80%) says nothing about the GPU part
+    table = BandTable([Residual(True, 0.02, 0.25), Residual(True, 0.02, -0.10), Residual(True, 0.8, 0.9)])
+    band = table.band(True)
     assert band.low == pytest.approx(1 - 1 / 1.25)      # a measurement fell 20% below the prediction
     assert band.high == pytest.approx(1 / 0.9 - 1)      # and one 11% above
-    assert "2 measured memory-bound" in band.basis
-    other = table.band(False, "memory")
+    assert "2 measured GPU-set" in band.basis
+    other = table.band(False)
     assert (other.low, other.high, other.basis) == (NO_COMPARABLE, NO_COMPARABLE, NO_COMPARABLE_BASIS)
 
 
 def test_a_band_is_never_narrower_than_the_floor():
-    band = BandTable({(True, "math"): [0.001]}).band(True, "math")
+    band = BandTable([Residual(True, 0.0, 0.001)]).band(True)
     assert band.low == FLOOR and band.high == FLOOR
+
+
+def test_the_host_share_of_a_step_widens_its_band_by_what_two_hosts_moved_apart():
+    table = BandTable([Residual(True, 0.0, 0.05), Residual(True, 0.0, -0.05)], host_spread=0.6)
+    gpu, host = table.band(True, 0.0), table.band(True, 0.5)
+    assert host.high == pytest.approx(gpu.high + 0.5 * 0.6)
+    assert host.low == pytest.approx(gpu.low + 1 - 1 / 1.3)
+    assert "50% host share × 60%" in host.basis and "host share" not in gpu.basis
 
 
 def test_the_committed_bands_come_from_the_h100_h200_rows_and_the_published_check(h100, h200):
     table = band_table_for([h100, h200])
-    assert table.residuals[(True, "math")]                  # gpt-small's roofline rows, H100 ↔ H200
-    assert table.residuals[(False, "memory")]                # ResNet-50 bf16 against Lambda's A100, A10…
-    assert table.band(False, "latency").basis == NO_COMPARABLE_BASIS
+    same = {r.group for r in table.residuals if r.same_architecture}
+    assert {"gpt-small", "resnet50", "H200 SXM"} <= same     # H100 ↔ H200 rows, and the published H200 row
+    assert {"A100 80GB SXM", "A10"} <= {r.group for r in table.residuals if not r.same_architecture}
+    assert table.host_spread > 0.5   # host-set steps moved this far apart between two hosts of one GPU type
+    assert table.band(True, 0.9).high > 3 * table.band(True, 0.0).high
 
 
 def test_four_vcpus_are_input_bound_at_the_measured_loader_rate(h100):
@@ -125,6 +137,10 @@ def test_the_reports_predictions_show_each_band_and_mark_unvalidated_gpus(h100, 
     html = render_report_html(build_report(h100, plan))
     l40s = next(t for t in plan.targets if t.gpu.name == "L40S")
     assert not l40s.validated and "L40S (unvalidated: no published check covers this GPU)" in html
-    p = next(p for p in l40s.predictions if p.workload == "resnet50" and p.batch == 256 and p.variant == "default"
-             and p.precision == "bf16")
-    assert f'title="{p.band_basis}">−{p.band_low * 100:.0f}% / +{p.band_high * 100:.0f}%' in html
+    # each workload at the settings recommended there: the expected range, what it rests on, why it is wide
+    section = html[html.index("L40S (unvalidated"):]
+    section = section[:section.index("</table>")]
+    for workload, x in l40s.expected.items():
+        cell = f'title="{x.band_basis}">{short_rate(x.low_per_s)}–{short_rate(x.high_per_s)}'
+        assert cell in section, workload
+        assert (f"<small>{x.wide_note}</small>" in section) == (x.half_width > 0.25)

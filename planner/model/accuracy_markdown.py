@@ -15,6 +15,7 @@ from planner.model.accuracy import (
     regime_summaries,
     render_markdown,
 )
+from planner.model.coverage import TARGET_COVERAGE, CoverageGroup, band_coverage, overall
 from planner.model.crossarch import CrossCheck, build_crosscheck
 from planner.model.repeatability import RepeatPair, all_repeat_pairs, floor_for, repeat_summaries
 
@@ -89,6 +90,19 @@ def _signed(value: float | None) -> str:
     return "–" if value is None else f"{value:+.1%}"
 
 
+def render_coverage(groups: list[CoverageGroup]) -> str:
+    """The bands checked on residuals they were not built from (planner/model/coverage.py), against the targets."""
+    inside, n = overall(groups)
+    lines = [f"**Bands, held out** (each residual against the band built without its workload or published GPU): "
+             f"{inside} of {n} measurements inside their band, {inside / n:.0%} (target ≥ {TARGET_COVERAGE:.0%}: "
+             f"{'met' if inside / n >= TARGET_COVERAGE else 'missed'}).", "",
+             "| scope | regime | measurements | inside | coverage | median half-width | width target |",
+             "|---|---|---|---|---|---|---|"]
+    lines += [f"| {g.scope} | {g.regime} | {g.n} | {g.inside} | {g.coverage:.0%} | ±{g.median_half_width:.1%} "
+              f"| ±{g.width_target:.0%}: {'met' if g.meets_width else 'missed'} |" for g in groups]
+    return "\n".join(lines) + "\n"
+
+
 def render_accuracy_markdown(machines: Sequence[MachineResults]) -> str:
     """Every accuracy table of the loaded machines, as markdown."""
     tables = iter_accuracy_tables(machines)
@@ -100,4 +114,6 @@ def render_accuracy_markdown(machines: Sequence[MachineResults]) -> str:
         parts.append(render_repeatability(pairs, tables))
     checks = [c for c in (build_crosscheck(m) for m in machines if m.ceilings and m.workloads) if c and c.rows]
     parts += [render_crosscheck(c) for c in checks]
+    if tables:
+        parts.append(render_coverage(band_coverage(machines, checks)))
     return "\n".join(parts)

@@ -1,21 +1,24 @@
-"""Error bands from measured residuals: each prediction's band is the spread of the errors that comparable
-predictions made where the answer was then measured.
+"""Error bands from measured residuals and the measured spread between hosts: each prediction's band is what
+comparable predictions missed by where the answer was then measured, plus what the host's share of its step
+can move by on another host.
 
-Comparable: the same regime (the source configuration's bound, planner/model/bound.py) and the same kind
-of jump (same architecture: compute capability major equal, e.g. H100 → H200; or another one). The
-residuals are the H100 ↔ H200 accuracy rows (planner/model/accuracy.py, both directions, every
-configuration) for the same architecture, and the published cross-architecture check
-(planner/model/crossarch.py) for another. With e = predicted / measured − 1 for each, the measured value
-lay at 1 / (1 + e) of the prediction, so the band is
+A step is the GPU's work and the host's (planner/model/split.py gives the host's share, h). The two move for
+different reasons, so the band has two parts:
 
-    low  = 90th percentile over residuals of (1 − 1 / (1 + e))   (how far below the prediction measurements fell)
-    high = 90th percentile over residuals of (1 / (1 + e) − 1)   (how far above)
+- the GPU part: the 90th percentile of the errors of GPU-set predictions (host share under GPU_ONLY) of the same
+  kind of jump: same architecture (compute capability major equal, e.g. H100 → H200: the H100 ↔ H200 accuracy
+  rows, planner/model/accuracy.py, both directions) or another one (the published cross-architecture check,
+  planner/model/crossarch.py). With e = predicted / measured − 1 the measurement lay at 1 / (1 + e) of the
+  prediction, so low = p90 of (1 − 1 / (1 + e)) and high = p90 of (1 / (1 + e) − 1) (nearest rank);
+- the host part: h × S, where S is the widest spread measured between two hosts of one GPU type for a host-set
+  step (planner/model/repeatability.py, scope "another host"): the host of a rented machine is unknown until
+  it is rented, and such steps moved by up to S between two of them.
 
-(nearest rank, so the largest where there are fewer than ten), each at least the regime's median repeat
-spread (planner/model/repeatability.py: how far a second measurement of the same configuration on the
-same machine moved) and at
-least FLOOR. Nothing comparable measured: ±NO_COMPARABLE, labelled
-"no comparable measurement".
+    high = max(FLOOR, gpu_high + h · S)        low = max(FLOOR, gpu_low + 1 − 1 / (1 + h · S))
+
+So a GPU-bound step keeps a narrow band and a host-bound one gets the spread measured there. Nothing comparable
+measured: ±NO_COMPARABLE, labelled "no comparable measurement". planner/model/coverage.py checks the bands on
+residuals they were not built from, and the accuracy page publishes what it finds.
 """
 
 from __future__ import annotations
@@ -28,11 +31,12 @@ from gpuplan_schema.results import MachineResults
 from planner.model.accuracy import iter_accuracy_tables
 from planner.model.crossarch import CrossCheck, build_crosscheck
 from planner.model.performance import Prediction
-from planner.model.repeatability import all_repeat_pairs, regime_spread
+from planner.model.repeatability import ANOTHER_LEND, all_repeat_pairs
 
 FLOOR = 0.03
 NO_COMPARABLE = 0.50
 NO_COMPARABLE_BASIS = "no comparable measurement"
+GPU_ONLY = 0.10   # a residual whose host share is below this says what the GPU part of a prediction misses
 
 
 @dataclass(frozen=True)
@@ -43,19 +47,39 @@ class Band:
 
 
 @dataclass(frozen=True)
-class BandTable:
-    residuals: dict[tuple[bool, str], list[float]]   # (same architecture, bound) → signed errors
-    repeat_spread: dict[str, float] = field(default_factory=dict)  # bound → median repeat spread
+class Residual:
+    same_architecture: bool
+    host_share: float   # the host's part of the source step
+    error: float        # predicted / measured − 1
+    group: str = ""     # its workload (H100 ↔ H200 rows) or its published GPU: what coverage.py leaves out
+    bound: str = ""     # the source configuration's regime, for the accuracy page's grouping
 
-    def band(self, same_architecture: bool, bound: str) -> Band:
-        errors = self.residuals.get((same_architecture, bound), [])
+
+@dataclass(frozen=True)
+class BandTable:
+    residuals: list[Residual] = field(default_factory=list)   # every compared prediction's
+    host_spread: float = 0.0   # the widest measured spread of a host-set step between two hosts of one GPU type
+
+    def gpu_errors(self, same_architecture: bool) -> list[float]:
+        return [r.error for r in self.residuals
+                if r.same_architecture == same_architecture and r.host_share < GPU_ONLY]
+
+    def without(self, group: str) -> BandTable:
+        """The table a residual of `group` is checked against: built as if that group had not been measured."""
+        return replace(self, residuals=[r for r in self.residuals if r.group != group])
+
+    def band(self, same_architecture: bool, host_share: float = 0.0) -> Band:
+        errors = self.gpu_errors(same_architecture)
         if not errors:
             return Band(NO_COMPARABLE, NO_COMPARABLE, NO_COMPARABLE_BASIS)
-        floor = max(FLOOR, self.repeat_spread.get(bound, 0.0))
-        low = max(floor, _p90([1 - 1 / (1 + e) for e in errors]))
-        high = max(floor, _p90([1 / (1 + e) - 1 for e in errors]))
+        host = max(0.0, host_share) * self.host_spread
+        low = max(FLOOR, _p90([1 - 1 / (1 + e) for e in errors]) + 1 - 1 / (1 + host))
+        high = max(FLOOR, _p90([1 / (1 + e) - 1 for e in errors]) + host)
         kind = "same architecture" if same_architecture else "other architectures"
-        return Band(low, high, f"90% of {len(errors)} measured {bound}-bound predictions, {kind}")
+        basis = f"90% of {len(errors)} measured GPU-set predictions, {kind}"
+        if host >= 0.005:
+            basis += f"; {host_share:.0%} host share × {self.host_spread:.0%}, the most two hosts moved apart"
+        return Band(low, high, basis)
 
 
 def _p90(values: list[float]) -> float:
@@ -63,20 +87,23 @@ def _p90(values: list[float]) -> float:
     return ordered[max(0, math.ceil(0.9 * len(ordered)) - 1)]
 
 
+def host_spread(machines: Sequence[MachineResults]) -> float:
+    """The widest spread measured between two hosts of one GPU type for a host-set step (0 where none)."""
+    spreads = [p.spread for p in all_repeat_pairs(machines) if p.scope == ANOTHER_LEND and p.regime == "host"]
+    return max(spreads, default=0.0)
+
+
 def build_band_table(machines: Sequence[MachineResults], crosschecks: Sequence[CrossCheck] = ()) -> BandTable:
-    residuals: dict[tuple[bool, str], list[float]] = {}
-    for table in iter_accuracy_tables(machines):
-        for row in table.rows:
-            residuals.setdefault((True, row.bound), []).append(row.error)
+    """The residuals of every compared prediction: the H100 ↔ H200 rows and the published checks' rows."""
+    residuals = [Residual(True, row.host_share, row.error, row.workload, row.bound)
+                 for table in iter_accuracy_tables(machines) for row in table.rows]
     for check in crosschecks:
-        for r in check.rows:
-            # H100 → H200 rows of the published check are the same architecture
-            residuals.setdefault((r.gpu in _same_arch_gpus(check), r.bound), []).append(r.error)
-    spread = regime_spread(all_repeat_pairs(machines))
-    return BandTable(residuals, spread)
+        same = same_arch_gpus(check)  # H100 → H200 rows of the published check are the same architecture
+        residuals += [Residual(r.gpu in same, r.host_share, r.error, r.gpu, r.bound) for r in check.rows]
+    return BandTable(residuals, host_spread(machines))
 
 
-def _same_arch_gpus(check: CrossCheck) -> set[str]:
+def same_arch_gpus(check: CrossCheck) -> set[str]:
     from planner.specs import match_gpu
     ref = match_gpu(check.reference)
     major = (ref.compute_capability or "")[:1] if ref else ""
@@ -90,7 +117,7 @@ def band_table_for(machines: Sequence[MachineResults]) -> BandTable:
 
 
 def with_band(prediction: Prediction, table: BandTable) -> Prediction:
-    band = table.band(prediction.same_architecture, prediction.bound)
+    band = table.band(prediction.same_architecture, prediction.split.host)
     return replace(prediction, band_low=band.low, band_high=band.high, band_basis=band.basis)
 
 

@@ -26,6 +26,8 @@ from planner.model.performance import PLAIN_VARIANTS, Prediction
 from planner.model.settings import Settings
 from planner.units import format_count, short_rate
 
+WIDE = 0.25   # a range wider than ± this says why beside it, wherever it is shown
+
 
 @dataclass(frozen=True)
 class Expected:
@@ -37,6 +39,7 @@ class Expected:
     judgement: Judgement    # what bounds the step with these settings, and how that was judged
     how: str = "measured"   # measured, carried or predicted
     gpu_per_s: float | None = None   # what the GPU alone does, where the input pipeline caps the figure
+    band_basis: str = ""    # a prediction's: what its band was built from (planner/model/bands.py)
 
     @property
     def bound(self) -> str:
@@ -56,10 +59,19 @@ class Expected:
         t = self.throughput_per_s
         return max(t - self.low_per_s, self.high_per_s - t) / t if t else 0.0
 
+    @property
+    def wide_note(self) -> str:
+        """Why the range is wide, where it is wider than ±WIDE (every screen shows it beside the range)."""
+        if self.half_width <= WIDE:
+            return ""
+        why = self.band_basis if self.band_basis else "the measurements' own spread"
+        return f"±{self.half_width:.0%}: {why}"
+
     def to_dict(self) -> dict:
         return {"throughput_per_s": self.throughput_per_s, "low_per_s": self.low_per_s,
                 "high_per_s": self.high_per_s, "unit": self.unit, "basis": self.basis, "how": self.how,
-                "gpu_per_s": self.gpu_per_s, "bound": self.judgement.to_dict()}
+                "gpu_per_s": self.gpu_per_s, "band_basis": self.band_basis or None, "wide": self.wide_note or None,
+                "bound": self.judgement.to_dict()}
 
 
 def spread(point: WorkloadPoint | None) -> float:
@@ -93,11 +105,13 @@ def build_expected(payload: WorkloadPayload, settings: Settings, choice: Choice,
                 f"{choice.chosen.point.batch}, in the same regime)"
     if prediction is not None:
         t0, low, high = prediction.throughput_per_s, prediction.band_low, prediction.band_high
-        basis = f"predicted {short_rate(t0)} at batch {format_count(prediction.batch)} " \
-                f"({prediction.precision}, eager)" + \
+        how = f"{prediction.precision}, eager" + (f"; {prediction.stand_in_words}" if prediction.measured_precision
+                                                   else "")
+        basis = f"predicted {short_rate(t0)} at batch {format_count(prediction.batch)} ({how})" + \
             parts + f"; band −{low:.0%}/+{high:.0%} ({prediction.band_basis})"
         t = t0 * ratio
-        return Expected(t, t * (1 - low), t * (1 + high), payload.unit, basis, judgement, "predicted")
+        return Expected(t, t * (1 - low), t * (1 + high), payload.unit, basis, judgement, "predicted",
+                        band_basis=prediction.band_basis)
     if base is None or not base.throughput_per_s:
         return None
     e = spread(base) + (spread(choice.chosen.point) + spread(choice.baseline.point)

@@ -41,6 +41,18 @@ from planner.specs import GpuSpec
 # Until planner/model/bands.py gives a band from measured residuals, a prediction carries this one.
 UNBANDED = 0.50
 
+# What a GPU without a precision runs the same step in: bf16 autocast becomes fp16 autocast (+ GradScaler) on a
+# V100 or T4 (the same 2-byte traffic, its fp16 tensor rate), TF32 becomes plain fp32 where there is no TF32.
+STAND_IN = {"bf16": "fp16", "tf32": "fp32"}
+
+
+def run_precision(precision: str, flops_per_s: dict[str, float]) -> str | None:
+    """The precision a GPU with these matmul rates runs `precision`'s step in; None where it has neither."""
+    if precision in flops_per_s or precision == "fp32":
+        return precision
+    other = STAND_IN.get(precision)
+    return other if other in flops_per_s or other == "fp32" else None
+
 
 @dataclass(frozen=True)
 class Rates:
@@ -76,6 +88,7 @@ class Prediction:
     band_basis: str = "no comparable measurement"
     same_architecture: bool = True
     bound_on_target: Bound | None = None   # the same split with each part scaled: what bounds it there
+    measured_precision: str | None = None  # the source's precision where the target runs it in another (STAND_IN)
 
     @property
     def bound(self) -> str:
@@ -100,7 +113,16 @@ class Prediction:
                 "throughput_low": t * (1 - self.band_low), "throughput_high": t * (1 + self.band_high),
                 "band_basis": self.band_basis, "basis": self.split.basis, "host_share": self.split.host,
                 "host_measured": self.split.host_measured, "bound_share": self.bound_of_source.share,
-                "bound_on_target": self.bound_there.name, "ceiling_limited": self.ceiling_limited}
+                "bound_on_target": self.bound_there.name, "ceiling_limited": self.ceiling_limited,
+                "measured_precision": self.measured_precision or self.precision}
+
+    @property
+    def stand_in_words(self) -> str:
+        """Where the target runs the step in another precision than the one measured (a V100 runs bf16 work in
+        fp16): which, and how it was predicted; else ''."""
+        if not self.measured_precision:
+            return ""
+        return f"the {self.measured_precision} step measured, run at this GPU's {self.precision} rate"
 
 
 def measured_rates(ceilings: CeilingsPayload) -> Rates:
@@ -223,9 +245,11 @@ def host_ratio(source: Rates, target: Rates) -> float:
     return 1.0
 
 
-def ceiling_floor_s(point: WorkloadPoint, target_spec: GpuSpec) -> float:
-    """The shortest step the target's datasheet allows for the point's counted FLOPs and bytes."""
-    flops = (point.flops_per_step or 0.0) / target_spec.flops_per_s.get(point.precision, float("inf"))
+def ceiling_floor_s(point: WorkloadPoint, target_spec: GpuSpec, precision: str | None = None) -> float:
+    """The shortest step the target's datasheet allows for the point's counted FLOPs and bytes (run in
+    `precision` there, the point's own by default)."""
+    rate = target_spec.flops_per_s.get(precision or point.precision, float("inf"))
+    flops = (point.flops_per_step or 0.0) / rate
     traffic = (point.traffic.total_bytes if point.traffic else 0.0) / target_spec.memory_bandwidth_bytes_per_s
     return max(flops, traffic)
 
@@ -233,30 +257,40 @@ def ceiling_floor_s(point: WorkloadPoint, target_spec: GpuSpec) -> float:
 def predict_point(point: WorkloadPoint, payload: WorkloadPayload, source: Rates, target: Rates,
                   same_architecture: bool, rooflines: list[RooflinePayload] | None = None,
                   target_spec: GpuSpec | None = None) -> Prediction | None:
-    """The point's step on the target; None where a ratio is missing (e.g. no bf16 on the target)."""
+    """The point's step on the target, in the precision the target runs it in (`run_precision`: a bf16 step
+    runs in fp16 on a V100); None where a ratio is missing (e.g. no half precision at all on the target)."""
     fractions = count_fractions(point, payload, source)
-    if fractions is None or point.precision not in target.flops_per_s or not target.bytes_per_s:
+    run = run_precision(point.precision, target.flops_per_s)
+    if fractions is None or run not in target.flops_per_s or not target.bytes_per_s:
         return None
+    if run != point.precision:  # the step's matmuls of the measured precision run at the stand-in's rate there
+        target = replace(target, flops_per_s={**target.flops_per_s, point.precision: target.flops_per_s[run]})
     split = split_point(point, rooflines or [], payload.workload, *fractions)
     scale = scale_factor(split, source, target)
     if scale is None:
         return None
     step = point.step_s.median * scale  # type: ignore[union-attr]
-    floor = ceiling_floor_s(point, target_spec) if target_spec else 0.0
-    return Prediction(payload.workload, point.precision, point.batch, point.variant, point.seq_len,
+    floor = ceiling_floor_s(point, target_spec, run) if target_spec else 0.0
+    return Prediction(payload.workload, run, point.batch, point.variant, point.seq_len,
                       point.step_s.median, max(step, floor), point.batch / max(step, floor),  # type: ignore[union-attr]
                       bound_of(split), split, ceiling_limited=floor > step, same_architecture=same_architecture,
-                      bound_on_target=target_bound(split, source, target))
+                      bound_on_target=target_bound(split, source, target),
+                      measured_precision=point.precision if run != point.precision else None)
 
 
 def iter_predictions(payload: WorkloadPayload, source: Rates, target: Rates, same_architecture: bool,
                      rooflines: list[RooflinePayload] | None = None,
                      target_spec: GpuSpec | None = None) -> list[Prediction]:
-    """Every timed point of the workload (sweep, trials, sequence), once per configuration."""
+    """Every timed point of the workload (sweep, trials, sequence), once per configuration on the target: a
+    point measured in the precision the target runs comes before a stand-in for it (fp16 measured beats
+    bf16 run as fp16 on a V100)."""
+    points = [p for p in payload.points if p.status == "ok" and p.sweep not in ("probe", "repeat")]
+    own = [p for p in points if run_precision(p.precision, target.flops_per_s) == p.precision]
+    stand_ins = [p for p in points if run_precision(p.precision, target.flops_per_s) != p.precision]
     seen, out = set(), []
-    for point in payload.points:
-        key = (point.precision, point.batch, point.variant, point.seq_len)
-        if point.status != "ok" or point.sweep in ("probe", "repeat") or key in seen:
+    for point in own + stand_ins:
+        key = (run_precision(point.precision, target.flops_per_s), point.batch, point.variant, point.seq_len)
+        if key in seen:
             continue
         seen.add(key)
         prediction = predict_point(point, payload, source, target, same_architecture, rooflines, target_spec)

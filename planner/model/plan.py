@@ -30,7 +30,15 @@ from planner.model.jobs import Job, parse_job
 from planner.model.judge import judge, judge_on_target, plain_point
 from planner.model.memory import MemoryFit, fit_memory
 from planner.model.nodes import NodeRow, build_node_ranking
-from planner.model.performance import Prediction, Rates, iter_predictions, measured_rates, predict_point, target_rates
+from planner.model.performance import (
+    Prediction,
+    Rates,
+    iter_predictions,
+    measured_rates,
+    predict_point,
+    run_precision,
+    target_rates,
+)
 from planner.model.presets import Preset, render_presets_yaml
 from planner.model.ranking import ASSUMPTIONS, Estimate, Predictor, RankedInstance, no_feed_limit, rank_instances
 from planner.model.recommend import Recommendation
@@ -105,7 +113,7 @@ class Source:
     spec: GpuSpec
     rates: Rates
     rooflines: list[RooflinePayload] = field(default_factory=list)
-    bands: BandTable = field(default_factory=lambda: BandTable({}))
+    bands: BandTable = field(default_factory=BandTable)
     validated: frozenset[str] = frozenset()
 
 
@@ -204,18 +212,18 @@ def build_target(source: Source, name: str, gpu: GpuSpec, count: int, measured: 
     same_arch = _same_arch(gpu, source.spec)
     predictions = [with_band(p, source.bands) for w in source.machine.workloads
                    for p in iter_predictions(w, source.rates, rates, same_arch, source.rooflines, gpu)]
-    recs = build_target_batches(source, gpu, fits, predictions)
+    sweep = run_precision(MAIN_PRECISION, rates.flops_per_s)  # fp16 on a GPU without bf16
+    recs = build_target_batches(source, gpu, fits, predictions, sweep) if sweep else []
     target = Target(name, gpu, count, False, predictions, capacity, recs, validated=gpu.name in source.validated)
     for payload in source.machine.workloads:
         rec = next((r for r in recs if r.workload == payload.workload), None)
         base = measured.settings.get(payload.workload)
-        if rec is None or base is None:
-            continue
-        settings = base.with_batch(int(rec.choice))
-        if settings.precision not in rates.flops_per_s and settings.precision != "fp32":
-            continue  # the GPU lacks the recommended precision: no answer rather than a wrong one
+        precision = run_precision(base.precision, rates.flops_per_s) if base else None
+        if rec is None or base is None or precision is None:
+            continue  # the GPU has neither the recommended precision nor its stand-in: no answer, not a wrong one
+        settings = replace(base.with_batch(int(rec.choice)), precision=precision)
         target.settings[payload.workload] = settings
-        pred = knee_prediction(predictions, payload.workload, MAIN_PRECISION, settings.batch)
+        pred = knee_prediction(predictions, payload.workload, sweep, settings.batch)  # type: ignore[arg-type]
         choice = measured.choices.get(payload.workload)
         if pred and choice:
             judged = judge(payload, settings.batch, MAIN_PRECISION, source.rooflines, source.rates)  # type: ignore
@@ -226,13 +234,15 @@ def build_target(source: Source, name: str, gpu: GpuSpec, count: int, measured: 
     return target
 
 
-def build_target_batches(source: Source, gpu: GpuSpec, fits: dict, predictions: list[Prediction]) -> list:
-    """On another GPU: the knee among the batches that fit it, by predicted throughput."""
+def build_target_batches(source: Source, gpu: GpuSpec, fits: dict, predictions: list[Prediction],
+                         precision: str = MAIN_PRECISION) -> list:
+    """On another GPU: the knee among the batches that fit it, by predicted throughput, of the sweep run in
+    `precision` there (the sweep's own, or its stand-in: fp16 for bf16; the memory fit is the sweep's)."""
     recs = []
     for payload in source.machine.workloads:
         fit = fits.get((payload.workload, MAIN_PRECISION))
         safe = fit.safe_batch(gpu.memory_bytes) if fit else None
-        mine = {p.batch: p for p in predictions if p.workload == payload.workload and p.precision == MAIN_PRECISION
+        mine = {p.batch: p for p in predictions if p.workload == payload.workload and p.precision == precision
                 and p.variant in ("default", "no_cudnn_benchmark") and p.seq_len is None
                 and (safe is None or p.batch <= safe)}
         if not mine:
@@ -284,7 +294,7 @@ def build_predictor(source: Source, job: Job):  # noqa: ANN201 - a Predictor
         same_arch = _same_arch(gpu, source.spec)
         predicted = [with_band(x, source.bands) for x in
                      (predict_point(p, payload, source.rates, rates, same_arch, source.rooflines, gpu)
-                      for p in candidates) if x]
+                      for p in candidates) if x and x.precision == precision]  # the job's precision, no stand-in
         if not predicted:
             return _does_not_fit(payload, job, safe)
         knee = predicted_knee(predicted)

@@ -71,13 +71,13 @@ def render_workload(plan: Plan, workload: str, answers: list[WorkloadAnswer]) ->
                + settings_line(first)]
     if first.expected:
         e = first.expected
-        out += [f"   → {throughput_range(first)} {e.unit}/s: {e.basis}",
+        out += [f"   → {range_words(first)}: {e.basis}",
                 f"   bound: {e.judgement.sentence}", f"   what helps: {e.bound_hint}"]
     out.append(f"   {'' if first.settings.loader.measured else '* '}loader: {first_sentence(first.loader_note)}")
     for a in others:
         where = a.target if a.target == a.gpu else f"{a.target}, {a.gpu_count} × {a.gpu}"
         how = ("measured" if a.measured else "predicted") + (", per GPU" if a.gpu_count > 1 else "")
-        expected = f" → {throughput_range(a)} {a.expected.unit}/s, {a.expected.bound_words.split(' (')[0]}" \
+        expected = f" → {range_words(a)}, {a.expected.bound_words.split(' (')[0]}" \
             if a.expected else " → no prediction"
         mark = "" if a.validated else f" {UNCHECKED_MARK}"
         out.append(f"   on {where}{mark} ({how}): batch {format_count(a.settings.batch)}{expected}")
@@ -101,8 +101,7 @@ def first_sentence(text: str, limit: int = 160) -> str:
 
 
 def render_summary_line(a: WorkloadAnswer) -> str:
-    expected = f" → {throughput_range(a)} {a.expected.unit}/s, {a.expected.bound_words.split(' (')[0]}" \
-        if a.expected else ""
+    expected = f" → {range_words(a)}, {a.expected.bound_words.split(' (')[0]}" if a.expected else ""
     return f"   {a.workload}: {settings_line(a)}{expected}"
 
 
@@ -122,6 +121,13 @@ def settings_line(a: WorkloadAnswer) -> str:
     parts.append(f"{loader.workers} workers{'' if loader.measured else '*'}, prefetch "
                  f"{loader.prefetch_factor}{', pinned' if loader.pin_memory else ''}")
     return " · ".join(parts)
+
+
+def range_words(a: WorkloadAnswer) -> str:
+    """'1685–1959 images/s', and why where the range is wide: '(±50%: no comparable measurement)'."""
+    e = a.expected
+    words = f"{throughput_range(a)} {e.unit}/s" if e else "?"
+    return f"{words} ({e.wide_note})" if e and e.wide_note else words
 
 
 def throughput_range(a: WorkloadAnswer) -> str:

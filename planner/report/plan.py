@@ -12,7 +12,7 @@ import altair as alt
 
 from gpuplan_schema.results import MachineResults
 from planner.charts.vega import finish, unvalidated
-from planner.model.performance import Prediction
+from planner.model.answer import WorkloadAnswer, answers_of_target
 from planner.model.plan import MAIN_PRECISION, Capacity, Plan
 from planner.model.ranking import RankedInstance
 from planner.model.recommend import Recommendation
@@ -36,7 +36,7 @@ class InstancesSection(SectionBase, kind="instances", title="Instance ranking"):
 @dataclass(frozen=True)
 class TargetSummary:
     name: str
-    main: list[Prediction]          # each workload's main-batch prediction at the main precision
+    answers: list[WorkloadAnswer]   # each workload's settings there and the throughput expected with them
     capacity: list[Capacity]
     validated: bool = True          # False: no published cross-architecture check covers this GPU
 
@@ -66,21 +66,10 @@ def build_instance_sections(plan: Plan | None) -> list[InstancesSection]:
 def build_prediction_sections(machine: MachineResults, plan: Plan | None) -> list[PredictionsSection]:
     if plan is None:
         return []
-    targets = []
-    for t in plan.targets:
-        if t.is_source:
-            continue
-        main = [p for p in t.predictions if p.precision == MAIN_PRECISION and p.variant == "default"
-                and p.seq_len is None and p.batch == _main_batch(machine, p.workload)]
-        targets.append(TargetSummary(t.name, main, [c for c in t.capacity if c.precision == MAIN_PRECISION],
-                                     t.validated))
+    targets = [TargetSummary(t.name, answers_of_target(plan, t),
+                             [c for c in t.capacity if c.precision == MAIN_PRECISION], t.validated)
+               for t in plan.targets if not t.is_source]
     return [PredictionsSection(plan.machine, targets)] if targets else []
-
-
-def _main_batch(machine: MachineResults, workload: str) -> int | None:
-    payload = next((w for w in machine.workloads if w.workload == workload), None)
-    trial = next((p for p in payload.points if p.sweep == "variant"), None) if payload else None
-    return trial.batch if trial else None
 
 
 @unvalidated

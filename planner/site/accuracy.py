@@ -11,6 +11,7 @@ from gpuplan_schema.results import MachineResults
 from planner.charts.accuracy import build_accuracy_chart
 from planner.model.accuracy import TARGET_ERROR, WORST_ERROR, AccuracyRow, AccuracySummary, build_summaries, row_key
 from planner.model.accuracy_markdown import CROSS_TARGET
+from planner.model.coverage import TARGET_COVERAGE, CoverageGroup, overall
 from planner.model.crossarch import CrossCheck, build_crosscheck
 from planner.model.repeatability import RepeatPair, RepeatSummary, repeat_summaries
 
@@ -25,6 +26,12 @@ class AccuracyPage:
     crosschecks: list[CrossCheck] = field(default_factory=list)  # published tables, across architectures
     cross_target: float = CROSS_TARGET
     repeats: list[RepeatSummary] = field(default_factory=list)   # how far a second measurement moved, by regime
+    coverage: list[CoverageGroup] = field(default_factory=list)  # the bands checked on held-out residuals
+    target_coverage: float = TARGET_COVERAGE
+
+    @property
+    def coverage_overall(self) -> tuple[int, int]:
+        return overall(self.coverage)
 
 
 def build_crosschecks(machines: Sequence[MachineResults]) -> list[CrossCheck]:
@@ -33,7 +40,8 @@ def build_crosschecks(machines: Sequence[MachineResults]) -> list[CrossCheck]:
 
 
 def build_accuracy_page(rows: Iterable[AccuracyRow], crosschecks: Sequence[CrossCheck] = (),
-                        repeats: Sequence[RepeatPair] = ()) -> AccuracyPage:
+                        repeats: Sequence[RepeatPair] = (), coverage: Sequence[CoverageGroup] = ()) -> AccuracyPage:
     ordered = sorted(rows, key=row_key)
     return AccuracyPage(ordered, build_summaries(ordered), build_accuracy_chart(ordered),
-                        crosschecks=list(crosschecks), repeats=repeat_summaries(list(repeats)))
+                        crosschecks=list(crosschecks), repeats=repeat_summaries(list(repeats)),
+                        coverage=list(coverage))
