@@ -144,3 +144,24 @@ def test_the_reports_predictions_show_each_band_and_mark_unvalidated_gpus(h100, 
         cell = f'title="{x.band_basis}">{short_rate(x.low_per_s)}–{short_rate(x.high_per_s)}'
         assert cell in section, workload
         assert (f"<small>{x.wide_note}</small>" in section) == (x.half_width > 0.25)
+
+
+def test_each_band_is_checked_without_its_own_workload_or_gpu_and_nine_in_ten_hold(h100, h200):
+    from planner.model.coverage import TARGET_COVERAGE, check_bands, summarise
+
+    table = band_table_for([h100, h200])
+    checks = check_bands(table)
+    assert len(checks) == len(table.residuals)
+    for c in checks[:: max(1, len(checks) // 25)]:
+        held_out = table.without(c.residual.group)
+        assert all(r.group != c.residual.group for r in held_out.residuals)
+        band = held_out.band(c.residual.same_architecture, c.residual.host_share)
+        assert (c.low, c.high) == (band.low, band.high)
+        # inside means the measurement lay within (1 − low) … (1 + high) of the prediction
+        at = 1 / (1 + c.residual.error)
+        assert c.inside == (1 - c.low <= at <= 1 + c.high)
+    groups = summarise(checks)
+    assert sum(g.inside for g in groups) / sum(g.n for g in groups) >= TARGET_COVERAGE
+    host = next(g for g in groups if g.regime == "host-bound")
+    gpu = next(g for g in groups if g.regime == "GPU-bound" and g.scope == "same architecture")
+    assert gpu.median_half_width < 0.15 < host.median_half_width  # narrow where the GPU sets the step

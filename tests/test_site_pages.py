@@ -210,3 +210,15 @@ def test_the_accuracy_page_says_how_far_a_second_measurement_moved(site, results
     assert 'class="accuracy-repeats"' in html and "What one measurement can check" in html
     for host in (s for s in repeat_summaries(all_repeat_pairs(results_machines)) if s.regime == "host"):
         assert re.search(rf'<th scope="row">host</th><td>{host.scope}</td><td class="num">{host.n}</td>', html)
+
+
+def test_the_accuracy_page_publishes_how_often_the_bands_held_out_of_sample(site, results_machines):
+    from planner.model.coverage import band_coverage, overall
+    from planner.site.accuracy import build_crosschecks
+    groups = band_coverage(results_machines, build_crosschecks(results_machines))
+    inside, n = overall(groups)
+    html = (site / ACCURACY_NAME).read_text(encoding="utf-8")
+    assert 'class="accuracy-coverage"' in html and f"{inside} of {n} inside" in html
+    for g in groups:
+        assert re.search(rf'<th scope="row">{g.scope}</th><td>{g.regime}</td><td class="num">{g.n}</td>'
+                         rf'<td class="num">{g.inside}</td>', html)
