@@ -70,10 +70,15 @@ def iter_document_paths(folder: Path) -> list[Path]:
 def load_machine(folder: Path) -> MachineResults:
     folder = Path(folder)
     if not folder.is_dir():
-        raise DocumentError(folder, "", "not a results folder (no such directory)")
+        what = "a file" if folder.exists() else "no such directory"
+        raise DocumentError(folder, "", f"not a results folder ({what})")
     paths = iter_document_paths(folder)
     if not paths:
-        raise DocumentError(folder, "", "holds no result documents (*.json); run `gpuplan collect` first")
+        # a results root (one folder per machine) is the usual mistake: name its machines
+        machines = sorted(p.name for p in folder.iterdir() if p.is_dir() and iter_document_paths(p))
+        hint = f"; it holds machine folders: give one of {', '.join(machines)}" if machines else \
+            "; run `gpuplan collect` first"
+        raise DocumentError(folder, "", f"holds no result documents (*.json){hint}")
     documents: dict[str, Document] = {}
     machine = None
     for path in paths:

@@ -214,6 +214,7 @@ def test_plan_of_a_cpu_only_folder_says_what_it_can_and_cannot_plan(folder):
 @pytest.mark.parametrize(("job", "word", "says"), [
     ("gpt-small bf16 tokens=300", "tokens=300", "did you mean tokens=300B?"),
     ("gpt-small bf16 tokens=5000", "tokens=5000", "did you mean tokens=5000B?"),
+    ("gpt-small bf16 tokens=300000", "tokens=300000", "did you mean tokens=300000M?"),  # 300B, not 300 trillion
     ("gpt-small bf16 tokens=1e3", "tokens=1e3", "the job is 0.98 samples, less than one: nothing to rank"),
     ("resnet50 bf16 samples=0.5", "samples=0.5", "the job is 0.5 samples, less than one"),
 ])
@@ -246,3 +247,14 @@ def test_committed_results_and_fixtures_pass_the_plausibility_checks():
     for path in paths:
         load_document(path)
     assert os.path.getsize(max(paths, key=os.path.getsize)) < MAX_DOCUMENT_BYTES // 50
+
+
+def test_plan_of_a_results_root_or_a_file_says_which_folder_to_give(tmp_path):
+    code, out, err = run_gpuplan(["plan", str(FROZEN)])
+    assert (code, out) == (2, "") and err.count("\n") == 1
+    machines = sorted(p.name for p in FROZEN.iterdir() if p.is_dir() and any(p.glob("*.json")))
+    assert err.endswith(f"it holds machine folders: give one of {', '.join(machines)}\n")
+    file = tmp_path / "notes.json"
+    file.write_text("{}")
+    code, out, err = run_gpuplan(["plan", str(file)])
+    assert (code, out, err) == (2, "", f"gpuplan: error: {file}: not a results folder (a file)\n")

@@ -121,8 +121,10 @@ def _check_size(spec: str, values: dict[str, str], samples: float, tokens: float
     """Refuse a unit-less token count too small to be meant, and a job of less than one sample."""
     stated = values.get("tokens", "")
     if tokens is not None and stated[-1:].isdigit() and "e" not in stated.lower() and tokens < PLAUSIBLE_TOKENS:
+        # the suffix that makes it a plausible run: 300 → 300B, 300000 → 300M
+        suffix = next((s for s, scale in (("B", 1e9), ("M", 1e6), ("k", 1e3)) if tokens * scale <= 1e13), "k")
         raise JobError(spec, f"tokens={stated}", f"{stated} tokens is less than a training run reads; "
-                                                 f"did you mean tokens={stated}B? (suffixes k, M, B, T)")
+                                                 f"did you mean tokens={stated}{suffix}? (suffixes k, M, B, T)")
     if samples < 1:
         word = next((f"{k}={values[k]}" for k in ("tokens", "samples", "epochs", "dataset") if k in values), "amount")
         raise JobError(spec, word, f"the job is {samples:.2g} samples, less than one: nothing to rank; "
