@@ -99,7 +99,7 @@ def test_a_pair_is_one_configuration_timed_twice(h100):
 def test_a_host_set_step_gets_the_spread_measured_between_two_hosts(results_machines):
     real = band_table_for(results_machines)
     spreads = [p.spread for p in all_repeat_pairs(results_machines) if p.scope == ANOTHER_LEND and p.regime == "host"]
-    assert real.host_spread == max(spreads) > 0.10
+    assert sum(s <= real.host_spread for s in spreads) >= 0.95 * len(spreads) and real.host_spread > 0.10
     assert real.band(True, 1.0).high >= real.host_spread and real.band(True, 0.0).high < real.host_spread
 
 

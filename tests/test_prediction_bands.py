@@ -41,7 +41,8 @@ def test_the_host_share_of_a_step_widens_its_band_by_what_two_hosts_moved_apart(
     gpu, host = table.band(True, 0.0), table.band(True, 0.5)
     assert host.high == pytest.approx(gpu.high + 0.5 * 0.6)
     assert host.low == pytest.approx(gpu.low + 1 - 1 / 1.3)
-    assert "50% host share × 60%" in host.basis and "host share" not in gpu.basis
+    assert "50% host share × 60%, what two hosts of one GPU type moved apart" in host.basis
+    assert "host share" not in gpu.basis
 
 
 def test_the_committed_bands_come_from_the_h100_h200_rows_and_the_published_check(h100, h200):

@@ -104,7 +104,7 @@ class Compared:
     naive_flops: float | None
     naive_bandwidth: float | None
     bound: str = "unattributed"     # the regime: the source configuration's bound
-    host_share: float = 0.0         # the host's part of the source step (planner/model/split.py)
+    host_share: float = 0.0         # the host's part of the predicted step there (Prediction.host_share_there)
 
     @property
     def error(self) -> float:
@@ -185,7 +185,7 @@ def build_accuracy(source: MachineResults, target: MachineResults) -> AccuracyTa
                                      pr.source_step_s, pr.throughput_per_s,
                                      measured[key].throughput_per_s,  # type: ignore[arg-type]
                                      pr.batch / flops if flops else None, pr.batch / bw if bw else None,
-                                     pr.bound, pr.split.host))
+                                     pr.bound, pr.host_share_there))
         capacity += _capacity(payload, other, s_spec.memory_bytes, t_spec.memory_bytes)
     return AccuracyTable(source.machine, target.machine, rows, capacity)
 

@@ -2,7 +2,8 @@
 comparable predictions missed by where the answer was then measured, plus what the host's share of its step
 can move by on another host.
 
-A step is the GPU's work and the host's (planner/model/split.py gives the host's share, h). The two move for
+A step is the GPU's work and the host's (h: the host's share of the predicted step, each part of the measured
+step's split scaled to the target: a slower GPU leaves the host a smaller share). The two move for
 different reasons, so the band has two parts:
 
 - the GPU part: the 90th percentile of the errors of GPU-set predictions (host share under GPU_ONLY) of the same
@@ -10,9 +11,9 @@ different reasons, so the band has two parts:
   rows, planner/model/accuracy.py, both directions) or another one (the published cross-architecture check,
   planner/model/crossarch.py). With e = predicted / measured − 1 the measurement lay at 1 / (1 + e) of the
   prediction, so low = p90 of (1 − 1 / (1 + e)) and high = p90 of (1 / (1 + e) − 1) (nearest rank);
-- the host part: h × S, where S is the widest spread measured between two hosts of one GPU type for a host-set
-  step (planner/model/repeatability.py, scope "another host"): the host of a rented machine is unknown until
-  it is rented, and such steps moved by up to S between two of them.
+- the host part: h × S, where S is the 95th percentile of the spreads measured between two hosts of one GPU type
+  for a host-set step (planner/model/repeatability.py, scope "another host"): the host of a rented machine is
+  unknown until it is rented, and 19 in 20 such steps moved by less than S between two of them.
 
     high = max(FLOOR, gpu_high + h · S)        low = max(FLOOR, gpu_low + 1 − 1 / (1 + h · S))
 
@@ -37,6 +38,7 @@ FLOOR = 0.03
 NO_COMPARABLE = 0.50
 NO_COMPARABLE_BASIS = "no comparable measurement"
 GPU_ONLY = 0.10   # a residual whose host share is below this says what the GPU part of a prediction misses
+HOST_QUANTILE = 0.95
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,7 @@ class Band:
 @dataclass(frozen=True)
 class Residual:
     same_architecture: bool
-    host_share: float   # the host's part of the source step
+    host_share: float   # the host's part of the predicted step
     error: float        # predicted / measured − 1
     group: str = ""     # its workload (H100 ↔ H200 rows) or its published GPU: what coverage.py leaves out
     bound: str = ""     # the source configuration's regime, for the accuracy page's grouping
@@ -58,7 +60,7 @@ class Residual:
 @dataclass(frozen=True)
 class BandTable:
     residuals: list[Residual] = field(default_factory=list)   # every compared prediction's
-    host_spread: float = 0.0   # the widest measured spread of a host-set step between two hosts of one GPU type
+    host_spread: float = 0.0   # how far a host-set step moved between two hosts of one GPU type (host_spread())
 
     def gpu_errors(self, same_architecture: bool) -> list[float]:
         return [r.error for r in self.residuals
@@ -78,7 +80,7 @@ class BandTable:
         kind = "same architecture" if same_architecture else "other architectures"
         basis = f"90% of {len(errors)} measured GPU-set predictions, {kind}"
         if host >= 0.005:
-            basis += f"; {host_share:.0%} host share × {self.host_spread:.0%}, the most two hosts moved apart"
+            basis += f"; {host_share:.0%} host share × {self.host_spread:.0%}, what two hosts of one GPU type moved apart"
         return Band(low, high, basis)
 
 
@@ -88,9 +90,10 @@ def _p90(values: list[float]) -> float:
 
 
 def host_spread(machines: Sequence[MachineResults]) -> float:
-    """The widest spread measured between two hosts of one GPU type for a host-set step (0 where none)."""
-    spreads = [p.spread for p in all_repeat_pairs(machines) if p.scope == ANOTHER_LEND and p.regime == "host"]
-    return max(spreads, default=0.0)
+    """How far a host-set step moves between two hosts of one GPU type: the 95th percentile of the spreads
+    measured (a band meant to hold nine times in ten misses at most one in twenty on each side); 0 where none."""
+    spreads = sorted(p.spread for p in all_repeat_pairs(machines) if p.scope == ANOTHER_LEND and p.regime == "host")
+    return spreads[max(0, math.ceil(HOST_QUANTILE * len(spreads)) - 1)] if spreads else 0.0
 
 
 def build_band_table(machines: Sequence[MachineResults], crosschecks: Sequence[CrossCheck] = ()) -> BandTable:
@@ -117,7 +120,7 @@ def band_table_for(machines: Sequence[MachineResults]) -> BandTable:
 
 
 def with_band(prediction: Prediction, table: BandTable) -> Prediction:
-    band = table.band(prediction.same_architecture, prediction.split.host)
+    band = table.band(prediction.same_architecture, prediction.host_share_there)
     return replace(prediction, band_low=band.low, band_high=band.high, band_basis=band.basis)
 
 

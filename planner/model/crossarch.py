@@ -42,7 +42,7 @@ class CrossRow:
     naive_bandwidth_ratio: float
     same_stack: bool             # the row was measured with its table's own container build
     bound: str                   # the regime of the source configuration (planner/model/bound.py)
-    host_share: float = 0.0      # the host's part of the source step it was predicted from
+    host_share: float = 0.0      # the host's part of the predicted step on that GPU
 
     @property
     def error(self) -> float:
@@ -103,7 +103,7 @@ def _row(table: PublishedTable, gpu: GpuSpec, published: float, batch: int | Non
     naive_b = gpu.memory_bandwidth_bytes_per_s / source_spec.memory_bandwidth_bytes_per_s
     return CrossRow(table.id, gpu.name, precision, point.batch, batch, published, p.step_s and
                     point.step_s.median / p.step_s, naive_f, naive_b, same_stack, p.bound,  # type: ignore[union-attr]
-                    p.split.host)
+                    p.host_share_there)
 
 
 def build_crosscheck(source: MachineResults, tables: list[PublishedTable] | None = None) -> CrossCheck | None:

@@ -101,6 +101,13 @@ class Prediction:
         return self.bound_on_target or self.bound_of_source
 
     @property
+    def host_share_there(self) -> float:
+        """The host's share of the predicted step on the target (a slower GPU leaves the host a smaller one): where
+        the host's issue time sets the step, all of it moves with the host (the bound's share: issue / step)."""
+        there = self.bound_there
+        return there.share if there.name == "host" else there.shares.get("host", self.split.host)
+
+    @property
     def error(self) -> float:
         """The band's larger half-width (the plan JSON's `error`, kept for older readers)."""
         return max(self.band_low, self.band_high)
