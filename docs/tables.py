@@ -303,12 +303,12 @@ def accuracy_summary(machines: list[MachineResults]) -> str:
                  f"another rented host of the same GPU type a host-bound step moved by a median "
                  f"{other.median_spread:.0%}, at most {other.max_spread:.0%}: that part of the step is the host's, "
                  f"not the GPU's. {misses} (docs/accuracy.md).")
-    groups = band_coverage([a, b], [check])
+    groups = band_coverage([a, b], [c for c in (check, build_crosscheck(b)) if c and c.rows])  # as the site's page
     inside, n = overall(groups)
     widths = "; ".join(f"{g.scope}, {g.regime}: ±{g.median_half_width:.0%} (target ±{g.width_target:.0%}: "
                        f"{_verdict(g.median_half_width, g.width_target)})" for g in groups)
     lines.append(f"- **Bands, held out**: {inside} of {n} measurements inside the band their prediction would have had "
-                 f"without them, {inside / n:.0%}, target at least {TARGET_COVERAGE:.0%}: "
+                 f"without them, {inside / n:.1%}, target at least {TARGET_COVERAGE:.0%}: "
                  f"{'**met**' if inside / n >= TARGET_COVERAGE else '**missed**'}; median half-widths {widths}.")
     return "\n".join(lines) + "\n"
 

@@ -94,7 +94,7 @@ def render_coverage(groups: list[CoverageGroup]) -> str:
     """The bands checked on residuals they were not built from (planner/model/coverage.py), against the targets."""
     inside, n = overall(groups)
     lines = [f"**Bands, held out** (each residual against the band built without its workload or published GPU): "
-             f"{inside} of {n} measurements inside their band, {inside / n:.0%} (target ≥ {TARGET_COVERAGE:.0%}: "
+             f"{inside} of {n} measurements inside their band, {inside / n:.1%} (target ≥ {TARGET_COVERAGE:.0%}: "
              f"{'met' if inside / n >= TARGET_COVERAGE else 'missed'}).", "",
              "| scope | regime | measurements | inside | coverage | median half-width | width target |",
              "|---|---|---|---|---|---|---|"]

@@ -80,7 +80,8 @@ class BandTable:
         kind = "same architecture" if same_architecture else "other architectures"
         basis = f"90% of {len(errors)} measured GPU-set predictions, {kind}"
         if host >= 0.005:
-            basis += f"; {host_share:.0%} host share × {self.host_spread:.0%}, what two hosts of one GPU type moved apart"
+            basis += (f"; {host_share:.0%} host share × {self.host_spread:.0%}, "
+                      "what two hosts of one GPU type moved apart")
         return Band(low, high, basis)
 
 
