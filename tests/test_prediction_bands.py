@@ -12,17 +12,21 @@ from planner.model.bands import FLOOR, NO_COMPARABLE, NO_COMPARABLE_BASIS, BandT
 from planner.model.crossarch import build_crosscheck
 from planner.model.host import LoaderFeed, feed_limit, load_feed
 from planner.model.jobs import parse_job
+from planner.model.performance import HostExposure
 from planner.model.plan import build_plan, plan_to_json
 from planner.model.ranking import Estimate, rank_one
 from planner.specs import load_gpu_catalog, load_instances
 from planner.specs.published import load_published
 from planner.units import short_rate
 
+GPU = HostExposure(0.02, 0.3)   # the host idles 2% of the step and issues it in 30%: the GPU sets it
+
 
 def test_a_band_spans_the_comparable_gpu_set_residuals_and_only_those():
-    # predicted 25% too high once and 10% too low once, GPU-set (host share 2%), same architecture; a host-set
-    # residual (host share 80%) says nothing about the GPU part
-    table = BandTable([Residual(True, 0.02, 0.25), Residual(True, 0.02, -0.10), Residual(True, 0.8, 0.9)])
+    # predicted 25% too high once and 10% too low once, GPU-set, same architecture; a host-set residual says
+    # nothing about the GPU part
+    table = BandTable([Residual(True, GPU, 0.25), Residual(True, GPU, -0.10),
+                       Residual(True, HostExposure(0.6, 1.0, True), 0.9)])
     band = table.band(True)
     assert band.low == pytest.approx(1 - 1 / 1.25)      # a measurement fell 20% below the prediction
     assert band.high == pytest.approx(1 / 0.9 - 1)      # and one 11% above
@@ -32,17 +36,24 @@ def test_a_band_spans_the_comparable_gpu_set_residuals_and_only_those():
 
 
 def test_a_band_is_never_narrower_than_the_floor():
-    band = BandTable([Residual(True, 0.0, 0.001)]).band(True)
+    band = BandTable([Residual(True, GPU, 0.001)]).band(True)
     assert band.low == FLOOR and band.high == FLOOR
 
 
-def test_the_host_share_of_a_step_widens_its_band_by_what_two_hosts_moved_apart():
-    table = BandTable([Residual(True, 0.0, 0.05), Residual(True, 0.0, -0.05)], host_spread=0.6)
-    gpu, host = table.band(True, 0.0), table.band(True, 0.5)
-    assert host.high == pytest.approx(gpu.high + 0.5 * 0.6)
-    assert host.low == pytest.approx(gpu.low + 1 - 1 / 1.3)
-    assert "50% host share × 60%, what two hosts of one GPU type moved apart" in host.basis
-    assert "host share" not in gpu.basis
+def test_a_step_the_host_sets_gets_what_two_hosts_moved_apart_and_one_the_gpu_sets_does_not():
+    table = BandTable([Residual(True, GPU, 0.05), Residual(True, GPU, -0.05)], host_spread=0.6)
+    gpu = table.band(True)   # no host part at all
+    assert table.band(True, GPU).high < gpu.high + 0.02   # the GPU sets the step: a host barely moves it
+    # the host issues the whole step while the GPU works 70% of it: 1.6× slower host, 1.6× longer step; a faster
+    # one shortens it only to the GPU's 70%
+    limited = table.band(True, HostExposure(0.3, 1.0, True))
+    assert limited.low == pytest.approx(gpu.low + 1 - 1 / 1.6)
+    assert limited.high == pytest.approx(gpu.high + 1 / 0.7 - 1)
+    # an idle host share of 20%, issue hidden under the GPU's work: only that share scales
+    idle = table.band(True, HostExposure(0.2, 0.5, False))
+    assert idle.low == pytest.approx(gpu.low + 1 - 1 / (0.2 * 1.6 + 0.8))
+    assert idle.high == pytest.approx(gpu.high + 1 / (0.2 / 1.6 + 0.8) - 1)
+    assert "on a host 60% slower or faster" in limited.basis and "host" not in gpu.basis
 
 
 def test_the_committed_bands_come_from_the_h100_h200_rows_and_the_published_check(h100, h200):
@@ -51,7 +62,7 @@ def test_the_committed_bands_come_from_the_h100_h200_rows_and_the_published_chec
     assert {"gpt-small", "resnet50", "H200 SXM"} <= same     # H100 ↔ H200 rows, and the published H200 row
     assert {"A100 80GB SXM", "A10"} <= {r.group for r in table.residuals if not r.same_architecture}
     assert table.host_spread > 0.5   # host-set steps moved this far apart between two hosts of one GPU type
-    assert table.band(True, 0.9).high > 3 * table.band(True, 0.0).high
+    assert table.band(True, HostExposure(0.5, 1.0, True)).high > 3 * table.band(True, GPU).high
 
 
 def test_four_vcpus_are_input_bound_at_the_measured_loader_rate(h100):
@@ -156,7 +167,7 @@ def test_each_band_is_checked_without_its_own_workload_or_gpu_and_nine_in_ten_ho
     for c in checks[:: max(1, len(checks) // 25)]:
         held_out = table.without(c.residual.group)
         assert all(r.group != c.residual.group for r in held_out.residuals)
-        band = held_out.band(c.residual.same_architecture, c.residual.host_share)
+        band = held_out.band(c.residual.same_architecture, c.residual.host)
         assert (c.low, c.high) == (band.low, band.high)
         # inside means the measurement lay within (1 − low) … (1 + high) of the prediction
         at = 1 / (1 + c.residual.error)

@@ -20,7 +20,14 @@ from gpuplan_schema.payloads import Allocator
 from gpuplan_schema.results import MachineResults
 from planner.model.host_speed import step_host_ratio
 from planner.model.memory import fit_memory
-from planner.model.performance import iter_predictions, measured_rates, naive_step, on_host, target_rates
+from planner.model.performance import (
+    HostExposure,
+    iter_predictions,
+    measured_rates,
+    naive_step,
+    on_host,
+    target_rates,
+)
 from planner.model.split import machine_rooflines
 from planner.specs import match_gpu
 
@@ -104,7 +111,7 @@ class Compared:
     naive_flops: float | None
     naive_bandwidth: float | None
     bound: str = "unattributed"     # the regime: the source configuration's bound
-    host_share: float = 0.0         # the host's part of the predicted step there (Prediction.host_share_there)
+    host: HostExposure = HostExposure()  # how the predicted step depended on its host (Prediction.host_there)
 
     @property
     def error(self) -> float:
@@ -185,7 +192,7 @@ def build_accuracy(source: MachineResults, target: MachineResults) -> AccuracyTa
                                      pr.source_step_s, pr.throughput_per_s,
                                      measured[key].throughput_per_s,  # type: ignore[arg-type]
                                      pr.batch / flops if flops else None, pr.batch / bw if bw else None,
-                                     pr.bound, pr.host_share_there))
+                                     pr.bound, pr.host_there))
         capacity += _capacity(payload, other, s_spec.memory_bytes, t_spec.memory_bytes)
     return AccuracyTable(source.machine, target.machine, rows, capacity)
 

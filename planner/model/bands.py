@@ -11,11 +11,13 @@ different reasons, so the band has two parts:
   rows, planner/model/accuracy.py, both directions) or another one (the published cross-architecture check,
   planner/model/crossarch.py). With e = predicted / measured − 1 the measurement lay at 1 / (1 + e) of the
   prediction, so low = p90 of (1 − 1 / (1 + e)) and high = p90 of (1 / (1 + e) − 1) (nearest rank);
-- the host part: h × S, where S is the 95th percentile of the spreads measured between two hosts of one GPU type
-  for a host-set step (planner/model/repeatability.py, scope "another host"): the host of a rented machine is
-  unknown until it is rented, and 19 in 20 such steps moved by less than S between two of them.
+- the host part: how far the predicted step moves on a host S slower or faster (`HostExposure.steps`: the host's
+  part of the step and its issue time scale, the GPU's work does not), where S is the 90th percentile of the
+  spreads measured between two hosts of one GPU type for a host-set step (planner/model/repeatability.py, scope
+  "another host"): the host of a rented machine is unknown until it is rented, and 9 in 10 such steps moved by
+  less than S between two of them.
 
-    high = max(FLOOR, gpu_high + h · S)        low = max(FLOOR, gpu_low + 1 − 1 / (1 + h · S))
+    high = max(FLOOR, gpu_high + 1 / faster − 1)        low = max(FLOOR, gpu_low + 1 − 1 / slower)
 
 So a GPU-bound step keeps a narrow band and a host-bound one gets the spread measured there. Nothing comparable
 measured: ±NO_COMPARABLE, labelled "no comparable measurement". planner/model/coverage.py checks the bands on
@@ -31,14 +33,15 @@ from dataclasses import dataclass, field, replace
 from gpuplan_schema.results import MachineResults
 from planner.model.accuracy import iter_accuracy_tables
 from planner.model.crossarch import CrossCheck, build_crosscheck
-from planner.model.performance import Prediction
+from planner.model.performance import HostExposure, Prediction
 from planner.model.repeatability import ANOTHER_LEND, all_repeat_pairs
 
 FLOOR = 0.03
 NO_COMPARABLE = 0.50
 NO_COMPARABLE_BASIS = "no comparable measurement"
 GPU_ONLY = 0.10   # a residual whose host share is below this says what the GPU part of a prediction misses
-HOST_QUANTILE = 0.95
+HOST_QUANTILE = 0.90
+NO_HOST = HostExposure()   # a step the host does not touch
 
 
 @dataclass(frozen=True)
@@ -51,7 +54,7 @@ class Band:
 @dataclass(frozen=True)
 class Residual:
     same_architecture: bool
-    host_share: float   # the host's part of the predicted step
+    host: HostExposure  # how the predicted step depended on its host
     error: float        # predicted / measured − 1
     group: str = ""     # its workload (H100 ↔ H200 rows) or its published GPU: what coverage.py leaves out
     bound: str = ""     # the source configuration's regime, for the accuracy page's grouping
@@ -64,25 +67,30 @@ class BandTable:
 
     def gpu_errors(self, same_architecture: bool) -> list[float]:
         return [r.error for r in self.residuals
-                if r.same_architecture == same_architecture and r.host_share < GPU_ONLY]
+                if r.same_architecture == same_architecture and gpu_set(r.host)]
 
     def without(self, group: str) -> BandTable:
         """The table a residual of `group` is checked against: built as if that group had not been measured."""
         return replace(self, residuals=[r for r in self.residuals if r.group != group])
 
-    def band(self, same_architecture: bool, host_share: float = 0.0) -> Band:
+    def band(self, same_architecture: bool, host: HostExposure = NO_HOST) -> Band:
         errors = self.gpu_errors(same_architecture)
         if not errors:
             return Band(NO_COMPARABLE, NO_COMPARABLE, NO_COMPARABLE_BASIS)
-        host = max(0.0, host_share) * self.host_spread
-        low = max(FLOOR, _p90([1 - 1 / (1 + e) for e in errors]) + 1 - 1 / (1 + host))
-        high = max(FLOOR, _p90([1 / (1 + e) - 1 for e in errors]) + host)
+        slower, faster = host.steps(self.host_spread)
+        low = max(FLOOR, _p90([1 - 1 / (1 + e) for e in errors]) + 1 - 1 / slower)
+        high = max(FLOOR, _p90([1 / (1 + e) - 1 for e in errors]) + 1 / faster - 1)
         kind = "same architecture" if same_architecture else "other architectures"
         basis = f"90% of {len(errors)} measured GPU-set predictions, {kind}"
-        if host >= 0.005:
-            basis += (f"; {host_share:.0%} host share × {self.host_spread:.0%}, "
-                      "what two hosts of one GPU type moved apart")
+        if slower - 1 >= 0.005:
+            basis += (f"; −{1 - 1 / slower:.0%}/+{1 / faster - 1:.0%} on a host {self.host_spread:.0%} slower or "
+                      "faster, as two hosts of one GPU type moved apart")
         return Band(low, high, basis)
+
+
+def gpu_set(host: HostExposure) -> bool:
+    """The GPU sets the step and a host of another speed barely moves it: its residual is the GPU part's."""
+    return host.part < GPU_ONLY and not host.limited and host.issue < 1 - GPU_ONLY
 
 
 def _p90(values: list[float]) -> float:
@@ -91,19 +99,19 @@ def _p90(values: list[float]) -> float:
 
 
 def host_spread(machines: Sequence[MachineResults]) -> float:
-    """How far a host-set step moves between two hosts of one GPU type: the 95th percentile of the spreads
-    measured (a band meant to hold nine times in ten misses at most one in twenty on each side); 0 where none."""
+    """How far a host-set step moves between two hosts of one GPU type: the 90th percentile of the spreads
+    measured (a band meant to hold nine times in ten); 0 where none."""
     spreads = sorted(p.spread for p in all_repeat_pairs(machines) if p.scope == ANOTHER_LEND and p.regime == "host")
     return spreads[max(0, math.ceil(HOST_QUANTILE * len(spreads)) - 1)] if spreads else 0.0
 
 
 def build_band_table(machines: Sequence[MachineResults], crosschecks: Sequence[CrossCheck] = ()) -> BandTable:
     """The residuals of every compared prediction: the H100 ↔ H200 rows and the published checks' rows."""
-    residuals = [Residual(True, row.host_share, row.error, row.workload, row.bound)
+    residuals = [Residual(True, row.host, row.error, row.workload, row.bound)
                  for table in iter_accuracy_tables(machines) for row in table.rows]
     for check in crosschecks:
         same = same_arch_gpus(check)  # H100 → H200 rows of the published check are the same architecture
-        residuals += [Residual(r.gpu in same, r.host_share, r.error, r.gpu, r.bound) for r in check.rows]
+        residuals += [Residual(r.gpu in same, r.host, r.error, r.gpu, r.bound) for r in check.rows]
     return BandTable(residuals, host_spread(machines))
 
 
@@ -121,7 +129,7 @@ def band_table_for(machines: Sequence[MachineResults]) -> BandTable:
 
 
 def with_band(prediction: Prediction, table: BandTable) -> Prediction:
-    band = table.band(prediction.same_architecture, prediction.host_share_there)
+    band = table.band(prediction.same_architecture, prediction.host_there)
     return replace(prediction, band_low=band.low, band_high=band.high, band_basis=band.basis)
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from gpuplan_schema.payloads import WorkloadPayload, WorkloadPoint
 from gpuplan_schema.results import MachineResults
-from planner.model.performance import iter_predictions, measured_rates, target_rates
+from planner.model.performance import HostExposure, iter_predictions, measured_rates, target_rates
 from planner.model.split import PLAIN_VARIANTS, machine_rooflines
 from planner.specs import GpuSpec, match_gpu
 from planner.specs.published import PublishedTable, load_published
@@ -42,7 +42,7 @@ class CrossRow:
     naive_bandwidth_ratio: float
     same_stack: bool             # the row was measured with its table's own container build
     bound: str                   # the regime of the source configuration (planner/model/bound.py)
-    host_share: float = 0.0      # the host's part of the predicted step on that GPU
+    host: HostExposure = HostExposure()  # how the predicted step depended on its host (Prediction.host_there)
 
     @property
     def error(self) -> float:
@@ -103,7 +103,7 @@ def _row(table: PublishedTable, gpu: GpuSpec, published: float, batch: int | Non
     naive_b = gpu.memory_bandwidth_bytes_per_s / source_spec.memory_bandwidth_bytes_per_s
     return CrossRow(table.id, gpu.name, precision, point.batch, batch, published, p.step_s and
                     point.step_s.median / p.step_s, naive_f, naive_b, same_stack, p.bound,  # type: ignore[union-attr]
-                    p.host_share_there)
+                    p.host_there)
 
 
 def build_crosscheck(source: MachineResults, tables: list[PublishedTable] | None = None) -> CrossCheck | None:

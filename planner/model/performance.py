@@ -71,6 +71,26 @@ class Rates:
 
 
 @dataclass(frozen=True)
+class HostExposure:
+    """How a step depends on the host that issues it: `part` is the host's share outside the GPU's work (the step
+    is that plus the GPU's), `issue` the host's time to issue the step over the step, `limited` whether that issue
+    time sets the step (planner/model/bound.py `host_limited`). Shares of the step on the GPU it is predicted for,
+    at the source host's speed: which host a rented GPU comes with is what a band is unsure of."""
+
+    part: float = 0.0
+    issue: float = 0.0
+    limited: bool = False
+
+    def steps(self, spread: float) -> tuple[float, float]:
+        """The step, relative to the predicted one, on a host (1 + spread)× slower and one (1 + spread)× faster: the
+        host's part and issue time scale; the GPU's work does not, and a step cannot fall below it."""
+        gpu = 1.0 - self.part
+        slower = max(self.part * (1 + spread) + gpu, self.issue * (1 + spread))
+        faster = max(self.issue / (1 + spread), gpu) if self.limited else self.part / (1 + spread) + gpu
+        return slower, faster
+
+
+@dataclass(frozen=True)
 class Prediction:
     workload: str
     precision: str
@@ -101,11 +121,12 @@ class Prediction:
         return self.bound_on_target or self.bound_of_source
 
     @property
-    def host_share_there(self) -> float:
-        """The host's share of the predicted step on the target (a slower GPU leaves the host a smaller one): where
-        the host's issue time sets the step, all of it moves with the host (the bound's share: issue / step)."""
+    def host_there(self) -> HostExposure:
+        """How the predicted step on the target depends on its host (the band's host part, planner/model/bands.py)."""
         there = self.bound_there
-        return there.share if there.name == "host" else there.shares.get("host", self.split.host)
+        issue = self.split.host_issue * self.source_step_s / self.step_s if self.split.host_issue and self.step_s \
+            else 0.0
+        return HostExposure(there.shares.get("host", self.split.host), min(1.0, issue), there.name == "host")
 
     @property
     def error(self) -> float:
