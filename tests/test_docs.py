@@ -71,14 +71,16 @@ def test_committed_screenshots_show_the_figures_the_report_gives(machines):
     assert {w["workload"] for w in shown["workloads"]} >= {"resnet50", "gpt-small", "wide-transformer"}
 
 
-def test_a_screenshot_showing_an_old_figure_is_stale_without_comparing_pixels(tmp_path, machines):
-    shown = json.loads(generate.SHOT_FIGURES.read_text(encoding="utf-8"))
+def test_a_screenshot_showing_an_old_figure_is_stale_without_comparing_pixels(tmp_path, frozen_machines):
+    shown = tables.screenshot_figures(frozen_machines)   # what screenshots of the frozen results would show
+    (tmp_path / "screenshots.json").write_text(json.dumps(shown), encoding="utf-8")
+    assert generate.stale_screenshots(frozen_machines, tmp_path / "screenshots.json") is None
     wide = next(w for w in shown["workloads"] if w["workload"] == "wide-transformer")
     now, wide["throughput"] = wide["throughput"], "501 sequences/s"  # the figure of issue 27's old screenshot
     (tmp_path / "screenshots.json").write_text(json.dumps(shown), encoding="utf-8")
-    assert generate.stale_screenshots(machines, tmp_path / "screenshots.json") == \
+    assert generate.stale_screenshots(frozen_machines, tmp_path / "screenshots.json") == \
         f"wide-transformer throughput: '501 sequences/s' shown, the report gives {now!r}"
-    assert generate.stale_screenshots(machines, tmp_path / "absent.json") is not None
+    assert generate.stale_screenshots(frozen_machines, tmp_path / "absent.json") is not None
 
 
 def test_committed_results_generate_check_passes_from_the_command_line():
@@ -141,9 +143,9 @@ def test_committed_results_print_what_the_readme_pandas_example_shows():
     assert block and block[1] == run.stdout
 
 
-def test_the_readme_pivot_example_prints_what_the_readme_shows():
-    """The pivot over the key's columns, run as a user would, prints the generated block's output: one measured
-    value per cell (the key is unique, so there is nothing to average)."""
+def test_committed_results_print_what_the_readme_pivot_example_shows():
+    """The pivot over the key's columns, run as a user would on the committed results, prints the generated
+    block's output: one measured value per cell (the key is unique, so there is nothing to average)."""
     run = subprocess.run([sys.executable, "-c", tables.PIVOT_EXAMPLE], capture_output=True, text=True, cwd=REPO,
                          check=True)
     readme = (REPO / "README.md").read_text(encoding="utf-8")

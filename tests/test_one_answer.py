@@ -18,6 +18,7 @@ from planner.cli import main as gpuplan_main
 from planner.model import plan as plan_module
 from planner.model.bounds import BoundKind
 from planner.model.choice import Trial, choose, ties
+from planner.model.jobs import parse_job
 from planner.model.judge import elasticity, judge
 from planner.model.performance import measured_rates
 from planner.model.plan import build_plan, report_plan
@@ -97,7 +98,8 @@ def test_an_unchecked_gpu_is_marked_on_every_screen(capsys):
     b200 = [r for r in plan.ranking if r.gpu == "B200" and r.status == "ok"]
     assert b200 and all(r.unchecked for r in b200)
     assert not any(r.unchecked for r in plan.ranking if r.gpu == "H100 SXM")
-    text = render_plan_text(plan, top=200)
+    asked = report_plan(machine, parse_job("resnet50 bf16 epochs=100 dataset=imagenet"), measured)  # `--job`
+    text = render_plan_text(asked, top=200)
     rows = [line for line in text.splitlines() if "× B200" in line]
     assert rows and all("†" in line for line in rows) and "on B200 † (predicted)" in text
     data = plan_json(FROZEN / "h100-80gb", capsys, "--job", "resnet50 bf16 epochs=100 dataset=imagenet")
