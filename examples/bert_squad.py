@@ -53,6 +53,8 @@ HIDDEN, LAYERS, HEADS, FFN = 768, 12, 12, 3072
 SEQ = 384                   # max_seq_length of run_squad.py
 DROPOUT, LN_EPS = 0.1, 1e-12
 BATCH_START = 20            # gpuplan's main batch on a GPU is 8 × this: 160
+LARGE_HIDDEN, LARGE_LAYERS, LARGE_HEADS = 1024, 24, 16   # BERT-large (build_large), FFN 4 × hidden
+LARGE_BATCH_START = 8       # main batch 64
 
 Inputs = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # token ids, token types, attention mask
 
@@ -111,7 +113,7 @@ def span_loss(logits: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
     return (F.cross_entropy(start, positions[:, 0]) + F.cross_entropy(end, positions[:, 1])) / 2
 
 
-def bert(vocab: int, hidden: int, heads: int, seq: int, batch_start: int, name: str) -> dict:
+def bert(vocab: int, hidden: int, heads: int, seq: int, batch_start: int, name: str, layers: int = LAYERS) -> dict:
     question = seq // 6  # the question's tokens (type 0): 64 of 384
 
     def make_batch(batch_size: int, device: torch.device) -> tuple[Inputs, torch.Tensor]:
@@ -122,7 +124,7 @@ def bert(vocab: int, hidden: int, heads: int, seq: int, batch_start: int, name: 
         end = (start + torch.randint(0, 16, (batch_size,), device=device)).clamp(max=seq - 1)
         return (ids, types, mask), torch.stack([start, end], dim=1)
 
-    return {"name": name, "model": BertForSquad(vocab, POSITIONS, hidden, LAYERS, heads, 4 * hidden),
+    return {"name": name, "model": BertForSquad(vocab, POSITIONS, hidden, layers, heads, 4 * hidden),
             "make_batch": make_batch, "loss": span_loss, "unit": "sequences", "tokens_per_sample": seq,
             "batch_start": batch_start}
 
@@ -130,6 +132,13 @@ def bert(vocab: int, hidden: int, heads: int, seq: int, batch_start: int, name: 
 def build() -> dict:
     """BERT-base with the span head at sequence 384: the size measured on GPUs."""
     return bert(VOCAB, HIDDEN, HEADS, SEQ, BATCH_START, "bert-base-squad")
+
+
+def build_large() -> dict:
+    """BERT-large (24 layers, width 1024, 16 heads, FFN 4096) with the span head at sequence 384: Lambda's second
+    SQuAD table (bert_large_squad). 334.1 M parameters without the pooler; the sweep starts at 8, so the main
+    batch is 64, Lambda's fp32 batch on 80 GB (its amp batch was 112)."""
+    return bert(VOCAB, LARGE_HIDDEN, LARGE_HEADS, SEQ, LARGE_BATCH_START, "bert-large-squad", LARGE_LAYERS)
 
 
 def build_tiny() -> dict:

@@ -21,6 +21,8 @@ PATH = "examples/bert_squad.py"
 CPU, META, CUDA = torch.device("cpu"), torch.device("meta"), torch.device("cuda")
 # BERT-base without the pooler: embeddings 23,835,648 + 12 layers × 7,087,872 + the span head 1,538
 BERT_BASE_SQUAD_PARAMETERS = 108_893_186
+# BERT-large without the pooler: embeddings 31,782,912 + 24 layers × 12,596,224 + the span head 2,050
+BERT_LARGE_SQUAD_PARAMETERS = 334_094_338
 
 pytestmark = pytest.mark.usefixtures("in_repo")  # conftest.py: paths as the docs give them
 
@@ -29,9 +31,9 @@ def tiny() -> Workload:
     return load_workload(f"{PATH}:build_tiny")
 
 
-def real_on_meta() -> Workload:
+def real_on_meta(build: str = "build") -> Workload:
     with META:
-        return load_workload(f"{PATH}:build")
+        return load_workload(f"{PATH}:{build}")
 
 
 def parameters(model: nn.Module) -> int:
@@ -50,6 +52,16 @@ def test_real_size_is_bert_base_at_sequence_384():
     assert logits.shape == (2, 384, 2)
     loss = workload.loss(logits, positions)
     assert loss.dim() == 0 and loss.device == META
+
+
+def test_large_size_is_bert_large_at_sequence_384():
+    workload = real_on_meta("build_large")
+    assert workload.name == "bert-large-squad" and workload.tokens_per_sample == 384
+    assert parameters(workload.model) == BERT_LARGE_SQUAD_PARAMETERS
+    assert 31_782_912 + 24 * 12_596_224 + 2_050 == BERT_LARGE_SQUAD_PARAMETERS
+    assert build_sweep_plan(workload.name, workload, QUICK, CUDA).main_batch == 64  # Lambda's fp32 batch on 80 GB
+    logits = workload.forward(workload.make_batch(2, META)[0])
+    assert logits.shape == (2, 384, 2)
 
 
 @pytest.mark.parametrize("precision", ["bf16", "fp32"])

@@ -30,7 +30,7 @@ from planner.model.split import PLAIN_VARIANTS, machine_rooflines
 from planner.specs import GpuSpec, match_gpu
 from planner.specs.published import PublishedTable, load_published
 
-WORKLOAD_OF = {"resnet50": "resnet50", "bert-base-squad": "bert-base-squad"}
+WORKLOAD_OF = {"resnet50": "resnet50", "bert-base-squad": "bert-base-squad", "bert-large-squad": "bert-large-squad"}
 PRECISIONS_OF = {"amp": ("bf16", "fp16"), "tf32": ("tf32",), "fp32": ("tf32",)}
 
 
