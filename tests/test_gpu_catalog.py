@@ -26,14 +26,14 @@ def test_units_are_si():
     for spec in load_gpu_catalog():
         assert isinstance(spec.memory_bytes, int) and 8e9 <= spec.memory_bytes <= 200e9, spec.name
         assert 300e9 <= spec.memory_bandwidth_bytes_per_s <= 8e12, spec.name
-        assert spec.l2_bytes is None or 4 * 2**20 <= spec.l2_bytes <= 72 * 2**20, spec.name
+        assert spec.l2_bytes is None or 4 * 2**20 <= spec.l2_bytes <= 96 * 2**20, spec.name  # RTX 6000 Ada: 96 MB
         assert set(spec.flops_per_s) <= set(DTYPES) and "fp32" in spec.flops_per_s, spec.name
         assert all(1e12 < v < 5e15 for v in spec.flops_per_s.values()), spec.name
         assert spec.source, spec.name
 
 
 def test_dtypes_a_gpu_lacks_are_absent():
-    for name in ("T4", "V100 SXM2 16GB", "V100 SXM2 32GB", "V100 PCIe 16GB"):
+    for name in ("T4", "V100 SXM2 16GB", "V100 SXM2 32GB", "V100 PCIe 16GB", "Quadro RTX 8000"):
         assert set(match_gpu(name).flops_per_s) == {"fp32", "fp16"}
     assert "fp8" not in match_gpu("A100 80GB SXM").flops_per_s
 
@@ -68,13 +68,17 @@ def test_no_two_entries_share_a_name():
     ("NVIDIA GeForce RTX 3060 Ti", "RTX 3060 Ti"), ("AMD Instinct MI300X", "MI300X"),
     ("H200 SXM 141GB", "H200 SXM"), ("A100-80GB", "A100 80GB SXM"), ("Tesla V100-PCIE-16GB", "V100 PCIe 16GB"),
     ("V100", "V100 SXM2 16GB"), ("H100", "H100 SXM"),
+    ("NVIDIA RTX A6000", "RTX A6000"), ("NVIDIA RTX 6000 Ada Generation", "RTX 6000 Ada"),
+    ("Quadro RTX 8000", "Quadro RTX 8000"), ("NVIDIA A100-PCIE-40GB", "A100 40GB PCIe"),
+    ("NVIDIA GH200 480GB", "GH200 96GB"), ("NVIDIA GH200 96GB HBM3", "GH200 96GB"),
 ])
 def test_names_nvml_and_torch_report_match(reported, name):
     assert match_gpu(reported).name == name
 
 
 def test_unknown_gpu_is_none():
-    assert match_gpu("NVIDIA A100-PCIE-40GB") is None  # not in the facts table; no guessed entry
+    assert match_gpu("NVIDIA A40") is None  # not in the catalog; no guessed entry
+    assert match_gpu("NVIDIA GH200 144G HBM3e") is None  # the other GH200: not the 96GB HBM3 entry
 
 
 # ── dense, not sparse ────────────────────────────────────────────────────────────────────────
@@ -83,11 +87,12 @@ def test_unknown_gpu_is_none():
 # 2× dense; these are the dense columns) — shared/reference/gpu-facts.md, NVIDIA datasheets, AMD
 # ROCm specs. A catalog entry copied from the sparse column is twice these and fails.
 DENSE_BF16_TFLOPS = {
-    "A10G": 70, "A10": 125, "L4": 121, "L40S": 362, "A100 40GB SXM": 312, "A100 80GB SXM": 312,
+    "A10G": 70, "L4": 121, "L40S": 362, "A100 40GB SXM": 312, "A100 80GB SXM": 312,
     "A100 80GB PCIe": 312, "H100 SXM": 989, "H100 PCIe": 756, "H100 NVL": 835.5, "H200 SXM": 989,
-    "B200": 2250, "MI300X": 1307,
+    "B200": 2250, "MI300X": 1307, "A100 40GB PCIe": 312, "GH200 96GB": 989,
 }
-DENSE_FP16_TFLOPS = {"T4": 65, "V100 SXM2 16GB": 125, "V100 SXM2 32GB": 125, "V100 PCIe 16GB": 112}
+DENSE_FP16_TFLOPS = {"T4": 65, "V100 SXM2 16GB": 125, "V100 SXM2 32GB": 125, "V100 PCIe 16GB": 112,
+                     "Quadro RTX 8000": 130.5}
 
 
 @pytest.mark.parametrize(("name", "tflops"), sorted(DENSE_BF16_TFLOPS.items()))
@@ -98,6 +103,36 @@ def test_datacenter_bf16_is_the_dense_figure(name, tflops):
 @pytest.mark.parametrize(("name", "tflops"), sorted(DENSE_FP16_TFLOPS.items()))
 def test_pre_ampere_fp16_is_the_dense_figure(name, tflops):
     assert match_gpu(name).flops_per_s["fp16"] == pytest.approx(tflops * 1e12, rel=1e-3)
+
+
+# The five GPUs added for the published Lambda rows, as transcribed: memory GB, GB/s, SMs, L2 MiB, W, boost MHz,
+# compute capability, and dense TFLOPS fp32 / tf32 / bf16 / fp8 (None: no such rate; tensor rates as PyTorch runs them,
+# bf16/fp16 with fp32 accumulate). RTX A6000: the datasheet's memory, bandwidth, FP32 and power, NVIDIA's GA102
+# whitepaper's 154.8 with FP32 accumulate (a 300 W professional GA102). RTX 6000 Ada: datasheet and NVIDIA's Ada professional
+# whitepaper (364.2 with FP32 accumulate). Quadro RTX 8000: datasheet (130.5 fp16 tensor, FP16 or FP32 accumulate).
+# A100 40GB PCIe: A100 datasheet PCIe column and product brief. GH200 96GB: GH200 datasheet, sparse columns halved.
+NEW_ENTRIES = {
+    "RTX A6000": (48, 768, 84, 6, 300, 1800, "8.6", 38.7, 77.4, 154.8, None),
+    "RTX 6000 Ada": (48, 960, 142, 96, 300, 2505, "8.9", 91.1, 182.1, 364.2, 728.5),
+    "Quadro RTX 8000": (48, 672, 72, 6, 295, 1770, "7.5", 16.3, None, None, None),
+    "A100 40GB PCIe": (40, 1555, 108, 40, 250, 1410, "8.0", 19.5, 156, 312, None),
+    "GH200 96GB": (96, 4000, 132, None, 1000, 1980, "9.0", 67, 494.5, 989, 1979),
+}
+
+
+@pytest.mark.parametrize(("name", "figures"), sorted(NEW_ENTRIES.items()))
+def test_the_added_entries_are_transcribed(name, figures):
+    gb, gbps, sms, l2_mib, watts, mhz, cc, fp32, tf32, bf16, fp8 = figures
+    s = match_gpu(name)
+    assert s.name == name and s.memory_bytes == gb * 10**9 and s.memory_bandwidth_bytes_per_s == gbps * 1e9
+    assert s.sm_count == sms and s.l2_bytes == (None if l2_mib is None else l2_mib * 2**20)
+    assert s.tdp_w == watts and s.boost_clock_mhz == mhz and s.compute_capability == cc
+    expected = {"fp32": fp32, "tf32": tf32, "bf16": bf16, "fp8": fp8}
+    for dtype, tflops in expected.items():
+        got = s.flops_per_s.get(dtype)
+        assert (got is None) if tflops is None else got == pytest.approx(tflops * 1e12, rel=1e-3), (name, dtype)
+    assert s.peer_bytes_per_s is None and s.nvlink_generation is None  # no GPU-to-GPU NVLink recorded
+    assert s.boost_clock_source
 
 
 def test_every_tensor_dtype_ratio_is_the_dense_one():
@@ -112,6 +147,31 @@ def test_every_tensor_dtype_ratio_is_the_dense_one():
         # Tensor cores run 2× (GeForce, fp32 accumulate) to 28× (B200) the plain FP32 rate; a sparse
         # figure doubles the ratio, past 30 for B200.
         assert 1.9 <= f["fp16"] / f["fp32"] <= 30, s.name
+
+
+# GA102's tensor cores at the rate its training runs on a 150-300 W data-center card show, per SM per clock: measured
+# on the A10G at 10240² (shared/reference/gpu-facts.md, "Measured elsewhere": 69.5 bf16 and 34.7 tf32 TFLOPS, 80 SMs at
+# 1.71 GHz), the rate the RTX 3090's fp32-accumulate figure prints. The 150 W A10 runs it too (its datasheet's 125 /
+# 62.5 are twice it; the Lambda tables' A10 rows agree with the measured rate, docs/prediction-model.md § 4); the
+# 300 W RTX A6000 runs NVIDIA's full rate (its rows, only checked, agree).
+GA102_BF16_PER_SM_CLOCK = 69.5e12 / (80 * 1710e6)
+GA102_TF32_PER_SM_CLOCK = 34.7e12 / (80 * 1710e6)
+
+
+@pytest.mark.parametrize(("name", "per_sm_clock"), [("A10", 1), ("A10G", 1), ("RTX 3090", 1), ("RTX 3060 Ti", 1),
+                                                    ("RTX A6000", 2)])
+def test_ga102_parts_run_the_measured_rate_or_the_full_rate_nvidia_prints(name, per_sm_clock):
+    s = match_gpu(name)
+    assert s.compute_capability == "8.6"
+    assert s.flops_per_s["bf16"] / s.sm_cycles_per_s == pytest.approx(per_sm_clock * GA102_BF16_PER_SM_CLOCK, rel=0.03)
+    assert s.flops_per_s["tf32"] / s.sm_cycles_per_s == pytest.approx(per_sm_clock * GA102_TF32_PER_SM_CLOCK, rel=0.03)
+
+
+def test_every_ga102_part_is_placed():
+    assert {s.name for s in load_gpu_catalog() if s.compute_capability == "8.6"} == {
+        "A10", "A10G", "RTX 3090", "RTX 3060 Ti", "RTX A6000"}
+    assert "125" in match_gpu("A10").source  # the datasheet's own figure is named beside the one used
+    assert "154.8" in match_gpu("RTX A6000").source
 
 
 def test_support_flags_follow_the_rates():

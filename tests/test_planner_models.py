@@ -193,7 +193,7 @@ def test_plan_ranking_cites_the_measured_multi_gpu_efficiency():
     (("--target", "NOPE"), "--target: unknown GPU or instance 'NOPE'; nothing close"),
     (("--target", "A100-80G"), "--target: unknown GPU or instance 'A100-80G'; closest: A100 80GB SXM, A100 80GB PCIe"),
     (("--target", "h10"), "unknown GPU or instance 'h10'; closest: H100 SXM, H100 PCIe, H100 NVL"),
-    (("--target", "a100"), "'a100' is ambiguous; candidates: A100 40GB SXM, A100 80GB SXM, A100 80GB PCIe ("),
+    (("--target", "a100"), "'a100' is ambiguous; candidates: A100 40GB SXM, A100 80GB SXM, A100 80GB PCIe, A100 40GB PCIe ("),
     (("--target", "p5.48"), "unknown GPU or instance 'p5.48'; closest: p5.48xlarge"),
     (("--job", "resnet50 bf17 samples=1"), "bf17"),
     (("--job", "resnet-50 bf16 samples=1"), "no resnet-50 results on h100-80gb; closest: resnet50"),

@@ -26,7 +26,7 @@ PRECISIONS = ("amp", "tf32", "fp32")
 TASKS = ("training",)
 # The GPUs we measure on: every table needs one of them, measured with the table's own stack.
 REFERENCE_GPUS = ("H100 SXM", "H200 SXM")
-_OPTIONAL_ROW_FIELDS = ("stack", "note")
+_OPTIONAL_ROW_FIELDS = ("stack", "note", "informed")
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,7 @@ class PublishedRow:
     cite: str
     stack: str | None = None  # only where this row's stack differs from its table's
     note: str | None = None
+    informed: str | None = None  # what this row changed in the model (a choice made on it); None: only checked
 
     @property
     def same_stack(self) -> bool:
@@ -97,7 +98,8 @@ def _read_row(path: Path, where: str, entry: dict[str, Any], catalog_names: set[
     return PublishedRow(gpu=gpu, gpu_label=reader.text("gpu_label"),
                         throughput_per_s=reader.number("throughput_per_s"),
                         batch=batch, cite=_url(reader, "cite"),
-                        stack=reader.text("stack", nullable=True), note=note)
+                        stack=reader.text("stack", nullable=True), note=note,
+                        informed=reader.text("informed", nullable=True))
 
 
 def _read_table(path: Path, where: str, entry: dict[str, Any], catalog_names: set[str]) -> PublishedTable:
