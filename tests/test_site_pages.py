@@ -222,3 +222,14 @@ def test_the_accuracy_page_publishes_how_often_the_bands_held_out_of_sample(site
     for g in groups:
         assert re.search(rf'<th scope="row">{g.scope}</th><td>{g.regime}</td><td class="num">{g.n}</td>'
                          rf'<td class="num">{g.inside}</td>', html)
+
+
+def test_the_accuracy_page_publishes_the_cross_architecture_errors_by_role_family_and_gpu(site, results_machines):
+    from planner.site.accuracy import build_crosschecks
+    html = (site / ACCURACY_NAME).read_text(encoding="utf-8")
+    assert 'class="accuracy-cross-groups"' in html and "none over 20%" in html
+    for check in build_crosschecks(results_machines):
+        for by in ("role", "family", "gpu"):
+            for g in check.groups(by):
+                assert re.search(rf'<th scope="row">{by}: {re.escape(g.name)}</th><td class="num">{g.n}</td>', html)
+    assert "no: only checked" in html or "<abbr title=" in html

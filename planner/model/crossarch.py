@@ -22,14 +22,20 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
+from typing import Literal
+
+import pandas as pd
 
 from gpuplan_schema.payloads import WorkloadPayload, WorkloadPoint
 from gpuplan_schema.results import MachineResults
-from planner.model.performance import HostExposure, iter_predictions, measured_rates, target_rates
+from planner.model.performance import HostExposure, iter_predictions, measured_rates, run_precision, target_rates
 from planner.model.split import PLAIN_VARIANTS, machine_rooflines
 from planner.specs import GpuSpec, match_gpu
-from planner.specs.published import PublishedTable, load_published
+from planner.specs.published import PublishedRow, PublishedTable, load_published
 
+# Issue 25's goals over every published row used: the median |ratio error| and the largest one.
+MEDIAN_TARGET = 0.08
+MAX_TARGET = 0.20
 WORKLOAD_OF = {"resnet50": "resnet50", "bert-base-squad": "bert-base-squad", "bert-large-squad": "bert-large-squad"}
 PRECISIONS_OF = {"amp": ("bf16", "fp16"), "tf32": ("tf32",), "fp32": ("tf32",)}
 
@@ -48,6 +54,8 @@ class CrossRow:
     same_stack: bool             # the row was measured with its table's own container build
     bound: str                   # the regime of the source configuration (planner/model/bound.py)
     host: HostExposure = HostExposure()  # how the predicted step depended on its host (Prediction.host_there)
+    family: str = ""             # the published model (resnet50, bert-base-squad, …)
+    informed: str | None = None  # what the row changed in the model (PublishedRow.informed); None: only checked
 
     @property
     def error(self) -> float:
@@ -56,6 +64,23 @@ class CrossRow:
     def naive_error(self, by: str) -> float | None:
         ratio = self.naive_flops_ratio if by == "flops" else self.naive_bandwidth_ratio
         return None if ratio is None else ratio / self.published_ratio - 1
+
+
+@dataclass(frozen=True)
+class ErrorGroup:
+    """The |ratio errors| of one family, GPU or role of the published rows, against issue 25's goals."""
+
+    name: str
+    n: int
+    median: float
+    largest: float
+
+    @property
+    def meets(self) -> bool:
+        return self.median <= MEDIAN_TARGET and self.largest <= MAX_TARGET
+
+
+GroupBy = Literal["family", "gpu", "role"]
 
 
 @dataclass(frozen=True)
@@ -71,6 +96,25 @@ class CrossCheck:
                   if by == "model" or r.naive_error(by) is not None]
         return statistics.median(errors) if errors else None
 
+    def groups(self, by: GroupBy) -> list[ErrorGroup]:
+        """Median and largest |ratio error| per model family, per GPU, or for the rows that informed the model
+        against those only checked (the check's own sizes first: the largest group leads)."""
+        if not self.rows:
+            return []
+        key = {"family": lambda r: r.family, "gpu": lambda r: r.gpu,
+               "role": lambda r: "informed the model" if r.informed else "only checked"}[by]
+        frame = pd.DataFrame({"name": [key(r) for r in self.rows], "error": [abs(r.error) for r in self.rows]})
+        stats = frame.groupby("name", sort=True)["error"].agg(["count", "median", "max"])
+        stats = stats.sort_values("count", ascending=False, kind="stable")
+        return [ErrorGroup(str(name), int(s["count"]), float(s["median"]), float(s["max"]))
+                for name, s in stats.iterrows()]
+
+    @property
+    def overall(self) -> ErrorGroup:
+        errors = [abs(r.error) for r in self.rows]
+        return ErrorGroup("all rows", len(errors), statistics.median(errors) if errors else 0.0,
+                          max(errors, default=0.0))
+
     def validated_gpus(self) -> set[str]:
         return {r.gpu for r in self.rows} | {self.reference}
 
@@ -79,6 +123,8 @@ class CrossCheck:
         return {"reference": self.reference, "median_abs_ratio_error": self.median_abs_error(),
                 "naive_flops_median_abs_ratio_error": self.median_abs_error("flops"),
                 "naive_bandwidth_median_abs_ratio_error": self.median_abs_error("bandwidth"),
+                "largest_abs_ratio_error": self.overall.largest if self.rows else None,
+                "by": {by: [g.__dict__ for g in self.groups(by)] for by in ("role", "family", "gpu")},
                 "rows": len(self.rows), "validated_gpus": sorted(self.validated_gpus()),
                 "not_comparable": self.not_comparable}
 
@@ -89,10 +135,14 @@ def _nearest(payload: WorkloadPayload, precision: str, batch: int | None) -> Wor
     return min(points, key=lambda p: (abs(p.batch - (batch or p.batch)), -p.batch), default=None)
 
 
-def _row(table: PublishedTable, gpu: GpuSpec, published: float, batch: int | None, source: MachineResults,
-         source_spec: GpuSpec, payload: WorkloadPayload, same_stack: bool) -> CrossRow | None:
-    precision = next((p for p in PRECISIONS_OF[table.precision] if p in gpu.flops_per_s), None)
-    point = _nearest(payload, precision, batch) if precision else None
+def _row(table: PublishedTable, gpu: GpuSpec, published: PublishedRow, ratio: float, source: MachineResults,
+         source_spec: GpuSpec, payload: WorkloadPayload) -> CrossRow | None:
+    # our measured precision of the table's; a GPU without it runs the measured step in its stand-in (STAND_IN:
+    # TF32 work as plain fp32 on a V100, as the published fp32 runs did there)
+    ours = PRECISIONS_OF[table.precision]
+    precision = next((p for p in ours if p in gpu.flops_per_s), None) \
+        or next((p for p in ours if run_precision(p, gpu.flops_per_s)), None)
+    point = _nearest(payload, precision, published.batch) if precision else None
     if point is None:
         return None
     rates = measured_rates(source.ceilings)  # type: ignore[arg-type]
@@ -103,12 +153,13 @@ def _row(table: PublishedTable, gpu: GpuSpec, published: float, batch: int | Non
     if not predicted:
         return None
     p = predicted[0]
-    naive_f = gpu.flops_per_s[precision] / source_spec.flops_per_s[precision] \
-        if precision in source_spec.flops_per_s else None
+    run = run_precision(precision, gpu.flops_per_s)
+    naive_f = gpu.flops_per_s[run] / source_spec.flops_per_s[precision] \
+        if run in gpu.flops_per_s and precision in source_spec.flops_per_s else None
     naive_b = gpu.memory_bandwidth_bytes_per_s / source_spec.memory_bandwidth_bytes_per_s
-    return CrossRow(table.id, gpu.name, precision, point.batch, batch, published, p.step_s and
-                    point.step_s.median / p.step_s, naive_f, naive_b, same_stack, p.bound,  # type: ignore[union-attr]
-                    p.host_there)
+    return CrossRow(table.id, gpu.name, precision, point.batch, published.batch, ratio, p.step_s and
+                    point.step_s.median / p.step_s, naive_f, naive_b, published.same_stack,  # type: ignore[union-attr]
+                    p.bound, p.host_there, table.model, published.informed)
 
 
 def build_crosscheck(source: MachineResults, tables: list[PublishedTable] | None = None) -> CrossCheck | None:
@@ -131,8 +182,7 @@ def build_crosscheck(source: MachineResults, tables: list[PublishedTable] | None
             gpu = match_gpu(r.gpu) if r.gpu else None
             if gpu is None or r is ref:
                 continue
-            row = _row(table, gpu, r.throughput_per_s / ref.throughput_per_s, r.batch, source, source_spec,
-                       payload, r.same_stack)
+            row = _row(table, gpu, r, r.throughput_per_s / ref.throughput_per_s, source, source_spec, payload)
             if row:
                 rows.append(row)
             else:
