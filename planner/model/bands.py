@@ -6,11 +6,13 @@ A step is the GPU's work and the host's (h: the host's share of the predicted st
 step's split scaled to the target: a slower GPU leaves the host a smaller share). The two move for
 different reasons, so the band has two parts:
 
-- the GPU part: the 90th percentile of the errors of GPU-set predictions (host share under GPU_ONLY) of the same
+- the GPU part: the middle 90% of the errors of GPU-set predictions (host share under GPU_ONLY) of the same
   kind of jump: same architecture (compute capability major equal, e.g. H100 → H200: the H100 ↔ H200 accuracy
   rows, planner/model/accuracy.py, both directions) or another one (the published cross-architecture check,
   planner/model/crossarch.py). With e = predicted / measured − 1 the measurement lay at 1 / (1 + e) of the
-  prediction, so low = p90 of (1 − 1 / (1 + e)) and high = p90 of (1 / (1 + e) − 1) (nearest rank);
+  prediction, so low = p95 of (1 − 1 / (1 + e)) and high = p95 of (1 / (1 + e) − 1) (nearest rank): 5% of the
+  residuals beyond each side, so nine in ten inside (a p90 on each side leaves one in ten out on each: eight in
+  ten inside, which is what the held-out check found);
 - the host part: how far the predicted step moves on a host S slower or faster (`HostExposure.steps`: the host's
   part of the step and its issue time scale, the GPU's work does not), where S is the 90th percentile of the
   spreads measured between two hosts of one GPU type for a host-set step (planner/model/repeatability.py, scope
@@ -40,6 +42,7 @@ FLOOR = 0.03
 NO_COMPARABLE = 0.50
 NO_COMPARABLE_BASIS = "no comparable measurement"
 GPU_ONLY = 0.10   # a residual whose host share is below this says what the GPU part of a prediction misses
+SIDE_QUANTILE = 0.95  # each side of the GPU part: 5% of residuals beyond it, a central 90% between the two
 HOST_QUANTILE = 0.90
 NO_HOST = HostExposure()   # a step the host does not touch
 
@@ -78,10 +81,10 @@ class BandTable:
         if not errors:
             return Band(NO_COMPARABLE, NO_COMPARABLE, NO_COMPARABLE_BASIS)
         slower, faster = host.steps(self.host_spread)
-        low = max(FLOOR, _p90([1 - 1 / (1 + e) for e in errors]) + 1 - 1 / slower)
-        high = max(FLOOR, _p90([1 / (1 + e) - 1 for e in errors]) + 1 / faster - 1)
+        low = max(FLOOR, _side([1 - 1 / (1 + e) for e in errors]) + 1 - 1 / slower)
+        high = max(FLOOR, _side([1 / (1 + e) - 1 for e in errors]) + 1 / faster - 1)
         kind = "same architecture" if same_architecture else "other architectures"
-        basis = f"90% of {len(errors)} measured GPU-set predictions, {kind}"
+        basis = f"the middle 90% of {len(errors)} measured GPU-set predictions, {kind}"
         if slower - 1 >= 0.005:
             basis += (f"; −{1 - 1 / slower:.0%}/+{1 / faster - 1:.0%} on a host {self.host_spread:.0%} slower or "
                       "faster, as two hosts of one GPU type moved apart")
@@ -93,9 +96,10 @@ def gpu_set(host: HostExposure) -> bool:
     return host.part < GPU_ONLY and not host.limited and host.issue < 1 - GPU_ONLY
 
 
-def _p90(values: list[float]) -> float:
+def _side(values: list[float]) -> float:
+    """SIDE_QUANTILE of the values, nearest rank."""
     ordered = sorted(values)
-    return ordered[max(0, math.ceil(0.9 * len(ordered)) - 1)]
+    return ordered[max(0, math.ceil(SIDE_QUANTILE * len(ordered)) - 1)]
 
 
 def host_spread(machines: Sequence[MachineResults]) -> float:
