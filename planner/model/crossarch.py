@@ -24,8 +24,6 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Literal
 
-import pandas as pd
-
 from gpuplan_schema.payloads import WorkloadPayload, WorkloadPoint
 from gpuplan_schema.results import MachineResults
 from planner.model.performance import HostExposure, iter_predictions, measured_rates, run_precision, target_rates
@@ -98,16 +96,15 @@ class CrossCheck:
 
     def groups(self, by: GroupBy) -> list[ErrorGroup]:
         """Median and largest |ratio error| per model family, per GPU, or for the rows that informed the model
-        against those only checked (the check's own sizes first: the largest group leads)."""
-        if not self.rows:
-            return []
+        against those only checked; the largest group first. (The standard library, not pandas: `gpuplan plan`
+        reads this and does not load pandas.)"""
         key = {"family": lambda r: r.family, "gpu": lambda r: r.gpu,
                "role": lambda r: "informed the model" if r.informed else "only checked"}[by]
-        frame = pd.DataFrame({"name": [key(r) for r in self.rows], "error": [abs(r.error) for r in self.rows]})
-        stats = frame.groupby("name", sort=True)["error"].agg(["count", "median", "max"])
-        stats = stats.sort_values("count", ascending=False, kind="stable")
-        return [ErrorGroup(str(name), int(s["count"]), float(s["median"]), float(s["max"]))
-                for name, s in stats.iterrows()]
+        errors: dict[str, list[float]] = {}
+        for r in self.rows:
+            errors.setdefault(key(r), []).append(abs(r.error))
+        groups = [ErrorGroup(name, len(e), statistics.median(e), max(e)) for name, e in sorted(errors.items())]
+        return sorted(groups, key=lambda g: -g.n)
 
     @property
     def overall(self) -> ErrorGroup:
