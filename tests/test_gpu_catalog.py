@@ -108,9 +108,10 @@ def test_pre_ampere_fp16_is_the_dense_figure(name, tflops):
 # The five GPUs added for the published Lambda rows, as transcribed: memory GB, GB/s, SMs, L2 MiB, W, boost MHz,
 # compute capability, and dense TFLOPS fp32 / tf32 / bf16 / fp8 (None: no such rate; tensor rates as PyTorch runs them,
 # bf16/fp16 with fp32 accumulate). RTX A6000: the datasheet's memory, bandwidth, FP32 and power, NVIDIA's GA102
-# whitepaper's 154.8 with FP32 accumulate (a 300 W professional GA102). RTX 6000 Ada: datasheet and NVIDIA's Ada professional
-# whitepaper (364.2 with FP32 accumulate). Quadro RTX 8000: datasheet (130.5 fp16 tensor, FP16 or FP32 accumulate).
-# A100 40GB PCIe: A100 datasheet PCIe column and product brief. GH200 96GB: GH200 datasheet, sparse columns halved.
+# whitepaper's 154.8 with FP32 accumulate (a 300 W professional GA102). RTX 6000 Ada: datasheet and NVIDIA's Ada
+# professional whitepaper (364.2 with FP32 accumulate). Quadro RTX 8000: datasheet (130.5 fp16 tensor, FP16 or FP32
+# accumulate). A100 40GB PCIe: A100 datasheet PCIe column and product brief. GH200 96GB: GH200 datasheet, sparse
+# columns halved.
 NEW_ENTRIES = {
     "RTX A6000": (48, 768, 84, 6, 300, 1800, "8.6", 38.7, 77.4, 154.8, None),
     "RTX 6000 Ada": (48, 960, 142, 96, 300, 2505, "8.9", 91.1, 182.1, 364.2, 728.5),

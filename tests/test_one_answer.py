@@ -222,3 +222,23 @@ def test_one_instance_has_one_figure_per_job_in_one_report():
     assert one_node and any(main[base][2] == "input" for base, _ in one_node)
     for base, ranked in one_node:
         assert (ranked.hours, ranked.cost_usd, ranked.limited_by) == pytest.approx(main[base]), base
+
+
+def test_an_unchecked_gpu_says_how_its_architecture_was_checked_where_it_is_marked(capsys):
+    """The L40S has no published row, but GPUs of its architecture (compute capability 8.9) do: the plan says how far
+    their rows lay from the prediction beside its † (one note per GPU, computed once in the plan), in the text, the
+    JSON and the report; a GPU of an architecture nobody checked (B200) and a checked one (A100 80GB SXM) get none."""
+    machine, measured = load_machine_and_root(FROZEN / "h100-80gb")
+    plan = report_plan(machine, parse_job("resnet50 bf16 epochs=100 dataset=imagenet"), measured)
+    notes = plan.unchecked_notes
+    kin = sorted({r.gpu for r in plan.crosscheck.rows if r.gpu in ("RTX 4090", "RTX 6000 Ada")})
+    assert kin and all(name in notes["L40S"] for name in kin) and "compute capability 8.9" in notes["L40S"]
+    worst = max(r.error for r in plan.crosscheck.rows if r.gpu in kin)
+    assert f"{worst:+.0%}" in notes["L40S"]
+    assert "B200" not in notes and "A100 80GB SXM" not in notes
+    text = render_plan_text(plan, top=200, width=400)
+    assert notes["L40S"] in text
+    data = plan_json(FROZEN / "h100-80gb", capsys, "--job", "resnet50 bf16 epochs=100 dataset=imagenet")
+    assert data["unchecked_notes"]["L40S"] == notes["L40S"]
+    page = visible(render_report_html(build_report(machine, plan, measured)))
+    assert f"† {notes['L40S']}." in " ".join(page.split())

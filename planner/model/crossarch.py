@@ -112,6 +112,24 @@ class CrossCheck:
         return ErrorGroup("all rows", len(errors), statistics.median(errors) if errors else 0.0,
                           max(errors, default=0.0))
 
+    def kin_words(self, gpu: GpuSpec) -> str | None:
+        """For a GPU no published row covers: how the checked GPUs of its architecture (its compute capability)
+        fared, the range of their errors each. A class whose printed rates its cards do not all reach (the RTX 6000
+        Ada's) says so beside the unchecked card that shares it (the L40S). None where none of its class was
+        checked or the GPU was itself."""
+        if gpu.name in self.validated_gpus() or not gpu.compute_capability:
+            return None
+        errors: dict[str, list[float]] = {}
+        for r in self.rows:
+            spec = match_gpu(r.gpu)
+            if spec and spec.compute_capability == gpu.compute_capability:
+                errors.setdefault(r.gpu, []).append(r.error)
+        if not errors:
+            return None
+        checked = "; ".join(f"{name} {min(e):+.0%} … {max(e):+.0%}" for name, e in sorted(errors.items()))
+        return (f"{gpu.name} is not checked itself; the published rows of its architecture (compute capability "
+                f"{gpu.compute_capability}) lie at {checked} from the prediction (+: predicted too fast)")
+
     def validated_gpus(self) -> set[str]:
         return {r.gpu for r in self.rows} | {self.reference}
 

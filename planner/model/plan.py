@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from gpuplan_schema.payloads import Allocator, RooflinePayload, WorkloadPayload
 from gpuplan_schema.results import MachineResults
@@ -45,7 +46,7 @@ from planner.model.recommend import Recommendation
 from planner.model.scaling import build_scaling, gather_efficiencies
 from planner.model.settings import Settings
 from planner.model.split import PLAIN_VARIANTS, machine_rooflines, sibling_compile_points
-from planner.specs import GpuSpec, match_gpu
+from planner.specs import GpuSpec, load_gpu_catalog, match_gpu
 from planner.specs.require import require_target
 from planner.units import format_count, short_rate
 
@@ -105,6 +106,14 @@ class Plan:
     jobs: dict[str, JobRanking] = field(default_factory=dict)   # workload → its default job (or the one asked) ranked
     job_asked: bool = False     # `job` is the user's (--job), not the default job
     ranker: JobRanker | None = field(default=None, repr=False, compare=False)   # ranks any other job of the source
+
+    @cached_property
+    def unchecked_notes(self) -> dict[str, str]:
+        """GPU name → how the checked GPUs of its architecture fared (CrossCheck.kin_words), for every catalog GPU
+        the † marks that has such kin: the plan text, its JSON and the report print it beside the †."""
+        if self.crosscheck is None:
+            return {}
+        return {g.name: words for g in load_gpu_catalog() if (words := self.crosscheck.kin_words(g))}
 
 
 @dataclass(frozen=True)
@@ -408,4 +417,5 @@ def plan_to_json(plan: Plan) -> dict:
         "assumptions": plan.assumptions,
         "node_ranking": [r.to_dict() for r in plan.node_ranking],
         "crosscheck": plan.crosscheck.to_dict() if plan.crosscheck else None,
+        "unchecked_notes": plan.unchecked_notes,
     }

@@ -54,6 +54,9 @@ def render_plan_lines(plan: Plan, verbose: bool, top: int, width: int) -> list[s
         lines += render_workload(plan, workload, answers)
     if any(not t.validated for t in plan.targets):
         lines += ["", UNCHECKED_WORDS]
+        lines += [f"   {plan.unchecked_notes[g]}" for g in dict.fromkeys(t.gpu.name for t in plan.targets
+                                                                         if not t.validated)
+                  if g in plan.unchecked_notes]
     lines += ["", *render_capacity_table(plan, width)]
     if verbose:
         lines += ["", *render_plan_detail(plan, width)]

@@ -39,6 +39,7 @@ class Pick:
     hours_band: tuple[float, float] | None
     cost_band: tuple[float, float] | None
     unvalidated: bool
+    unchecked_note: str = ""   # how the checked GPUs of its architecture fared (Plan.unchecked_notes)
 
     @property
     def hours_text(self) -> str:
@@ -117,16 +118,18 @@ def build_decision_sections(machine: MachineResults, plan: Plan | None,
     if not machine.workloads:
         return []
     settings = settings_of(plan)
-    blocks = [build_block(machine, w, settings.get(w.workload), rankings.get(w.workload)) for w in machine.workloads]
+    notes = plan.unchecked_notes if plan else {}
+    blocks = [build_block(machine, w, settings.get(w.workload), rankings.get(w.workload), notes)
+              for w in machine.workloads]
     return [DecisionSection(blocks, DEFAULT_SAMPLES)]
 
 
 def build_block(machine: MachineResults, payload: WorkloadPayload, settings: Settings | None,
-                ranking: JobRanking | None) -> WorkloadDecision:
+                ranking: JobRanking | None, notes: dict[str, str] | None = None) -> WorkloadDecision:
     expected = settings.answer.expected if settings else None
     bound = expected.judgement.label if expected else "undetermined"
     why = expected.judgement.sentence if expected else "the planner made no recommendation for this workload here"
-    picks = build_picks(ranking) if ranking else []
+    picks = build_picks(ranking, notes or {}) if ranking else []
     no_instance = None
     if ranking is None:
         no_instance = "not ranked: the planner cannot use this machine (no GPU in the catalog, or no ceilings)"
@@ -162,23 +165,25 @@ def settings_line(s: Settings | None) -> str:
     return ", ".join(words)
 
 
-def build_picks(ranking: JobRanking) -> list[Pick]:
+def build_picks(ranking: JobRanking, notes: dict[str, str] | None = None) -> list[Pick]:
     fastest, cheapest = ranking.fastest, ranking.cheapest
     if fastest is None or cheapest is None:
         return []
-    out = [pick("fastest and cheapest" if fastest is cheapest else "fastest", fastest)]
+    notes = notes or {}
+    out = [pick("fastest and cheapest" if fastest is cheapest else "fastest", fastest, notes)]
     if cheapest is not fastest:
-        out.append(pick("cheapest", cheapest))
-    out += [pick("Pareto front", r) for r in ranking.front if r is not fastest and r is not cheapest][:3]
+        out.append(pick("cheapest", cheapest, notes))
+    out += [pick("Pareto front", r, notes) for r in ranking.front if r is not fastest and r is not cheapest][:3]
     return out
 
 
-def pick(role: str, r: RankedInstance) -> Pick:
+def pick(role: str, r: RankedInstance, notes: dict[str, str] | None = None) -> Pick:
     # The ranking's band and validation flag are the `predict` branch's additions: shown where present.
     hours = _band(r, "hours")
     cost = _band(r, "cost")
+    note = (notes or {}).get(r.gpu, "") if r.unchecked else ""
     return Pick(role, r.instance, r.provider, f"{r.gpu_count} × {r.gpu}", r.hours or 0.0, r.cost_usd or 0.0,
-                hours, cost, r.unchecked)
+                hours, cost, r.unchecked, note)
 
 
 def _band(r: RankedInstance, name: str) -> tuple[float, float] | None:

@@ -6,7 +6,7 @@ in each part's one line."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import altair as alt
 
@@ -31,6 +31,7 @@ class InstancesSection(SectionBase, kind="instances", title="Instance ranking"):
     samples: float
     rows: list[RankedInstance]
     chart: dict | None
+    unchecked_notes: list[str] = field(default_factory=list)  # the † GPUs ranked: how their architecture was checked
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,10 @@ def build_recommendation_sections(plan: Plan | None) -> list[RecommendationsSect
 def build_instance_sections(plan: Plan | None) -> list[InstancesSection]:
     if plan is None or plan.job is None or not plan.ranking:
         return []
-    return [InstancesSection(plan.job.spec, plan.job.samples, plan.ranking, build_time_cost_chart(plan.ranking))]
+    notes = [plan.unchecked_notes[g] for g in dict.fromkeys(r.gpu for r in plan.ranking if r.unchecked)
+             if g in plan.unchecked_notes]
+    return [InstancesSection(plan.job.spec, plan.job.samples, plan.ranking, build_time_cost_chart(plan.ranking),
+                             notes)]
 
 
 def build_prediction_sections(machine: MachineResults, plan: Plan | None) -> list[PredictionsSection]:
