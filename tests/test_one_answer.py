@@ -242,3 +242,12 @@ def test_an_unchecked_gpu_says_how_its_architecture_was_checked_where_it_is_mark
     assert data["unchecked_notes"]["L40S"] == notes["L40S"]
     page = visible(render_report_html(build_report(machine, plan, measured)))
     assert f"† {notes['L40S']}." in " ".join(page.split())
+
+
+def test_the_job_chooser_lists_the_note_of_each_unchecked_gpu_it_can_show():
+    machine, measured = load_machine_and_root(FROZEN / "h100-80gb")
+    plan = report_plan(machine, None, measured)
+    chooser = build_chooser([(machine, plan)])
+    assert chooser.unchecked_notes["L40S"] == plan.unchecked_notes["L40S"]
+    assert set(chooser.unchecked_notes) <= {m[2].split(" × ")[-1] for m in chooser.instances}
+    assert "A100 80GB SXM" not in chooser.unchecked_notes  # checked: no note

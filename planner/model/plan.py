@@ -110,7 +110,7 @@ class Plan:
     @cached_property
     def unchecked_notes(self) -> dict[str, str]:
         """GPU name → how the checked GPUs of its architecture fared (CrossCheck.kin_words), for every catalog GPU
-        the † marks that has such kin: the plan text, its JSON and the report print it beside the †."""
+        the † marks that has such kin: the plan text, its JSON, the report and the job chooser print it by the †."""
         if self.crosscheck is None:
             return {}
         return {g.name: words for g in load_gpu_catalog() if (words := self.crosscheck.kin_words(g))}

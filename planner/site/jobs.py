@@ -12,7 +12,7 @@ ceilings, only collectives) has no tables.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gpuplan_schema.results import MachineResults
 from planner.model.default_jobs import DEFAULT_AMOUNT, day_samples, default_job_spec
@@ -32,6 +32,7 @@ class ChooserData:
     workloads: list[dict]     # one per machine × workload: names, unit, precisions, default amount
     tables: dict[str, dict]   # "machine|workload|precision|index" → {samples, rows}
     datasets: dict[str, int]
+    unchecked_notes: dict[str, str] = field(default_factory=dict)  # GPU → its plan's note (Plan.unchecked_notes)
 
     def to_json(self) -> dict:
         return {"instances": self.instances, "workloads": self.workloads, "tables": self.tables,
@@ -75,7 +76,9 @@ def build_chooser(planned: Sequence[tuple[MachineResults, Plan | None]]) -> Choo
                                   "unit": payload.unit, "precisions": precisions, "amounts": len(AMOUNTS),
                                   "tokens_per_sample": TOKENS_PER_SAMPLE.get(payload.workload),
                                   "default": default_amount(payload.workload, base)})
-    return ChooserData(rows_meta, workloads, tables, dict(DATASETS))
+    ranked = {meta[2].split(" × ")[-1] for meta in rows_meta}  # the GPUs the chooser can show
+    notes = {g: words for _, plan in planned if plan for g, words in plan.unchecked_notes.items() if g in ranked}
+    return ChooserData(rows_meta, workloads, tables, dict(DATASETS), dict(sorted(notes.items())))
 
 
 def _table(ranker: JobRanker, workload: str, precision: str, samples: float, index: dict[str, int],
