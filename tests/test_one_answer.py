@@ -251,3 +251,16 @@ def test_the_job_chooser_lists_the_note_of_each_unchecked_gpu_it_can_show():
     assert chooser.unchecked_notes["L40S"] == plan.unchecked_notes["L40S"]
     assert set(chooser.unchecked_notes) <= {m[2].split(" × ")[-1] for m in chooser.instances}
     assert "A100 80GB SXM" not in chooser.unchecked_notes  # checked: no note
+
+
+def test_each_predicted_gpu_says_how_its_own_published_rows_lay_from_the_prediction(capsys):
+    machine, measured = load_machine_and_root(FROZEN / "h100-80gb")
+    plan = report_plan(machine, None, measured)
+    a100 = [r.error for r in plan.crosscheck.rows if r.gpu == "A100 80GB SXM"]
+    note = plan.checked_notes["A100 80GB SXM"]
+    assert f"its {len(a100)} published rows lie at {min(a100):+.0%} … {max(a100):+.0%}" in note
+    assert "L40S" not in plan.checked_notes and "H100 SXM" not in plan.checked_notes  # unchecked; the reference
+    assert note in render_plan_text(plan, width=400)
+    assert plan_json(FROZEN / "h100-80gb", capsys)["checked_notes"]["A100 80GB SXM"] == note
+    page = " ".join(visible(render_report_html(build_report(machine, plan, measured))).split())
+    assert f"{note}." in page

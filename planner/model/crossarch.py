@@ -130,6 +130,16 @@ class CrossCheck:
         return (f"{gpu.name} is not checked itself; the published rows of its architecture (compute capability "
                 f"{gpu.compute_capability}) lie at {checked} from the prediction (+: predicted too fast)")
 
+    def own_words(self, gpu: GpuSpec) -> str | None:
+        """For a GPU published rows cover: the range of their errors, the check a user of that GPU can weigh the
+        prediction by (the RTX 6000 Ada's lie far from its others); None where no row covers it."""
+        errors = [r.error for r in self.rows if r.gpu == gpu.name]
+        if not errors:
+            return None
+        return (f"{gpu.name}: its {len(errors)} published rows lie at {min(errors):+.0%} … {max(errors):+.0%} from "
+                f"the prediction (median |error| {statistics.median(abs(e) for e in errors):.0%}; +: predicted too "
+                "fast)")
+
     def validated_gpus(self) -> set[str]:
         return {r.gpu for r in self.rows} | {self.reference}
 

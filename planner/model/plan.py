@@ -115,6 +115,14 @@ class Plan:
             return {}
         return {g.name: words for g in load_gpu_catalog() if (words := self.crosscheck.kin_words(g))}
 
+    @cached_property
+    def checked_notes(self) -> dict[str, str]:
+        """GPU name → how its own published rows lay from the prediction (CrossCheck.own_words), for every GPU the
+        published check covers: printed beside each predicted target."""
+        if self.crosscheck is None:
+            return {}
+        return {g.name: words for g in load_gpu_catalog() if (words := self.crosscheck.own_words(g))}
+
 
 @dataclass(frozen=True)
 class Source:
@@ -418,4 +426,5 @@ def plan_to_json(plan: Plan) -> dict:
         "node_ranking": [r.to_dict() for r in plan.node_ranking],
         "crosscheck": plan.crosscheck.to_dict() if plan.crosscheck else None,
         "unchecked_notes": plan.unchecked_notes,
+        "checked_notes": plan.checked_notes,
     }

@@ -52,6 +52,11 @@ def render_plan_lines(plan: Plan, verbose: bool, top: int, width: int) -> list[s
         order = order[1:] if order and order[0] == job.workload else order
     for workload in order:
         lines += render_workload(plan, workload, answers)
+    predicted = list(dict.fromkeys(t.gpu.name for t in plan.targets if not t.is_source))
+    checked = [plan.checked_notes[g] for g in predicted if g in plan.checked_notes]
+    if checked:
+        lines += ["", "How the predictions were checked against published benchmarks (docs/accuracy.md):",
+                  *(f"   {words}" for words in checked)]
     if any(not t.validated for t in plan.targets):
         lines += ["", UNCHECKED_WORDS]
         lines += [f"   {plan.unchecked_notes[g]}" for g in dict.fromkeys(t.gpu.name for t in plan.targets

@@ -40,6 +40,7 @@ class TargetSummary:
     answers: list[WorkloadAnswer]   # each workload's settings there and the throughput expected with them
     capacity: list[Capacity]
     validated: bool = True          # False: no published cross-architecture check covers this GPU
+    check_note: str = ""            # how its published rows (or its architecture's) lay from the prediction
 
 
 @dataclass(frozen=True)
@@ -70,8 +71,10 @@ def build_instance_sections(plan: Plan | None) -> list[InstancesSection]:
 def build_prediction_sections(machine: MachineResults, plan: Plan | None) -> list[PredictionsSection]:
     if plan is None:
         return []
+    notes = {**plan.unchecked_notes, **plan.checked_notes}
     targets = [TargetSummary(t.name, answers_of_target(plan, t),
-                             [c for c in t.capacity if c.precision == MAIN_PRECISION], t.validated)
+                             [c for c in t.capacity if c.precision == MAIN_PRECISION], t.validated,
+                             notes.get(t.gpu.name, ""))
                for t in plan.targets if not t.is_source]
     return [PredictionsSection(plan.machine, targets)] if targets else []
 
