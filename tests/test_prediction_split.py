@@ -162,3 +162,41 @@ def test_the_host_share_follows_the_target_hosts_measured_dispatch_speed():
     same_gpu_faster_host = replace(fast, host_kernel_s=40e-6)
     assert scale_factor(split, fast, same_gpu_faster_host) == pytest.approx(0.6 * 0.8 + 0.3 + 0.1)
     assert scale_factor(split, fast, replace(fast, host_kernel_s=None)) == pytest.approx(1.0)  # not measured: kept
+
+
+TF32 = FROZEN.parent / "tf32-roofline"   # two tf32 profiles of the H100 (benchmarks/precision_roofline.py)
+
+
+def test_a_tf32_profiles_fp32_matmuls_scale_with_the_tf32_rate_the_collector_timed_them_against():
+    """Under TF32 mode a matmul's tensors are fp32 (the op's dtype) but it runs at the tf32 rate: the split keys its
+    roof part by tf32, so a target's tf32 rate scales it, not its CUDA-core fp32 rate (an RTX 4090's fp32 equals its
+    tf32; an H100's is an eighth of it)."""
+    from gpuplan_schema.schema import load_document
+    from planner.model.split import split_from_profile
+
+    doc = load_document(TF32 / "roofline-bert-base-squad-tf32.json").payload
+    assert doc.precision == "tf32" and any(op.op_class == "math-bound" and op.dtype == "fp32" for op in doc.ops)
+    split = split_from_profile(doc.profiled_at(doc.batch), doc.precision)
+    assert set(split.math_roof) == {"tf32"} and split.math_roof["tf32"] > 0.1
+    faster_tf32 = Rates({"tf32": 2e15, "fp32": 1e14}, 1e12, "test", 1e-5)
+    slow = Rates({"tf32": 1e15, "fp32": 1e14}, 1e12, "test", 1e-5)
+    assert scale_factor(split, slow, faster_tf32) < 1  # only the tf32 rate moved
+
+
+def test_a_stand_in_run_takes_the_counts_basis_and_the_own_precision_the_profile(h100):
+    """The V100 runs the tf32 step as plain fp32: the counts basis (an op memory-bound at tf32 can be math-bound at
+    fp32); an A100 runs it in tf32 and takes the tf32 profile."""
+    from gpuplan_schema.schema import load_document
+
+    profile = load_document(TF32 / "roofline-resnet50-tf32.json").payload
+    payload = next(w for w in h100.workloads if w.workload == "resnet50")
+    point = next(p for p in payload.points if p.precision == "tf32" and p.batch == profile.batch and p.step_s
+                 and p.variant in ("default", "no_cudnn_benchmark") and p.seq_len is None and p.status == "ok")
+    source, spec = measured_rates(h100.ceilings), match_gpu("H100 SXM")
+    rooflines = [*machine_rooflines(h100), profile]
+    a100 = predict_point(point, payload, source, target_rates(source, spec, match_gpu("A100 80GB SXM")), False,
+                         rooflines, match_gpu("A100 80GB SXM"))
+    v100 = predict_point(point, payload, source, target_rates(source, spec, match_gpu("V100")), False, rooflines,
+                         match_gpu("V100"))
+    assert a100.split.basis.startswith("roofline tf32") and a100.precision == "tf32"
+    assert v100.split.basis == "FLOP/byte counts" and v100.precision == "fp32" and v100.measured_precision == "tf32"

@@ -73,6 +73,8 @@ def split_from_profile(profile: RooflineAtBatch, precision: str) -> StepSplit | 
         t = op.time_s.median / total
         if op.op_class == "math-bound":
             dtype = op.dtype or precision
+            if dtype == "fp32" and precision == "tf32":  # fp32 tensors under TF32 mode run at the tf32 rate, the
+                dtype = "tf32"                            # roof the collector timed them against (op_roofline)
             math_roof[dtype] = math_roof.get(dtype, 0.0) + min(t, (op.math_s or 0.0) / total)
             math_class += t
         elif op.op_class == "memory-bound":

@@ -77,21 +77,29 @@ def build_op_roofline_section(payload: RooflinePayload) -> OpRooflineSection:
     plotted = {id(op) for op in plotted_ops(payload)}
     ranked = rank_by_time_lost(payload.ops)[:TOP_OPS]
     unplotted = [op for op in payload.ops if id(op) not in plotted]
+    extra = extra_precision(payload)
     return OpRooflineSection(
-        name=payload.workload, anchor=f"roofline-{sanitize_machine_id(payload.workload)}", payload=payload,
+        name=f"{payload.workload} ({extra})" if extra else payload.workload,
+        anchor=f"roofline-{sanitize_machine_id(payload.workload)}" + (f"-{extra}" if extra else ""), payload=payload,
         chart=build_op_roofline_chart(payload), share_chart=build_time_share_chart(shares), shares=shares,
         advice=build_advice(payload, shares), top=[_row(i + 1, op, total) for i, op in enumerate(ranked)],
         unplotted=[_row(i + 1, op, total) for i, op in enumerate(unplotted)], op_time_s=total,
         bound=bound_of(split) if (split := split_from_roofline(payload)) else None)
 
 
+def extra_precision(payload: RooflinePayload) -> str:
+    """'' for a profile at the precision the roofline collector profiles (bf16 or fp16 on a GPU, fp32 on a CPU),
+    else its precision: a profile taken beside it (benchmarks/precision_roofline.py), named apart in the report."""
+    return "" if payload.device != "cuda" or payload.precision in ("bf16", "fp16") else payload.precision
+
+
 def build_op_roofline_sections(machine: MachineResults) -> list[OpRooflineSection]:
     """One section per roofline document, in the order of their files."""
     sections: list[OpRooflineSection] = []
     anchors: set[str] = set()
-    for doc in machine.documents.values():
-        if doc.kind != "roofline":
-            continue
+    docs = [d for d in machine.documents.values() if d.kind == "roofline"]
+    # each workload's profile at the collector's precision first, then one at another (a tf32 profile)
+    for doc in sorted(docs, key=lambda d: (d.payload.workload, extra_precision(d.payload))):
         section = build_op_roofline_section(doc.payload)
         if section.anchor in anchors:  # two names that sanitise alike still get an anchor each
             section = replace(section, anchor=f"{section.anchor}-{len(sections) + 1}")
