@@ -1,10 +1,9 @@
-"""The per-op roofline of a workload at a precision the roofline collector does not profile (it profiles bf16 only,
-fp16 where there is no bf16), at the batches given: does a tf32 step split like its bf16 twin, and would a measured
-split predict the published tf32 rows better than the FLOP/byte counts do (docs/prediction-model.md § 4)?
-
-Each batch is profiled as the collector profiles one (collectors/roofline/collect.py `profile_batch`: one step for
-allocations and autotuning, the plain step timed, then the profiled steps; each op classed against this machine's
-roofs from its ceilings document). Runs on the GPU host with torch and the standard library:
+"""The per-op roofline of a workload at any precision and batches given, as the roofline collector profiles one
+(collectors/roofline/collect.py `collect_roofline`: one step for allocations and autotuning, the plain step timed,
+then the profiled steps; each op classed against this machine's roofs from its ceilings document). It made the
+first tf32 profiles (2026-11-26), before the collector took tf32 itself (roofline collector 4): would a measured
+split predict the published tf32 rows better than the FLOP/byte counts (docs/prediction-model.md § 4)? Runs on the
+GPU host with torch and the standard library:
 
     python3 benchmarks/precision_roofline.py --machine-dir results/h100-80gb --precision tf32 \\
         --workload resnet50 --batch 256 --workload examples/bert_squad.py:build --batch 160 [--out FILE.json]
@@ -19,18 +18,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
-
-import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from collectors.core.device import pick_device  # noqa: E402
-from collectors.roofline.collect import NAME, VERSION, profile_batch  # noqa: E402
+from collectors.roofline.collect import NAME, VERSION, collect_roofline  # noqa: E402
 from collectors.roofline.op_roofline import build_roofs  # noqa: E402
-from collectors.workloads.sweep_plan import instantiate, load_ceilings  # noqa: E402
-from collectors.workloads.training import Variant, precision_unsupported  # noqa: E402
-from gpuplan_schema.payloads import RooflinePayload  # noqa: E402
+from collectors.workloads.sweep_plan import load_ceilings  # noqa: E402
+from collectors.workloads.training import precision_unsupported  # noqa: E402
 from gpuplan_schema.progress import Progress  # noqa: E402
 from gpuplan_schema.schema import build_document, document_to_dict  # noqa: E402
 
@@ -60,24 +55,6 @@ def plan_batches(tokens: list[str]) -> list[tuple[str, list[int]]]:
     return [(w, b) for w, b in plan if b]
 
 
-def profile_workload(name: str, batches: list[int], precision: str, roofs, device: torch.device,  # noqa: ANN001
-                     progress: Progress) -> RooflinePayload:
-    started = time.perf_counter()
-    workload = instantiate(name, device)
-    profiled = []
-    for b in batches:
-        profiled.append(profile_batch(workload, precision, b, Variant(), roofs, device, progress))
-        progress.advance(f"{name} batch {b}: {profiled[-1].status}")
-    first, others = profiled[0], profiled[1:]
-    return RooflinePayload(
-        workload=workload.name, source=workload.source, device=device.type, precision=precision, batch=batches[0],
-        training=workload.training, roofs=roofs, scale="tiny" if device.type == "cpu" else "reference",
-        timer=device.type, status=first.status,
-        reason=first.reason, steps=first.steps, step_s=first.step_s, unattributed_s=first.unattributed_s,
-        unmatched_calls=first.unmatched_calls, ops=first.ops, batches=others, variant=first.variant,
-        elapsed_s=time.perf_counter() - started)
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     device = pick_device()
@@ -88,9 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     folder = args.machine_dir
     roofs = build_roofs(load_ceilings(folder), device.type, str(folder / "ceilings.json"))
     documents = []
-    with Progress("precision roofline", total=sum(len(b) for _, b in args.plan)) as progress:
+    with Progress("precision roofline", total=len(args.plan)) as progress:
         for name, batches in args.plan:
-            payload = profile_workload(name, batches, args.precision, roofs, device, progress)
+            payload = collect_roofline(name, roofs, device, progress, None, args.precision, batches)
+            progress.advance(f"{name}: {payload.status}")
             doc = build_document("roofline", NAME, VERSION, folder.name, payload)
             documents.append(document_to_dict(doc))
             print(f"{payload.workload} {args.precision}: " + ", ".join(

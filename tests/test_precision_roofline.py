@@ -73,3 +73,17 @@ def test_a_tf32_profile_beside_the_bf16_one_is_a_section_of_its_own_and_gives_no
     assert len(anchors) == len(sections) and "roofline-resnet50-tf32" in anchors
     advice = recommend_alignment(machine_rooflines(machine))
     assert len(advice) == len({a.workload for a in advice})  # one per workload, whatever profiles it has
+
+
+def test_the_collector_profiles_tf32_at_the_batches_the_workloads_document_timed_it(tmp_path):
+    """Roofline collector 4: tf32 beside the main precision where the workloads document timed tf32 (the frozen H100's
+    resnet50 at batch 256), at most EXTRA_BATCHES of them, largest first; never on a CPU (no TF32 there)."""
+    import torch
+
+    from collectors.roofline.collect import EXTRA_BATCHES, extra_precisions, timed_batches
+
+    frozen = REPO / "tests" / "fixtures" / "frozen" / "h100-80gb"
+    assert timed_batches(frozen, "resnet50", "tf32") == [256]
+    assert len(timed_batches(frozen, "resnet50", "bf16")) == EXTRA_BATCHES  # the sweep's: its largest two
+    assert timed_batches(frozen, "no-such-workload", "tf32") == [] and timed_batches(tmp_path, "resnet50", "tf32") == []
+    assert extra_precisions(torch.device("cpu")) == []

@@ -12,7 +12,10 @@ ceilings document) and class go into one document per workload, `roofline-<workl
 batches of a network with convolutions run without cuDNN autotuning (each new shape costs 5-20 s of
 autotuning on an H100), as the workloads collector's batch sweep does; each says its variant. Twice
 the main batch is skipped (and said so) when the main step is longer than DOUBLE_STEP_LIMIT_S.
-Expected under 2 min for the four reference workloads on an H100 (resnet50's cuDNN autotuning alone: 19 s).
+On a GPU, each precision of EXTRA_PRECISIONS (tf32) that the workloads document timed is profiled too, at the
+batches of its plain points, into `roofline-<workload>-tf32.json` (the planner splits the tf32 steps by it).
+Expected under 3 min for the four reference workloads on an H100 (resnet50's cuDNN autotuning alone: 19 s; the
+tf32 profiles of every committed workload together took 77 s).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from collectors.workloads.sweep_plan import build_sweep_plan, instantiate, load_
 from collectors.workloads.training import Variant, build_step, precision_mode, precision_unsupported, prepare_model
 from gpuplan_schema.machine import sanitize_machine_id
 from gpuplan_schema.payloads import RooflineAtBatch, RooflinePayload, RooflineRoofs, WorkloadPayload, class_times
+from gpuplan_schema.payloads.workloads import PLAIN_VARIANTS
 from gpuplan_schema.progress import Progress
 from gpuplan_schema.schema import DocumentError, load_document
 from gpuplan_schema.stats import Stat
@@ -40,8 +44,15 @@ from gpuplan_schema.stats import Stat
 # 2: the step profiled at a few other batches too (`batches`: main/4 and 2 x main), so that the planner
 # sees how each class of op scales with the batch. A version 1 document stays valid (no other batches).
 # 3: the sweep's knee profiled too (where the workloads document has a sweep); documents of 1 and 2 stay valid.
-NAME, VERSION = "roofline", "3"
+# 4: each precision of EXTRA_PRECISIONS the workloads document timed is profiled too, at the batches of its plain
+#    points, in a document of its own (`roofline-<workload>-<precision>.json`); documents of 1-3 stay valid.
+NAME, VERSION = "roofline", "4"
 PRECISIONS = ("bf16", "fp16", "fp32")  # the first this device runs is profiled
+# Profiled beside the main precision where this machine's workloads document timed it: a tf32 step split by the
+# counts alone scales its whole non-matmul rest with the SM clock (docs/prediction-model.md § 4); measured, the
+# published tf32 rows across architectures went from a median 9.9 % off to 6.4 %.
+EXTRA_PRECISIONS = ("tf32",)
+EXTRA_BATCHES = 2  # at most, the largest timed: the plan's tf32 answers come from its largest points
 # The plain step time only places the op times in the step (idle share): a short plan suffices.
 GPU_STEP_PLAN = TimingPlan(warmup_s=0.2, sample_s=0.02, min_samples=5, max_samples=9, budget_s=0.8,
                            target_rel_iqr=0.02)
@@ -73,12 +84,33 @@ def sweep_knee(folder: Path, workload: str, precision: str) -> int | None:
     return None
 
 
+def timed_batches(folder: Path, workload: str, precision: str) -> list[int]:
+    """The batches this machine's workloads document timed `precision` at in a plain variant (largest first, at
+    most EXTRA_BATCHES): where a profile at that precision splits the steps the planner predicts from."""
+    for path in sorted(folder.glob("workload-*.json")):
+        try:
+            payload = load_document(path).payload
+        except DocumentError:
+            continue
+        if isinstance(payload, WorkloadPayload) and payload.workload == workload:
+            batches = {p.batch for p in payload.points if p.precision == precision and p.status == "ok"
+                       and p.step_s and p.variant in PLAIN_VARIANTS and p.seq_len is None
+                       and p.sweep not in ("probe", "repeat")}
+            return sorted(batches, reverse=True)[:EXTRA_BATCHES]
+    return []
+
+
 def collect_roofline(name: str, roofs: RooflineRoofs, device: torch.device, progress: Progress,
-                     folder: Path | None = None) -> RooflinePayload:
+                     folder: Path | None = None, precision: str | None = None,
+                     batches: list[int] | None = None) -> RooflinePayload:
     """One workload's document: the main batch, then the others; an out-of-memory or any other error
-    becomes that batch's status."""
+    becomes that batch's status. With `precision` and `batches`: those batches at that precision instead (the
+    first is the document's main one)."""
     started = time.perf_counter()
     workload = instantiate(name, device)
+    if precision and batches:
+        return _document(workload, precision, [profile_batch(workload, precision, b, Variant(), roofs, device,
+                                                             progress) for b in batches], roofs, device, started)
     main = build_sweep_plan(name, workload, profiles.PROFILES["quick"], device).main_batch
     precision = pick_precision(device)
     knee = sweep_knee(folder, workload.name, precision) if folder else None
@@ -92,8 +124,15 @@ def collect_roofline(name: str, roofs: RooflineRoofs, device: torch.device, prog
             others.append(RooflineAtBatch(batch, "skipped", reason=why))
             continue
         others.append(profile_batch(workload, precision, batch, untuned(workload), roofs, device, progress))
+    return _document(workload, precision, [first, *others], roofs, device, started)
+
+
+def _document(workload: Workload, precision: str, profiled: list[RooflineAtBatch], roofs: RooflineRoofs,
+              device: torch.device, started: float) -> RooflinePayload:
+    """The document of profiled batches, the first its main one."""
+    first, others = profiled[0], profiled[1:]
     return RooflinePayload(
-        workload=workload.name, source=workload.source, device=device.type, precision=precision, batch=main,
+        workload=workload.name, source=workload.source, device=device.type, precision=precision, batch=first.batch,
         training=workload.training, roofs=roofs, scale="tiny" if device.type == "cpu" else "reference",
         timer=device.type, status=first.status, reason=first.reason, steps=first.steps, step_s=first.step_s,
         unattributed_s=first.unattributed_s, unmatched_calls=first.unmatched_calls, ops=first.ops,
@@ -142,7 +181,19 @@ def iter_roofline_documents(names: list[str], folder: Path, device: torch.device
     for name in names:
         payload = collect_roofline(name, roofs, device, progress, folder)
         progress.advance(f"{name}: {payload.status}")
-        yield f"roofline-{sanitize_machine_id(payload.workload)}", payload
+        stem = f"roofline-{sanitize_machine_id(payload.workload)}"
+        yield stem, payload
+        for precision in extra_precisions(device):
+            batches = timed_batches(folder, payload.workload, precision)
+            if batches:
+                extra = collect_roofline(name, roofs, device, progress, folder, precision, batches)
+                progress.note(f"{name} {precision}: {extra.status}")
+                yield f"{stem}-{precision}", extra
+
+
+def extra_precisions(device: torch.device) -> list[str]:
+    """EXTRA_PRECISIONS this device runs (none on a CPU: TF32 is a GPU tensor-core mode)."""
+    return [p for p in EXTRA_PRECISIONS if device.type == "cuda" and precision_unsupported(p, device) is None]
 
 
 def summarize_roofline(payload: RooflinePayload) -> str:
