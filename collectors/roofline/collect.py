@@ -72,32 +72,33 @@ def other_batches(main: int, knee: int | None = None) -> list[int]:
     return sorted({max(1, main // 4), 2 * main, knee or main} - {main})
 
 
-def sweep_knee(folder: Path, workload: str, precision: str) -> int | None:
-    """The knee of the workload's batch sweep at `precision` in this machine's workloads document, if any."""
+def workload_document(folder: Path, workload: str) -> WorkloadPayload | None:
+    """This machine's workloads document of `workload`, if any (an unreadable one is none)."""
     for path in sorted(folder.glob("workload-*.json")):
         try:
             payload = load_document(path).payload
         except DocumentError:
             continue
         if isinstance(payload, WorkloadPayload) and payload.workload == workload:
-            return payload.sweep_knee(precision)
+            return payload
     return None
+
+
+def sweep_knee(folder: Path, workload: str, precision: str) -> int | None:
+    """The knee of the workload's batch sweep at `precision` in this machine's workloads document, if any."""
+    payload = workload_document(folder, workload)
+    return payload.sweep_knee(precision) if payload else None
 
 
 def timed_batches(folder: Path, workload: str, precision: str) -> list[int]:
     """The batches this machine's workloads document timed `precision` at in a plain variant (largest first, at
     most EXTRA_BATCHES): where a profile at that precision splits the steps the planner predicts from."""
-    for path in sorted(folder.glob("workload-*.json")):
-        try:
-            payload = load_document(path).payload
-        except DocumentError:
-            continue
-        if isinstance(payload, WorkloadPayload) and payload.workload == workload:
-            batches = {p.batch for p in payload.points if p.precision == precision and p.status == "ok"
-                       and p.step_s and p.variant in PLAIN_VARIANTS and p.seq_len is None
-                       and p.sweep not in ("probe", "repeat")}
-            return sorted(batches, reverse=True)[:EXTRA_BATCHES]
-    return []
+    payload = workload_document(folder, workload)
+    if payload is None:
+        return []
+    batches = {p.batch for p in payload.points if p.precision == precision and p.status == "ok" and p.step_s
+               and p.variant in PLAIN_VARIANTS and p.seq_len is None and p.sweep not in ("probe", "repeat")}
+    return sorted(batches, reverse=True)[:EXTRA_BATCHES]
 
 
 def collect_roofline(name: str, roofs: RooflineRoofs, device: torch.device, progress: Progress,
