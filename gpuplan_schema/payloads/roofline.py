@@ -152,6 +152,13 @@ class RooflinePayload:
         return next(b for b in self.profiled() if b.batch == batch)
 
     @property
+    def extra_precision(self) -> str:
+        """'' for a profile at the precision the roofline collector profiles first (bf16 or fp16 on a GPU, fp32 on a
+        CPU), else its precision: a profile taken beside it (tf32, roofline collector 4), which the report names
+        apart and the padding advice does not read."""
+        return "" if self.device != "cuda" or self.precision in ("bf16", "fp16") else self.precision
+
+    @property
     def op_time_s(self) -> float:
         """Measured time of all recorded ops per step (medians summed)."""
         return sum(op.time_s.median for op in self.ops)

@@ -52,7 +52,7 @@ def recommend_alignment(rooflines: list[RooflinePayload]) -> list[Recommendation
     unaligned GEMMs (a host-set step gains from padding only once the GPU's time sets it: a larger batch)."""
     out = []
     for roofline in rooflines:
-        if roofline.device == "cuda" and roofline.precision not in ("bf16", "fp16"):
+        if roofline.extra_precision:
             continue  # the advice reads the step the plan recommends, in half precision (a tf32 profile is beside it)
         found = unaligned_gemms(roofline)
         if found is None or found.share < WORTH_SAYING:

@@ -73,6 +73,11 @@ class ErrorGroup:
     median: float
     largest: float
 
+    @classmethod
+    def of(cls, name: str, errors: list[float]) -> ErrorGroup:
+        """The group of these |errors| (none: zeros)."""
+        return cls(name, len(errors), statistics.median(errors) if errors else 0.0, max(errors, default=0.0))
+
     @property
     def meets(self) -> bool:
         return self.median <= MEDIAN_TARGET and self.largest <= MAX_TARGET
@@ -103,14 +108,12 @@ class CrossCheck:
         errors: dict[str, list[float]] = {}
         for r in self.rows:
             errors.setdefault(key(r), []).append(abs(r.error))
-        groups = [ErrorGroup(name, len(e), statistics.median(e), max(e)) for name, e in sorted(errors.items())]
+        groups = [ErrorGroup.of(name, e) for name, e in sorted(errors.items())]
         return sorted(groups, key=lambda g: -g.n)
 
     @property
     def overall(self) -> ErrorGroup:
-        errors = [abs(r.error) for r in self.rows]
-        return ErrorGroup("all rows", len(errors), statistics.median(errors) if errors else 0.0,
-                          max(errors, default=0.0))
+        return ErrorGroup.of("all rows", [abs(r.error) for r in self.rows])
 
     def kin_words(self, gpu: GpuSpec) -> str | None:
         """For a GPU no published row covers: how the checked GPUs of its architecture (its compute capability)

@@ -295,7 +295,7 @@ def predict_point(point: WorkloadPoint, payload: WorkloadPayload, source: Rates,
         target = replace(target, flops_per_s={**target.flops_per_s, point.precision: target.flops_per_s[run]})
     # A stand-in run (tf32 work as plain fp32 on a V100) takes the counts basis: an op its tf32 profile found
     # memory-bound can be math-bound at the fp32 rate, which a per-class split at tf32 cannot show.
-    profiles = rooflines or [] if run == point.precision else []
+    profiles = (rooflines or []) if run == point.precision else []
     split = split_point(point, profiles, payload.workload, *fractions)
     scale = scale_factor(split, source, target)
     if scale is None:

@@ -8,7 +8,7 @@ A user workload file is never executed here: the plan reads documents only.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
@@ -114,6 +114,10 @@ class Plan:
         if self.crosscheck is None:
             return {}
         return {g.name: words for g in load_gpu_catalog() if (words := self.crosscheck.kin_words(g))}
+
+    def unchecked_notes_for(self, gpus: Iterable[str]) -> list[str]:
+        """The notes of these GPUs that have one, each once, in the order given (an output's † rows or targets)."""
+        return [self.unchecked_notes[g] for g in dict.fromkeys(gpus) if g in self.unchecked_notes]
 
     @cached_property
     def checked_notes(self) -> dict[str, str]:

@@ -117,6 +117,5 @@ def render_ranking_table(plan: Plan, top: int, width: int = DEFAULT_WIDTH) -> li
         notes.append(UNCHECKED_WORDS)
     if dropped:
         notes.append(f"left out at {width} columns: {', '.join(dict.fromkeys(dropped))} (a wider terminal shows them)")
-    kin = [plan.unchecked_notes[g] for g in dict.fromkeys(r.gpu for r in shown if r.unchecked)
-           if g in plan.unchecked_notes]
+    kin = plan.unchecked_notes_for(r.gpu for r in shown if r.unchecked)
     return [*lines, *wrap("; ".join(notes), width, "   "), *(x for k in kin for x in wrap(k, width, "   ", "   "))]

@@ -59,9 +59,8 @@ def render_plan_lines(plan: Plan, verbose: bool, top: int, width: int) -> list[s
                   *(f"   {words}" for words in checked)]
     if any(not t.validated for t in plan.targets):
         lines += ["", UNCHECKED_WORDS]
-        lines += [f"   {plan.unchecked_notes[g]}" for g in dict.fromkeys(t.gpu.name for t in plan.targets
-                                                                         if not t.validated)
-                  if g in plan.unchecked_notes]
+        lines += [f"   {words}" for words in plan.unchecked_notes_for(t.gpu.name for t in plan.targets
+                                                                       if not t.validated)]
     lines += ["", *render_capacity_table(plan, width)]
     if verbose:
         lines += ["", *render_plan_detail(plan, width)]

@@ -165,11 +165,11 @@ def settings_line(s: Settings | None) -> str:
     return ", ".join(words)
 
 
-def build_picks(ranking: JobRanking, notes: dict[str, str] | None = None) -> list[Pick]:
+def build_picks(ranking: JobRanking, notes: dict[str, str]) -> list[Pick]:
+    """The fastest, cheapest and up to three more Pareto picks; an unchecked GPU's pick carries its note."""
     fastest, cheapest = ranking.fastest, ranking.cheapest
     if fastest is None or cheapest is None:
         return []
-    notes = notes or {}
     out = [pick("fastest and cheapest" if fastest is cheapest else "fastest", fastest, notes)]
     if cheapest is not fastest:
         out.append(pick("cheapest", cheapest, notes))
@@ -177,11 +177,11 @@ def build_picks(ranking: JobRanking, notes: dict[str, str] | None = None) -> lis
     return out
 
 
-def pick(role: str, r: RankedInstance, notes: dict[str, str] | None = None) -> Pick:
+def pick(role: str, r: RankedInstance, notes: dict[str, str]) -> Pick:
     # The ranking's band and validation flag are the `predict` branch's additions: shown where present.
     hours = _band(r, "hours")
     cost = _band(r, "cost")
-    note = (notes or {}).get(r.gpu, "") if r.unchecked else ""
+    note = notes.get(r.gpu, "") if r.unchecked else ""
     return Pick(role, r.instance, r.provider, f"{r.gpu_count} × {r.gpu}", r.hours or 0.0, r.cost_usd or 0.0,
                 hours, cost, r.unchecked, note)
 

@@ -62,10 +62,8 @@ def build_recommendation_sections(plan: Plan | None) -> list[RecommendationsSect
 def build_instance_sections(plan: Plan | None) -> list[InstancesSection]:
     if plan is None or plan.job is None or not plan.ranking:
         return []
-    notes = [plan.unchecked_notes[g] for g in dict.fromkeys(r.gpu for r in plan.ranking if r.unchecked)
-             if g in plan.unchecked_notes]
     return [InstancesSection(plan.job.spec, plan.job.samples, plan.ranking, build_time_cost_chart(plan.ranking),
-                             notes)]
+                             plan.unchecked_notes_for(r.gpu for r in plan.ranking if r.unchecked))]
 
 
 def build_prediction_sections(machine: MachineResults, plan: Plan | None) -> list[PredictionsSection]:

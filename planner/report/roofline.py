@@ -77,7 +77,7 @@ def build_op_roofline_section(payload: RooflinePayload) -> OpRooflineSection:
     plotted = {id(op) for op in plotted_ops(payload)}
     ranked = rank_by_time_lost(payload.ops)[:TOP_OPS]
     unplotted = [op for op in payload.ops if id(op) not in plotted]
-    extra = extra_precision(payload)
+    extra = payload.extra_precision
     return OpRooflineSection(
         name=f"{payload.workload} ({extra})" if extra else payload.workload,
         anchor=f"roofline-{sanitize_machine_id(payload.workload)}" + (f"-{extra}" if extra else ""), payload=payload,
@@ -87,19 +87,13 @@ def build_op_roofline_section(payload: RooflinePayload) -> OpRooflineSection:
         bound=bound_of(split) if (split := split_from_roofline(payload)) else None)
 
 
-def extra_precision(payload: RooflinePayload) -> str:
-    """'' for a profile at the precision the roofline collector profiles (bf16 or fp16 on a GPU, fp32 on a CPU),
-    else its precision: a profile taken beside it (benchmarks/precision_roofline.py), named apart in the report."""
-    return "" if payload.device != "cuda" or payload.precision in ("bf16", "fp16") else payload.precision
-
-
 def build_op_roofline_sections(machine: MachineResults) -> list[OpRooflineSection]:
     """One section per roofline document, in the order of their files."""
     sections: list[OpRooflineSection] = []
     anchors: set[str] = set()
     docs = [d for d in machine.documents.values() if d.kind == "roofline"]
     # each workload's profile at the collector's precision first, then one at another (a tf32 profile)
-    for doc in sorted(docs, key=lambda d: (d.payload.workload, extra_precision(d.payload))):
+    for doc in sorted(docs, key=lambda d: (d.payload.workload, d.payload.extra_precision)):
         section = build_op_roofline_section(doc.payload)
         if section.anchor in anchors:  # two names that sanitise alike still get an anchor each
             section = replace(section, anchor=f"{section.anchor}-{len(sections) + 1}")
