@@ -179,7 +179,7 @@ def _expandable(payload: WorkloadPayload, precision: str) -> str:
 def summary_of(payload: Any) -> str:
     if isinstance(payload, environment.EnvironmentPayload):
         gpus = ", ".join(g.name for g in payload.gpus) or f"no GPU ({payload.gpu_absent_reason})"
-        return f"{payload.cpu.model}; {gpus}"
+        return f"{payload.cpu.label}; {gpus}"
     if isinstance(payload, WorkloadPayload):
         ok = [p for p in payload.points if p.status == "ok"]
         best = max(ok, key=lambda p: p.throughput_per_s or 0, default=None)

@@ -14,7 +14,7 @@ from collectors.core.allocator import configured_by_environment
 from collectors.core.machine import describe_cpu
 from gpuplan_schema.payloads import EnvironmentPayload, GpuInfo
 
-NAME, VERSION = "environment", "1"
+NAME, VERSION = "environment", "2"  # 2: the CPU's family, model and microarchitecture
 
 
 def collect_environment() -> EnvironmentPayload:

@@ -7,10 +7,28 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class CpuInfo:
+    """The host CPU. Cloud VMs often mask the brand string ("Intel(R) Xeon(R) Processor", "AMD EPYC"), so the
+    CPUID family and model are kept beside it, and the microarchitecture they name (environment collector 2);
+    None where not read (an older document, or no /proc/cpuinfo)."""
+
     model: str
     logical_cores: int
     physical_cores: int | None
     ram_bytes: int | None
+    vendor: str | None = None              # CPUID vendor: GenuineIntel, AuthenticAMD
+    family: int | None = None              # CPUID family and model, decimal as /proc/cpuinfo prints them
+    model_number: int | None = None
+    stepping: int | None = None
+    microarchitecture: str | None = None   # what family and model name (collectors/core/machine.py)
+    nominal_mhz: float | None = None       # /proc/cpuinfo "cpu MHz"; on a VM the TSC rate, about the base clock
+    l3_bytes: int | None = None            # the last-level cache one core sees
+    virtualized: bool | None = None        # the CPU reports a hypervisor
+
+    @property
+    def label(self) -> str:
+        """The brand string, with the microarchitecture where the brand string does not already say it."""
+        arch = self.microarchitecture
+        return f"{self.model}, {arch}" if arch and arch.split(" ")[0].lower() not in self.model.lower() else self.model
 
 
 @dataclass(frozen=True)

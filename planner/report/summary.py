@@ -101,7 +101,7 @@ def build_summary(machine: MachineResults, collected: str, sections: list) -> Su
     measured = sum(1 for w in workloads if not w.tiny)
     changes = top_changes(proposed_changes(sections), CHANGES_SHOWN, measured or None)
     return SummarySection(
-        device=machine.device_label, has_gpu=bool(machine.gpu_name), cpu=cpu.model if cpu else None,
+        device=machine.device_label, has_gpu=bool(machine.gpu_name), cpu=cpu.label if cpu else None,
         cores=cpu.logical_cores if cpu else None, ram_bytes=cpu.ram_bytes if cpu else None,
         torch=env.torch if env else None, cuda=env.cuda_runtime if env else None,
         driver=env.driver if env else None, collected=collected, changes=changes,
