@@ -268,6 +268,13 @@ def _write_catalog(tmp_path, change):
     (lambda g: g[6].update(boost_clock_mhz="2 GHz"), "gpus[6].boost_clock_mhz", "must be a number > 0 or null"),
     (lambda g: g[6].update(boost_clock_source=None), "gpus[6].boost_clock_source", "non-empty text"),
     (lambda g: g[6].update(boost_clock_mhz=None), "gpus[6].boost_clock_source", "null where boost_clock_mhz is null"),
+    (lambda g: g[0]["measured_matmul_flops_per_s"].update(bf16=1e13), "gpus[0].measured_matmul_flops_per_s",
+     "must map dtypes the GPU's flops_per_s rates (fp16, fp32)"),
+    (lambda g: g[6]["measured_matmul_flops_per_s"].update(bf16=-1), "gpus[6].measured_matmul_flops_per_s.bf16",
+     "must be a number > 0,"),
+    (lambda g: g[6].update(measured_matmul_source=None), "gpus[6].measured_matmul_source", "non-empty text"),
+    (lambda g: g[2].update(measured_matmul_source="a harness"), "gpus[2].measured_matmul_source",
+     "null where measured_matmul_flops_per_s is null"),
 ])
 def test_a_broken_gpu_catalog_names_file_and_field(tmp_path, change, field, problem):
     path = _write_catalog(tmp_path, change)

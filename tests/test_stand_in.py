@@ -89,7 +89,8 @@ def test_every_predicted_row_and_answer_has_a_range_a_bound_and_a_basis():
     for t in predicted:
         assert t["answers"], t["name"]
         for row in t["predictions"]:
-            for key in ("throughput_per_s", "throughput_low", "throughput_high", "bound", "basis", "band_basis"):
+            for key in ("throughput_per_s", "throughput_low", "throughput_high", "bound", "basis", "band_basis",
+                        "rate_basis"):
                 assert row[key] is not None, (t["name"], row["workload"], key)
             assert row["throughput_low"] <= row["throughput_per_s"] <= row["throughput_high"]
         for a in t["answers"]:

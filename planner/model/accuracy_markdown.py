@@ -87,9 +87,8 @@ def render_crosscheck(check: CrossCheck) -> str:
     skipped = [f"{t} {g}: {why}" for t, g, why in check.skipped]
     if check.not_comparable or skipped:
         lines += ["", "Not compared: " + "; ".join(check.not_comparable + skipped)]
-    informed = sorted({r.informed for r in check.rows if r.informed})
-    if informed:
-        lines += ["", "What the rows marked *yes* changed in the model: " + "; ".join(informed) + "."]
+    if check.informed_reasons:
+        lines += ["", "What the rows marked *yes* changed in the model: " + "; ".join(check.informed_reasons) + "."]
     return "\n".join(lines) + "\n"
 
 

@@ -143,6 +143,12 @@ class CrossCheck:
                 f"the prediction (median |error| {statistics.median(abs(e) for e in errors):.0%}; +: predicted too "
                 "fast)")
 
+    @property
+    def informed_reasons(self) -> list[str]:
+        """What the rows that informed the model changed in it, each once (a row may carry several, "; "-joined),
+        in the order the rows first give them."""
+        return list(dict.fromkeys(part.strip() for r in self.rows if r.informed for part in r.informed.split("; ")))
+
     def validated_gpus(self) -> set[str]:
         return {r.gpu for r in self.rows} | {self.reference}
 

@@ -109,6 +109,8 @@ class Prediction:
     same_architecture: bool = True
     bound_on_target: Bound | None = None   # the same split with each part scaled: what bounds it there
     measured_precision: str | None = None  # the source's precision where the target runs it in another (STAND_IN)
+    rate_basis: str = ""                   # where the target's rates came from (Rates.basis: its datasheet × the
+                                           # source's efficiency, its matmuls held to a measured sustained rate)
 
     @property
     def bound(self) -> str:
@@ -142,7 +144,7 @@ class Prediction:
                 "band_basis": self.band_basis, "basis": self.split.basis, "host_share": self.split.host,
                 "host_measured": self.split.host_measured, "bound_share": self.bound_of_source.share,
                 "bound_on_target": self.bound_there.name, "ceiling_limited": self.ceiling_limited,
-                "measured_precision": self.measured_precision or self.precision}
+                "measured_precision": self.measured_precision or self.precision, "rate_basis": self.rate_basis}
 
     @property
     def stand_in_words(self) -> str:
@@ -174,14 +176,40 @@ def datasheet_efficiency(source: Rates, spec: GpuSpec) -> tuple[dict[str, float]
 
 
 def target_rates(source: Rates, source_spec: GpuSpec, target: GpuSpec) -> Rates:
-    """The target's datasheet × the source's measured-to-datasheet efficiency; its launch latency is
-    assumed the source's (nothing in the catalog says otherwise); its below-roof time scales with the two
-    datasheets' SM cycles per second."""
+    """The target's datasheet × the source's measured-to-datasheet efficiency, its matmuls held to the share of
+    their datasheet they were measured to sustain (`sustained_fraction`); its launch latency is assumed the
+    source's (nothing in the catalog says otherwise); its below-roof time scales with the two datasheets' SM
+    cycles per second."""
     flops_eff, bw_eff = datasheet_efficiency(source, source_spec)
-    flops = {d: target.flops_per_s[d] * e for d, e in flops_eff.items() if d in target.flops_per_s}
-    return Rates(flops, target.memory_bandwidth_bytes_per_s * bw_eff,
-                 f"{target.name} datasheet × {source_spec.name}'s measured efficiency", source.launch_s,
+    held = {d: sustained_fraction(source_spec, target, d) for d in flops_eff if d in target.flops_per_s}
+    flops = {d: target.flops_per_s[d] * e * held[d] for d, e in flops_eff.items() if d in target.flops_per_s}
+    below = ", ".join(f"{d} ×{f:.2f}" for d, f in held.items() if f < 0.995)
+    basis = f"{target.name} datasheet × {source_spec.name}'s measured efficiency" + \
+        (f"; matmul held to its measured sustained rate ({below})" if below else "")
+    return Rates(flops, target.memory_bandwidth_bytes_per_s * bw_eff, basis, source.launch_s,
                  sm_time_ratio=sm_time_ratio(source_spec, target))
+
+
+def sustained_fraction(source: GpuSpec, target: GpuSpec, dtype: str) -> float:
+    """How much further below its datasheet matmul rate the target runs than the source does, as one public
+    harness measured both (`GpuSpec.measured_matmul_flops_per_s`); 1 where either lacks the measurement.
+
+    Capped at 1: a GPU whose datasheet rate is its power-capped sustained one (an L4 at 72 W, a 250 W A100 PCIe,
+    a 350 W H100 PCIe) reaches less of it than an H100 SXM does, and that is what this carries. A GeForce card
+    measured above its datasheet (an RTX 4090's matmul bursts boost past the datasheet clock) is held to the
+    datasheet: that clock is not sustained through a training run's thermals, and the published BERT rows of the
+    RTX 4090 and 3090 were 13–33 % slower than a measured-burst rate predicts (docs/prediction-model.md § 4)."""
+    s, t = source.measured_matmul_flops_per_s.get(dtype), target.measured_matmul_flops_per_s.get(dtype)
+    if not s or not t or dtype not in source.flops_per_s or dtype not in target.flops_per_s:
+        return 1.0
+    held = (t / target.flops_per_s[dtype]) / (s / source.flops_per_s[dtype])
+    return held if held < 1 - HARNESS_SPREAD else 1.0
+
+
+# Two entries of one GPU in the harness's table differ by this much (its H100 SXM's bf16: 797.5 and 783.7 TFLOPS,
+# 1.8 %): a target measured closer than that to the source's share of its datasheet (the H200, 0.04 % below) runs
+# at the source's efficiency, not at a correction the harness cannot tell from its own noise.
+HARNESS_SPREAD = 0.02
 
 
 def sm_time_ratio(source: GpuSpec, target: GpuSpec) -> float:
@@ -306,7 +334,7 @@ def predict_point(point: WorkloadPoint, payload: WorkloadPayload, source: Rates,
                       point.step_s.median, max(step, floor), point.batch / max(step, floor),  # type: ignore[union-attr]
                       bound_of(split), split, ceiling_limited=floor > step, same_architecture=same_architecture,
                       bound_on_target=target_bound(split, source, target),
-                      measured_precision=point.precision if run != point.precision else None)
+                      measured_precision=point.precision if run != point.precision else None, rate_basis=target.basis)
 
 
 def iter_predictions(payload: WorkloadPayload, source: Rates, target: Rates, same_architecture: bool,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from pathlib import Path
 
@@ -26,6 +26,10 @@ class GpuSpec:
     datasheet counts it (both directions, all links); None where GPUs talk over PCIe only.
     `boost_clock_mhz` is the SM (engine) boost clock the datasheet names, `boost_clock_source` where it was
     read; both None where no source gives one.
+    `measured_matmul_flops_per_s` is what one public harness measured the GPU's matmul to reach per dtype
+    (`measured_matmul_source` says which and how many entries); empty where that harness has no entry. The
+    performance model reads it beside the datasheet: a GPU whose power or clocks hold it further below its
+    datasheet than the source GPU is (an L4 at 72 W) runs its matmuls that much slower.
     """
 
     name: str
@@ -44,6 +48,8 @@ class GpuSpec:
     pcie_generation: int | None = None
     boost_clock_mhz: float | None = None
     boost_clock_source: str | None = None
+    measured_matmul_flops_per_s: dict[str, float] = field(default_factory=dict)
+    measured_matmul_source: str | None = None
 
     @property
     def supports_bf16(self) -> bool:
@@ -90,7 +96,8 @@ def read_gpu(reader: EntryReader) -> GpuSpec:
         tdp_w=reader.number("tdp_w", nullable=True), link=reader.text("link", nullable=True),
         compute_capability=reader.text("compute_capability", nullable=True),
         flops_per_s={d: v for d, v in rates.items() if v is not None}, source=reader.text("source"),
-        peer_bytes_per_s=reader.number("peer_bytes_per_s", nullable=True), **whole, **_clock(reader))
+        peer_bytes_per_s=reader.number("peer_bytes_per_s", nullable=True), **whole, **_clock(reader),
+        **_measured_matmul(reader, {d for d, v in rates.items() if v is not None}))
 
 
 def _clock(reader: EntryReader) -> dict[str, float | str | None]:
@@ -100,6 +107,22 @@ def _clock(reader: EntryReader) -> dict[str, float | str | None]:
     if mhz is None and source is not None:
         raise reader.fail("boost_clock_source", "must be null where boost_clock_mhz is null")
     return {"boost_clock_mhz": mhz, "boost_clock_source": source}
+
+
+def _measured_matmul(reader: EntryReader, datasheet: set[str]) -> dict[str, object]:
+    """The measured matmul rates and their source: both given, or both null; only for dtypes the datasheet rates
+    (a measured rate with nothing to compare it with is refused)."""
+    rates = reader.entry["measured_matmul_flops_per_s"]
+    source = reader.text("measured_matmul_source", nullable=rates is None)
+    if rates is None:
+        if source is not None:
+            raise reader.fail("measured_matmul_source", "must be null where measured_matmul_flops_per_s is null")
+        return {"measured_matmul_flops_per_s": {}, "measured_matmul_source": None}
+    if not isinstance(rates, dict) or not rates or not set(rates) <= datasheet:
+        raise reader.fail("measured_matmul_flops_per_s", f"must map dtypes the GPU's flops_per_s rates "
+                                                         f"({', '.join(sorted(datasheet))}) to FLOP/s, not {rates!r}")
+    measured = {d: reader.number(f"measured_matmul_flops_per_s.{d}", value=v) for d, v in rates.items()}
+    return {"measured_matmul_flops_per_s": measured, "measured_matmul_source": source}
 
 
 def read_gpu_catalog(path: Path) -> tuple[GpuSpec, ...]:
