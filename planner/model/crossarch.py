@@ -16,6 +16,9 @@ Which tables compare: those whose model gpuplan defines the same way.
 - SSD300 AMP / "fp32" → our `ssd300` (examples/ssd300.py) at bf16 / tf32: DeepLearningExamples' SSD300 v1.1 (ResNet-50
   to conv4_x, 8732 default boxes, hard negative mining) at 300×300; the published runs read COCO through DALI on 4
   CPU threads, ours synthetic images on the GPU, so a published GPU the input held back reads slower than ours.
+- Transformer-XL base AMP / "fp32" → our `transformer-xl-base` (examples/transformer_xl.py) at bf16 / tf32: DLE's
+  MemTransformerLM as Lambda ran it, a full softmax over 267,735 words (no --adaptive), 192 target and 192
+  remembered tokens; the published fp16 is apex O2 (an fp16 model), ours autocast.
 Our point is the published batch where we measured it, else the nearest measured plain-variant batch.
 The ratio error is predicted ratio / published ratio − 1. Beside it, the naive answers on the same rows:
 one datasheet ratio, dense TFLOPS of the precision or memory bandwidth.
@@ -38,7 +41,7 @@ from planner.specs.published import PublishedRow, PublishedTable, load_published
 MEDIAN_TARGET = 0.08
 MAX_TARGET = 0.20
 WORKLOAD_OF = {"resnet50": "resnet50", "bert-base-squad": "bert-base-squad", "bert-large-squad": "bert-large-squad",
-               "ssd300": "ssd300"}
+               "ssd300": "ssd300", "transformer-xl-base": "transformer-xl-base"}
 PRECISIONS_OF = {"amp": ("bf16", "fp16"), "tf32": ("tf32",), "fp32": ("tf32",)}
 
 
