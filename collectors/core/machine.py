@@ -83,16 +83,15 @@ def _read_cpuinfo() -> tuple[dict[str, str], int | None]:
 
 def _l3_bytes() -> int | None:
     """The level-3 cache cpu0 sees, from sysfs ('32768K'); None without one."""
-    caches = sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"))
-    sizes = {}
-    for index in caches:
+    units = {"K": 1024, "M": 1024 ** 2}
+    for index in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
         try:
             level, size = int((index / "level").read_text()), (index / "size").read_text().strip()
         except (OSError, ValueError):
             continue
-        units = {"K": 1024, "M": 1024 ** 2}
-        sizes[level] = int(size[:-1]) * units[size[-1]] if size[-1] in units else _int(size)
-    return sizes.get(3)
+        if level == 3:
+            return int(size[:-1]) * units[size[-1]] if size[-1] in units else _int(size)
+    return None
 
 
 def _int(text: str | None) -> int | None:

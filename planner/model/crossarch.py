@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal
 
 from gpuplan_schema.payloads import WorkloadPayload, WorkloadPoint
@@ -40,8 +41,6 @@ from planner.specs.published import PublishedRow, PublishedTable, load_published
 # Issue 25's goals over every published row used: the median |ratio error| and the largest one.
 MEDIAN_TARGET = 0.08
 MAX_TARGET = 0.20
-WORKLOAD_OF = {"resnet50": "resnet50", "bert-base-squad": "bert-base-squad", "bert-large-squad": "bert-large-squad",
-               "ssd300": "ssd300", "transformer-xl-base": "transformer-xl-base"}
 PRECISIONS_OF = {"amp": ("bf16", "fp16"), "tf32": ("tf32",), "fp32": ("tf32",)}
 
 
@@ -131,14 +130,19 @@ class CrossCheck:
             return None
         errors: dict[str, list[float]] = {}
         for r in self.rows:
-            spec = match_gpu(r.gpu)
-            if spec and spec.compute_capability == gpu.compute_capability:
+            if self._capability_of.get(r.gpu) == gpu.compute_capability:
                 errors.setdefault(r.gpu, []).append(r.error)
         if not errors:
             return None
         checked = "; ".join(f"{name} {min(e):+.0%} … {max(e):+.0%}" for name, e in sorted(errors.items()))
         return (f"{gpu.name} is not checked itself; the published rows of its architecture (compute capability "
                 f"{gpu.compute_capability}) lie at {checked} from the prediction (+: predicted too fast)")
+
+    @cached_property
+    def _capability_of(self) -> dict[str, str | None]:
+        """Each checked GPU's compute capability, from the catalog (kin_words asks it of every row, per GPU)."""
+        specs = {name: match_gpu(name) for name in {r.gpu for r in self.rows}}
+        return {name: spec.compute_capability if spec else None for name, spec in specs.items()}
 
     def own_words(self, gpu: GpuSpec) -> str | None:
         """For a GPU published rows cover: the range of their errors, the check a user of that GPU can weigh the
@@ -211,7 +215,8 @@ def build_crosscheck(source: MachineResults, tables: list[PublishedTable] | None
         return None
     rows, not_comparable, skipped = [], [], []
     for table in load_published() if tables is None else tables:
-        payload = next((w for w in source.workloads if w.workload == WORKLOAD_OF.get(table.model)), None)
+        # a table's `model` is the gpuplan workload defined the same way (published_throughput.json)
+        payload = next((w for w in source.workloads if w.workload == table.model), None)
         ref = table.row(source_spec.name)
         if payload is None or table.precision not in PRECISIONS_OF:
             not_comparable.append(f"{table.id}: no gpuplan workload defined as {table.model}")

@@ -182,8 +182,8 @@ def target_rates(source: Rates, source_spec: GpuSpec, target: GpuSpec) -> Rates:
     cycles per second."""
     flops_eff, bw_eff = datasheet_efficiency(source, source_spec)
     held = {d: sustained_fraction(source_spec, target, d) for d in flops_eff if d in target.flops_per_s}
-    flops = {d: target.flops_per_s[d] * e * held[d] for d, e in flops_eff.items() if d in target.flops_per_s}
-    below = ", ".join(f"{d} ×{f:.2f}" for d, f in held.items() if f < 0.995)
+    flops = {d: target.flops_per_s[d] * flops_eff[d] * f for d, f in held.items()}
+    below = ", ".join(f"{d} ×{f:.2f}" for d, f in held.items() if f < 1)
     basis = f"{target.name} datasheet × {source_spec.name}'s measured efficiency" + \
         (f"; matmul held to its measured sustained rate ({below})" if below else "")
     return Rates(flops, target.memory_bandwidth_bytes_per_s * bw_eff, basis, source.launch_s,
@@ -200,7 +200,7 @@ def sustained_fraction(source: GpuSpec, target: GpuSpec, dtype: str) -> float:
     datasheet: that clock is not sustained through a training run's thermals, and the published BERT rows of the
     RTX 4090 and 3090 were 13–33 % slower than a measured-burst rate predicts (docs/prediction-model.md § 4)."""
     s, t = source.measured_matmul_flops_per_s.get(dtype), target.measured_matmul_flops_per_s.get(dtype)
-    if not s or not t or dtype not in source.flops_per_s or dtype not in target.flops_per_s:
+    if not s or not t:  # the catalog holds a measured rate only beside a datasheet one (planner/specs/gpus.py)
         return 1.0
     held = (t / target.flops_per_s[dtype]) / (s / source.flops_per_s[dtype])
     return held if held < 1 - HARNESS_SPREAD else 1.0

@@ -53,6 +53,7 @@ def build_chooser(planned: Sequence[tuple[MachineResults, Plan | None]]) -> Choo
     """The chooser's tables, ranked by each machine's plan (its ranker: the plan's bands, scaling and feed)."""
     instances: dict[str, int] = {}
     rows_meta: list[list] = []
+    shown: set[str] = set()  # the GPUs the chooser can show
     workloads, tables = [], {}
     for machine, plan in planned:
         ranker = plan.ranker if plan else None
@@ -64,7 +65,7 @@ def build_chooser(planned: Sequence[tuple[MachineResults, Plan | None]]) -> Choo
             for precision in PRECISIONS:
                 if not any(p.precision == precision and p.status == "ok" for p in payload.points):
                     continue
-                computed = [_table(ranker, payload.workload, precision, base * k, instances, rows_meta)
+                computed = [_table(ranker, payload.workload, precision, base * k, instances, rows_meta, shown)
                             for k in AMOUNTS]
                 if not any(t["rows"] and t["rows"][0][1] == 1 for t in computed):
                     continue  # no instance runs it at this precision
@@ -76,15 +77,15 @@ def build_chooser(planned: Sequence[tuple[MachineResults, Plan | None]]) -> Choo
                                   "unit": payload.unit, "precisions": precisions, "amounts": len(AMOUNTS),
                                   "tokens_per_sample": TOKENS_PER_SAMPLE.get(payload.workload),
                                   "default": default_amount(payload.workload, base)})
-    ranked = {meta[2].split(" × ")[-1] for meta in rows_meta}  # the GPUs the chooser can show
-    notes = {g: words for _, plan in planned if plan for g, words in plan.unchecked_notes.items() if g in ranked}
+    notes = {g: words for _, plan in planned if plan for g, words in plan.unchecked_notes.items() if g in shown}
     return ChooserData(rows_meta, workloads, tables, dict(DATASETS), dict(sorted(notes.items())))
 
 
 def _table(ranker: JobRanker, workload: str, precision: str, samples: float, index: dict[str, int],
-           meta: list[list]) -> dict:
+           meta: list[list], gpus: set[str]) -> dict:
     job = parse_job(f"{workload} {precision} samples={samples:.6g}")
     ranked = ranker.rank(job)
+    gpus.update(r.gpu for r in ranked)
     return {"samples": job.samples, "rows": [_row(r, index, meta) for r in ranked]}
 
 

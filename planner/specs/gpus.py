@@ -87,7 +87,8 @@ def read_gpu(reader: EntryReader) -> GpuSpec:
         given = sorted(flops) if isinstance(flops, dict) else flops
         raise reader.fail("flops_per_s", f"must give every dtype of {', '.join(DTYPES)} "
                                          f"(null where the GPU has no such rate), not {given!r}")
-    rates = {d: reader.number(f"flops_per_s.{d}", nullable=d != "fp32", value=flops[d]) for d in DTYPES}
+    rated = {d: v for d in DTYPES
+             if (v := reader.number(f"flops_per_s.{d}", nullable=d != "fp32", value=flops[d])) is not None}
     whole = {k: reader.number(k, whole=True, nullable=k != "memory_bytes")
              for k in ("memory_bytes", "sm_count", "l2_bytes", "nvlink_generation", "pcie_generation")}
     return GpuSpec(
@@ -95,28 +96,32 @@ def read_gpu(reader: EntryReader) -> GpuSpec:
         memory_bandwidth_bytes_per_s=reader.number("memory_bandwidth_bytes_per_s"),
         tdp_w=reader.number("tdp_w", nullable=True), link=reader.text("link", nullable=True),
         compute_capability=reader.text("compute_capability", nullable=True),
-        flops_per_s={d: v for d, v in rates.items() if v is not None}, source=reader.text("source"),
+        flops_per_s=rated, source=reader.text("source"),
         peer_bytes_per_s=reader.number("peer_bytes_per_s", nullable=True), **whole, **_clock(reader),
-        **_measured_matmul(reader, {d for d, v in rates.items() if v is not None}))
+        **_measured_matmul(reader, set(rated)))
 
 
 def _clock(reader: EntryReader) -> dict[str, float | str | None]:
     """The boost clock and its source: both given, or both null (a clock nobody can check is refused)."""
     mhz = reader.number("boost_clock_mhz", nullable=True)
-    source = reader.text("boost_clock_source", nullable=mhz is None)
-    if mhz is None and source is not None:
-        raise reader.fail("boost_clock_source", "must be null where boost_clock_mhz is null")
+    source = _source_of(reader, "boost_clock_source", mhz, "boost_clock_mhz")
     return {"boost_clock_mhz": mhz, "boost_clock_source": source}
+
+
+def _source_of(reader: EntryReader, key: str, value: object, of: str) -> str | None:
+    """The source of a figure: text where the figure `of` is given, null where it is null."""
+    source = reader.text(key, nullable=value is None)
+    if value is None and source is not None:
+        raise reader.fail(key, f"must be null where {of} is null")
+    return source
 
 
 def _measured_matmul(reader: EntryReader, datasheet: set[str]) -> dict[str, object]:
     """The measured matmul rates and their source: both given, or both null; only for dtypes the datasheet rates
     (a measured rate with nothing to compare it with is refused)."""
     rates = reader.entry["measured_matmul_flops_per_s"]
-    source = reader.text("measured_matmul_source", nullable=rates is None)
+    source = _source_of(reader, "measured_matmul_source", rates, "measured_matmul_flops_per_s")
     if rates is None:
-        if source is not None:
-            raise reader.fail("measured_matmul_source", "must be null where measured_matmul_flops_per_s is null")
         return {"measured_matmul_flops_per_s": {}, "measured_matmul_source": None}
     if not isinstance(rates, dict) or not rates or not set(rates) <= datasheet:
         raise reader.fail("measured_matmul_flops_per_s", f"must map dtypes the GPU's flops_per_s rates "
