@@ -61,3 +61,13 @@ def test_the_lent_h100s_host_is_named_by_environment_collector_2():
         ("GenuineIntel", 6, 207, "Emerald Rapids")
     assert cpu.nominal_mhz == 2100.0 and cpu.l3_bytes == 300 * 2 ** 20 and cpu.virtualized
     assert cpu.label == "Intel(R) Xeon(R) Processor, Emerald Rapids"
+
+
+def test_every_name_the_collector_gives_is_one_the_instance_catalog_accepts():
+    """A measured host and a catalogued one compare by name: the collector's CPUID table and the catalog's
+    `host_cpu.microarchitecture` use the same words (gpuplan_schema SERVER_MICROARCHITECTURES)."""
+    from collectors.core import machine
+    from gpuplan_schema.payloads.environment import SERVER_MICROARCHITECTURES
+    named = {*machine._INTEL.values(), *(name for _, _, name in machine._AMD), "Skylake-SP", "Cascade Lake",
+             "Cooper Lake"}
+    assert named <= set(SERVER_MICROARCHITECTURES)

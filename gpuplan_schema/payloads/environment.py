@@ -4,6 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# The server microarchitectures the environment collector names from CPUID (collectors/core/machine.py), the
+# words the instance catalog uses for a cloud host's CPU too (planner/specs/instances.json `host_cpu`), so that
+# a measured host and a catalogued one compare by name.
+SERVER_MICROARCHITECTURES = ("Broadwell-SP", "Haswell-SP", "Skylake-SP", "Cascade Lake", "Cooper Lake", "Ice Lake-SP",
+                             "Sapphire Rapids", "Emerald Rapids", "Granite Rapids", "Naples (Zen)", "Rome (Zen 2)",
+                             "Milan (Zen 3)", "Genoa (Zen 4)", "Bergamo (Zen 4c)", "Turin (Zen 5)")
+
 
 @dataclass(frozen=True)
 class CpuInfo:

@@ -4,8 +4,9 @@ JPEG decode and augmentation, samples/s per worker count) applied to another ins
 Workers per GPU = vCPUs / GPUs − 1 (one core for the training process itself), at least 1. The feed rate at a worker
 count is the measured rate, linear between measured counts; past the largest useful measured count (the
 fastest), it grows linearly from that point's rate per worker. Assumed: the instance's cores decode as
-fast as the source machine's (the catalog records no CPU model), and the loader's settings are the
-fastest measured. Only workloads the loader's input is made for (224×224 image crops: resnet50) get a
+fast as the source machine's (the catalog names the instance's CPU, `InstanceSpec.host_cpu`, but no
+instance's host was measured, nor is the source's CPU identified in its committed environment), and the
+loader's settings are the fastest measured. Only workloads the loader's input is made for (224×224 image crops: resnet50) get a
 limit; the others have no measured input pipeline and none is assumed.
 """
 

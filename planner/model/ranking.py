@@ -30,7 +30,10 @@ ASSUMPTIONS = [
     "discount, no minimum billing increment, storage or egress.",
     "Throughput: synthetic data already on the GPU, except where the instance's vCPUs cannot feed it "
     "(limited_by = input: the source machine's measured JPEG loader rate per worker, one vCPU kept for "
-    "the training process, the instance's cores assumed as fast as the source's).",
+    "the training process, the instance's cores assumed as fast as the source's). Each row names the host "
+    "CPU its cloud documents (host_cpu); none of them was measured here, so a step the host sets (a short "
+    "step that issues many small kernels) carries the spread two hosts of one GPU type measured apart in its "
+    "band, not a rate derived from the CPU's name.",
     "Bands: hours_low/high and cost_low/high carry the per-GPU prediction's band (planner/model/bands.py); "
     "GPUs marked unvalidated have no published cross-architecture check.",
 ]
@@ -103,6 +106,7 @@ class RankedInstance:
     gpu_samples_per_s: float | None = None   # what the GPUs alone would do
     feed_samples_per_s: float | None = None  # what the vCPUs' loader workers feed, where measured
     validated: bool | None = None       # False: no published check covers this GPU
+    host_cpu: str | None = None         # the host CPU the cloud documents (InstanceSpec.host_cpu.label)
 
     @property
     def unchecked(self) -> bool:
@@ -137,7 +141,8 @@ def rank_one(job: Job, instance: InstanceSpec, estimate: Estimate | None, scalin
     gpu = instance.gpu_spec
     base = dict(instance=instance.name, provider=instance.provider, region=instance.region, gpu=gpu.name,
                 gpu_count=instance.gpu_count, price_usd_per_hour=instance.price_usd_per_hour,
-                price_date=instance.price_date, price_note=instance.price_note)
+                price_date=instance.price_date, price_note=instance.price_note,
+                host_cpu=instance.host_cpu.label if instance.host_cpu else None)
     if not _supports(gpu, job.precision):
         return RankedInstance(**base, status=UNSUPPORTED_PRECISION,
                               reason=f"{gpu.name} has no {job.precision} tensor cores (GPU catalog); fp16 runs there")
@@ -155,7 +160,8 @@ def rank_one(job: Job, instance: InstanceSpec, estimate: Estimate | None, scalin
     hours = job.samples / samples_per_s / 3600
     # an input-bound instance runs at the loader's rate, whatever the GPU band says
     low, high = (0.0, 0.0) if input_bound else (estimate.band_low, estimate.band_high)
-    reason = f"{estimate.note}; {scale.note}" + (f"; input-bound: {limit.note}" if input_bound and limit else "")
+    reason = f"{estimate.note}; {scale.note}" + (f"; input-bound: {limit.note}{_cores(instance)}"
+                                                  if input_bound and limit else "")
     return RankedInstance(
         **base, status=OK, reason=reason, batch_per_gpu=estimate.batch,
         max_batch_per_gpu=estimate.max_batch, per_gpu_samples_per_s=estimate.samples_per_s,
@@ -165,6 +171,11 @@ def rank_one(job: Job, instance: InstanceSpec, estimate: Estimate | None, scalin
         cost_high=hours / (1 - low) * instance.price_usd_per_hour if low < 1 else None,
         limited_by="input" if input_bound else "gpu", gpu_samples_per_s=gpus, feed_samples_per_s=fed,
         validated=estimate.validated)
+
+
+def _cores(instance: InstanceSpec) -> str:
+    """Whose cores the loader's measured rate was carried to (the rate is the source host's per worker)."""
+    return f" (its cores: {instance.host_cpu.label}, assumed as fast)" if instance.host_cpu else ""
 
 
 def pareto_front(ranked: Iterable[RankedInstance]) -> list[RankedInstance]:

@@ -118,4 +118,14 @@ def render_ranking_table(plan: Plan, top: int, width: int = DEFAULT_WIDTH) -> li
     if dropped:
         notes.append(f"left out at {width} columns: {', '.join(dict.fromkeys(dropped))} (a wider terminal shows them)")
     kin = plan.unchecked_notes_for(r.gpu for r in shown if r.unchecked)
-    return [*lines, *wrap("; ".join(notes), width, "   "), *(x for k in kin for x in wrap(k, width, "   ", "   "))]
+    return [*lines, *wrap("; ".join(notes), width, "   "), *(x for k in kin for x in wrap(k, width, "   ", "   ")),
+            *(wrap(hosts, width, "   ", "   ") if (hosts := host_cpu_words(shown)) else [])]
+
+
+def host_cpu_words(shown: list[RankedInstance]) -> str:
+    """The host CPUs of the ★ rows shown, as their clouds document them: what a step the host sets runs on."""
+    hosts = {r.instance: r.host_cpu for r in shown if r.pareto and r.host_cpu}
+    if not hosts:
+        return ""
+    return ("host CPUs of the ★ rows (cloud documentation; none measured here, so a step the host sets carries "
+            "the spread of two hosts in its range): " + "; ".join(f"{i} {c}" for i, c in hosts.items()))

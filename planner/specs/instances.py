@@ -9,6 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from gpuplan_schema.payloads.environment import SERVER_MICROARCHITECTURES
 from planner.specs.catalog_checks import CatalogError, EntryReader, load_entries
 from planner.specs.gpus import SPECS_DIR, GpuSpec, match_gpu
 
@@ -20,6 +21,8 @@ PROVIDERS = ("aws", "gcp", "azure")
 INTERCONNECTS = ("nvlink", "nvlink-bridge", "pcie", "infinity-fabric")
 NETWORKS = ("EFA", "InfiniBand", "GPUDirect-TCPX", "GPUDirect-TCPXO", "RoCE", "Ethernet")
 NETWORK_FIELDS = ("technology", "bytes_per_s", "links", "multi_node", "source")
+HOST_CPU_FIELDS = ("vendor", "model", "microarchitecture", "source", "note")
+CPU_VENDORS = ("Intel", "AMD")
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,26 @@ class NetworkSpec:
     links: str
     multi_node: bool
     source: str
+
+
+@dataclass(frozen=True)
+class HostCpu:
+    """The host CPU the cloud documents for an instance type (`source`). `model` where the cloud publishes one
+    (AWS's P5en, Azure's ND H100 v5 say only the generation); `microarchitecture` in the environment collector's
+    words (`SERVER_MICROARCHITECTURES`), so a measured host and a catalogued one compare, None where the cloud
+    leaves it open (GCP's N1 runs on one of five platforms); `note` says what is inferred or uncertain."""
+
+    vendor: str
+    model: str | None
+    microarchitecture: str | None
+    source: str
+    note: str | None
+
+    @property
+    def label(self) -> str:
+        """'AMD EPYC 7R32, Rome (Zen 2)'; 'Intel, Sapphire Rapids' without a model; the platform left open."""
+        name = self.model or self.vendor
+        return f"{name}, {self.microarchitecture}" if self.microarchitecture else f"{name} (platform not fixed)"
 
 
 @dataclass(frozen=True)
@@ -56,6 +79,7 @@ class InstanceSpec:
     spec_source: str
     price_note: str | None
     network: NetworkSpec | None = None  # None: unknown, or a single-GPU size not meant for multi-node
+    host_cpu: HostCpu | None = None     # the documented host CPU (every catalog entry has one)
 
     @property
     def multi_node(self) -> bool:
@@ -105,7 +129,23 @@ def read_instance(reader: EntryReader) -> InstanceSpec:
         price_usd_per_hour=reader.number("price_usd_per_hour"), region=reader.text("region"),
         price_date=reader.date("price_date"), source_url=_url(reader, "source_url"),
         spec_source=reader.text("spec_source"), price_note=reader.text("price_note", nullable=True),
-        network=read_network(reader))
+        network=read_network(reader), host_cpu=read_host_cpu(reader))
+
+
+def read_host_cpu(reader: EntryReader) -> HostCpu:
+    value = reader.entry["host_cpu"]
+    if not isinstance(value, dict):
+        raise reader.fail("host_cpu", f"must be an object ({', '.join(HOST_CPU_FIELDS)}), not {value!r}")
+    sub = EntryReader(reader.path, f"{reader.where}.host_cpu", value, HOST_CPU_FIELDS)
+    arch = sub.text("microarchitecture", nullable=True)
+    if arch is not None and arch not in SERVER_MICROARCHITECTURES:
+        raise sub.fail("microarchitecture", f"must be one of {', '.join(SERVER_MICROARCHITECTURES)} (the "
+                                            f"environment collector's words) or null, not {arch!r}")
+    note = sub.text("note", nullable=True)
+    if arch is None and note is None:
+        raise sub.fail("note", "must say which platforms the cloud may give where the microarchitecture is null")
+    return HostCpu(vendor=sub.choice("vendor", CPU_VENDORS), model=sub.text("model", nullable=True),
+                   microarchitecture=arch, source=_url(sub, "source"), note=note)
 
 
 def read_network(reader: EntryReader) -> NetworkSpec | None:
@@ -127,7 +167,7 @@ def read_network(reader: EntryReader) -> NetworkSpec | None:
 def _url(reader: EntryReader, key: str) -> str:
     url = reader.text(key)
     if not url.startswith("https://"):
-        raise reader.fail(key, f"must be an https:// address where the price can be checked, not {url!r}")
+        raise reader.fail(key, f"must be an https:// address where it can be checked, not {url!r}")
     return url
 
 

@@ -26,13 +26,13 @@ def build_gpu_table(gpus: tuple[GpuSpec, ...] | None = None) -> list[list[str]]:
 def build_instance_table(instances: tuple[InstanceSpec, ...] | None = None) -> list[list[str]]:
     """The instance catalog: one header row, then one row per instance; `note` marks a price with a caveat."""
     header = ["instance", "cloud", "region", "GPUs", "GPU GB", "vCPUs", "RAM GiB", "USD/h", "USD/GPU-h",
-              "price date", "network/node", "note"]
+              "price date", "network/node", "host CPU", "note"]
     rows = [header]
     for s in load_instances() if instances is None else instances:
         rows.append([
             s.name, s.provider, s.region, f"{s.gpu_count}× {s.gpu}", _num(s.gpu_memory_bytes, 1e9), str(s.vcpus),
             _num(s.memory_bytes, 2**30), f"{s.price_usd_per_hour:.3f}", f"{s.price_usd_per_gpu_hour:.3f}",
-            s.price_date, _network(s), "yes" if s.price_note else "",
+            s.price_date, _network(s), _host_cpu(s), "yes" if s.price_note else "",
         ])
     return rows
 
@@ -43,6 +43,13 @@ def _network(s: InstanceSpec) -> str:
         return "not for multi-node" if s.gpu_count == 1 else "–"
     text = f"{s.network.bytes_per_s * 8 / 1e9:.0f} Gb/s {s.network.technology}"
     return text if s.multi_node else text + " (1 node)"
+
+
+def _host_cpu(s: InstanceSpec) -> str:
+    """The host CPU's generation ('Rome (Zen 2)'), 'varies' where the cloud leaves the platform open."""
+    if s.host_cpu is None:
+        return "–"
+    return s.host_cpu.microarchitecture or "varies"
 
 
 def render_instance_notes(instances: tuple[InstanceSpec, ...] | None = None) -> str:
