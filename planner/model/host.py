@@ -6,8 +6,8 @@ count is the measured rate, linear between measured counts; past the largest use
 fastest), it grows linearly from that point's rate per worker. Assumed: the instance's cores decode as
 fast as the source machine's (the catalog names the instance's CPU, `InstanceSpec.host_cpu`, but no
 instance's host was measured, nor is the source's CPU identified in its committed environment), and the
-loader's settings are the fastest measured. Only workloads the loader's input is made for (224×224 image crops: resnet50) get a
-limit; the others have no measured input pipeline and none is assumed.
+loader's settings are the fastest measured. Only workloads the loader's input is made for (224×224 image
+crops: resnet50) get a limit; the others have no measured input pipeline and none is assumed.
 """
 
 from __future__ import annotations
