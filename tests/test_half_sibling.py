@@ -51,3 +51,13 @@ def test_the_compile_gain_measured_at_bf16_carries_to_fp16_and_nothing_else(h100
     assert carried.host_issue_s is None and carried.gpu_busy_s is None   # not this step's measurements
     assert sibling_compile_points(payload.points, "bf16") == []   # measured there: nothing borrowed
     assert sibling_compile_points(payload.points, "tf32") == []   # no half-precision twin
+
+
+def test_a_step_with_both_half_dtypes_keeps_all_its_matmul_time_at_the_twin():
+    """gnmt under bf16 autocast runs its LSTMs in fp16 (cuDNN) and the rest in bf16: read as its fp16 twin, both
+    parts are fp16 matmuls, none dropped."""
+    from planner.model.split import as_dtype
+    assert as_dtype({"fp16": 0.07, "bf16": 0.21}, "bf16", "fp16") == pytest.approx({"fp16": 0.28})
+    assert as_dtype({"bf16": 0.21, "fp16": 0.07}, "bf16", "fp16") == pytest.approx({"fp16": 0.28})
+    assert as_dtype({"bf16": 0.3, "fp32": 0.1}, "bf16", "fp16") == {"fp16": 0.3, "fp32": 0.1}
+    assert as_dtype({"fp32": 0.1}, "bf16", "fp16") == {"fp32": 0.1}

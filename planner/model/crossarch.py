@@ -19,6 +19,10 @@ Which tables compare: those whose model gpuplan defines the same way.
 - Transformer-XL base AMP / "fp32" → our `transformer-xl-base` (examples/transformer_xl.py) at bf16 / tf32: DLE's
   MemTransformerLM as Lambda ran it, a full softmax over 267,735 words (no --adaptive), 192 target and 192
   remembered tokens; the published fp16 is apex O2 (an fp16 model), ours autocast.
+- GNMT v2 AMP / "fp32" → our `gnmt` (examples/gnmt.py) at bf16 / tf32: DLE's GNMT (eight 1024-wide LSTMs, normalized
+  Bahdanau attention, a 31,800-word classifier, label smoothing 0.1) on Lambda's News Commentary en-de, tokens/s of
+  source + target; ours is the step of the average length bucket, synthetic sentences. The published "fp32" ran
+  cuDNN's LSTMs in TF32 (cudnn.allow_tf32, on by default); the published fp16 is apex O2, ours autocast.
 Our point is the published batch where we measured it, else the nearest measured plain-variant batch.
 The ratio error is predicted ratio / published ratio − 1. Beside it, the naive answers on the same rows:
 one datasheet ratio, dense TFLOPS of the precision or memory bandwidth.

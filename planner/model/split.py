@@ -185,8 +185,19 @@ def sibling_split(rooflines: list[RooflinePayload], workload: str, precision: st
     split = interpolate(roofline_splits(rooflines, workload, sibling), batch)
     if split is None:
         return None
-    math = {(precision if d == sibling else d): v for d, v in split.math_roof.items()}
-    return replace(split, math_roof=math, basis=f"{split.basis} (its {precision} twin split alike)")
+    return replace(split, math_roof=as_dtype(split.math_roof, sibling, precision),
+                   basis=f"{split.basis} (its {precision} twin split alike)")
+
+
+def as_dtype(math_roof: dict[str, float], old: str, new: str) -> dict[str, float]:
+    """The math roof with `old`'s matmuls counted as `new`'s. A step can hold both dtypes already (cuDNN's LSTMs run
+    in fp16 under bf16 autocast: gnmt), so the two add up; a dict comprehension renaming the key kept only one of
+    them, and the V100's gnmt fp16 step lost a fifth of its time (+115 % against Lambda's row; +35 % after)."""
+    out: dict[str, float] = {}
+    for d, v in math_roof.items():
+        key = new if d == old else d
+        out[key] = out.get(key, 0.0) + v
+    return out
 
 
 def sibling_compile_points(points: list[WorkloadPoint], precision: str) -> list[WorkloadPoint]:
