@@ -140,12 +140,12 @@ first epoch's cuDNN warm-up for the 1-epoch runs (the smaller cards': their publ
 SXM5's epoch 0 read 2 % below its epoch 1).
 
 Counting: torch's FlopCounterMode has no formula for cuDNN's fused RNN kernels (`_cudnn_rnn` and its backward) nor
-oneDNN's (`mkldnn_rnn_layer`), so the collector would count none of the LSTMs' 72 % on a GPU. Importing this file
-registers formulas for them (register_rnn_flops: 2 FLOPs a weight-matrix entry a token, forward; twice that
-backward, gradients of the inputs and of the weights), in the registry the collectors' counters read; the tests
-check them against torch's own per-step decomposition, which counts the same products but one recurrent product per
-LSTM and direction in backward (the gradient of the zero initial state, which the fused kernels compute: 0.075 GFLOP
-a sentence pair more at the real size).
+oneDNN's (`mkldnn_rnn_layer`), so it would count none of the LSTMs' 72 % on a GPU. The collectors register formulas
+for them (collectors/core/rnn_flops.py: 2 FLOPs a weight-matrix entry a token, forward; twice that backward,
+gradients of the inputs and of the weights), so any user model's LSTMs are counted; the tests check them against
+torch's own per-step decomposition, which counts the same products but one recurrent product per LSTM and direction
+in backward (the gradient of the zero initial state, which the fused kernels compute: 0.075 GFLOP a sentence pair
+more at the real size). (This file registered them itself when it was measured; the counts are the same.)
 
 Sources: NVIDIA/DeepLearningExamples PyTorch/Translation/GNMT train.py, seq2seq/models/*.py,
 seq2seq/data/{dataset,sampler,tokenizer}.py, seq2seq/train/{trainer,smoothing,fp_optimizers}.py and seq2seq/utils.py
@@ -167,7 +167,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
-from torch.utils.flop_counter import flop_registry, register_flop_formula
 
 VOCAB = 31800                # Lambda's fp16 log: "Size of vocabulary: 31800" (31,794 BPE entries, padded to 8)
 HIDDEN, LAYERS = 1024, 4     # --hidden-size 1024, --num-layers 4 (DLE's defaults, as logged)
@@ -181,52 +180,6 @@ TINY = {"vocab": 1000, "hidden": 32, "padded": 8, "pairs": 2}
 TINY_BATCH_START = 4
 
 Batch = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # source (S, B), its lengths (B,) on the CPU, decoder input
-
-
-# ── the LSTMs' FLOPs ───────────────────────────────────────────────────────────────────────────
-
-def rnn_gemm_flops(input_shape: torch.Size, weight_shapes: list[torch.Size]) -> int:
-    """The matrix products of an LSTM over its input: each token of the input (all the rows but the features: a
-    packed sequence's lengths summed, or time × batch) meets every weight matrix of every layer and direction
-    once, 2 FLOPs an entry (the input's projection and the recurrent one; biases and gates, pointwise, are not
-    counted, as torch's counter counts no pointwise op)."""
-    tokens = math.prod(input_shape[:-1])
-    return 2 * tokens * sum(math.prod(w) for w in weight_shapes if len(w) == 2)
-
-
-def _cudnn_forward(input_shape, weight_shapes, *args, out_shape=None, **kwargs) -> int:
-    return rnn_gemm_flops(input_shape, weight_shapes)
-
-
-def _cudnn_backward(input_shape, weight_shapes, *args, out_shape=None, **kwargs) -> int:
-    """The gradients of the input and the states (cuDNN's backward-data, always run) and, where the last entry
-    of output_mask asks, of the weights: each as many FLOPs as the forward."""
-    mask = kwargs.get("output_mask", args[-1] if args else None)
-    weights = not isinstance(mask, (list, tuple)) or bool(mask[-1])
-    return rnn_gemm_flops(input_shape, weight_shapes) * (2 if weights else 1)
-
-
-def _onednn_forward(input_shape, w_ih, w_hh, *args, out_shape=None, **kwargs) -> int:
-    return rnn_gemm_flops(input_shape, [w_ih, w_hh])
-
-
-def _onednn_backward(input_shape, w_ih, w_hh, *args, out_shape=None, **kwargs) -> int:
-    return 2 * rnn_gemm_flops(input_shape, [w_ih, w_hh])
-
-
-def register_rnn_flops() -> None:
-    """Teach torch's FLOP counter the fused LSTM kernels, which it does not count: cuDNN's on a GPU
-    (`_cudnn_rnn`, `_cudnn_rnn_backward`) and oneDNN's on a CPU (`mkldnn_rnn_layer` and its backward, one layer
-    and direction a call). Once per process; a formula torch already has is kept."""
-    aten = torch.ops.aten
-    for op, formula in ((aten._cudnn_rnn, _cudnn_forward), (aten._cudnn_rnn_backward, _cudnn_backward),
-                        (aten.mkldnn_rnn_layer, _onednn_forward),
-                        (aten.mkldnn_rnn_layer_backward, _onednn_backward)):
-        if op not in flop_registry:
-            register_flop_formula(op)(formula)
-
-
-register_rnn_flops()
 
 
 # ── the model ──────────────────────────────────────────────────────────────────────────────────

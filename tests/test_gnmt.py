@@ -13,7 +13,6 @@ from types import ModuleType
 import pytest
 import torch
 from test_ssd300 import one_thread, parameters, step_flops  # noqa: F401  (one_thread: the same autouse one-thread fixture)
-from torch.utils.flop_counter import flop_registry
 
 from collectors.core.profiles import QUICK
 from collectors.workloads import Workload, load_workload
@@ -152,28 +151,6 @@ def test_fused_lstm_flops_are_torch_decomposition_plus_the_initial_state_gradien
     workload = tiny()
     fused = count_flops(build_step(workload, workload.model, "fp32", batch, CPU, Variant()))
     assert fused - decomposed == 7 * 2 * batch * 4 * hidden * hidden
-
-
-@pytest.mark.parametrize("packed", [True, False])
-def test_cudnn_formula_counts_what_the_decomposition_counts(packed):
-    """The formula registered for cuDNN's kernel, given a bidirectional LSTM's arguments as `_cudnn_rnn` takes them
-    (packed: the tokens of every sentence in a row), against the same LSTM's forward on `meta`."""
-    from torch.utils.flop_counter import FlopCounterMode
-
-    module()  # registers the formulas
-    lstm = torch.nn.LSTM(16, 8, bidirectional=True, device=META)
-    lengths = torch.tensor([5, 3, 2])
-    x = torch.empty(5, 3, 16, device=META)
-    counter = FlopCounterMode(display=False)
-    with counter:
-        lstm(torch.nn.utils.rnn.pack_padded_sequence(x, lengths) if packed else x)
-    weights = list(lstm.parameters())  # w_ih, w_hh, b_ih, b_hh for each direction
-    rows = torch.empty(int(lengths.sum()), 16, device=META) if packed else x
-    forward = flop_registry[torch.ops.aten._cudnn_rnn](rows, weights, 4, None)
-    assert forward == counter.get_total_flops() == 2 * rows.shape[:-1].numel() * 2 * 32 * (16 + 8)
-    backward = flop_registry[torch.ops.aten._cudnn_rnn_backward]
-    assert backward(rows, weights, 4, None, [True, True, True, True]) == 2 * forward
-    assert backward(rows, weights, 4, None, [True, True, True, False]) == forward
 
 
 # ── the tiny size, on the CPU ──────────────────────────────────────────────────────────────────
