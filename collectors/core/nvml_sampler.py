@@ -1,4 +1,4 @@
-"""Background NVML sampling of utilisation, power and memory used while a loop is timed."""
+"""Background NVML sampling of utilisation, power, SM clock and memory used while a loop is timed."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ class NvmlSampler:
         self.index = index
         self.util: list[float] = []
         self.power: list[float] = []
+        self.sm_clock_mhz: list[float] = []   # read by benchmarks/step_clocks.py; not in the document
         self.max_used: int | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -44,6 +45,7 @@ class NvmlSampler:
             try:
                 self.util.append(nv.nvmlDeviceGetUtilizationRates(h).gpu / 100)
                 self.power.append(nv.nvmlDeviceGetPowerUsage(h) / 1e3)
+                self.sm_clock_mhz.append(nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM))
                 used = int(nv.nvmlDeviceGetMemoryInfo(h).used)
                 self.max_used = max(used, self.max_used or 0)
             except nv.NVMLError:
