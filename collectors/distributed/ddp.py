@@ -86,8 +86,10 @@ class Trainer:
         if not self.workload.training:
             raise Skipped("inference only: there are no gradients to synchronise")
         model = prepare_model(self.workload, ctx.device, Variant())
-        ids = [ctx.local_rank] if ctx.device.type == "cuda" else None
-        self.ddp = DistributedDataParallel(model, device_ids=ids, process_group=group, bucket_cap_mb=BUCKET_CAP_MB)
+        # No device_ids: the model sits on one device, and DDP given device_ids would move every input tensor to
+        # it, where a workload may keep one on the CPU on purpose (gnmt's sentence lengths, as pack_padded_sequence
+        # requires). make_batch already puts the rest on the device.
+        self.ddp = DistributedDataParallel(model, process_group=group, bucket_cap_mb=BUCKET_CAP_MB)
         self.inputs, self.targets = self.workload.make_batch(batch, ctx.device)
         self.optimizer = make_optimizer(self.ddp.parameters(), ctx.device)
         self.device = ctx.device
