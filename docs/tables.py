@@ -27,7 +27,9 @@ from planner.model.coverage import TARGET_COVERAGE, band_coverage, overall
 from planner.model.crossarch import MAX_TARGET as CROSS_MAX
 from planner.model.crossarch import MEDIAN_TARGET as CROSS_MEDIAN
 from planner.model.crossarch import build_crosscheck
+from planner.model.intra_node import load_link_runs
 from planner.model.repeatability import ANOTHER_LEND, SAME_RUN, all_repeat_pairs, repeat_summaries
+from planner.model.scaling_check import check_published_scaling, slow_host_bandwidths, summarize_scaling
 from planner.model.workload_verdict import main_batch
 
 SOURCE, TARGET = "h100-80gb", "h200"  # the accuracy pair: two single GPUs measured alike
@@ -222,13 +224,13 @@ def plan_answer(machines: list[MachineResults]) -> str:
 
 
 LOAD_EXAMPLE = ("from planner import load_results; "
-                "print(load_results('results').groupby(['gpu','gpu_count','workload']).size())")
+                "print(load_results('results').groupby(['gpu','gpu_count']).size())")
 
 
 def load_results_example(machines: list[MachineResults]) -> str:
     """The README's pandas one-liner and what it prints (the frame of the same machines)."""
     frame = machines_frame(machines)
-    return f"```text\n$ python -c \"{LOAD_EXAMPLE}\"\n{frame.groupby(['gpu', 'gpu_count', 'workload']).size()}\n```\n"
+    return f"```text\n$ python -c \"{LOAD_EXAMPLE}\"\n{frame.groupby(['gpu', 'gpu_count']).size()}\n```\n"
 
 
 PIVOT_QUERY = ("collector == 'workloads' and workload == 'resnet50' and precision == 'bf16' and batch == 256 "
@@ -463,3 +465,32 @@ def screenshot_figures(machines: list[MachineResults]) -> dict:
                        if b.throughput else None),
         "instances": [f"{p.role}: {p.instance}, {p.hours_text}, {p.cost_text}" for p in b.picks],
     } for b in blocks]}
+
+
+def accuracy_scaling(machines: list[MachineResults]) -> str:
+    """The intra-node scaling model against every published multi-GPU row, by path, GPU and model."""
+    runs = load_link_runs(machines)
+    checks = check_published_scaling(runs)
+    df = pd.DataFrame([{"path": c.row.interconnect, "gpu": c.row.gpu, "system": c.row.system, "model": c.row.model,
+                        "precision": c.row.precision, "gpus": c.row.gpus, "published": c.published,
+                        "predicted": c.predicted, "error": abs(c.error), "assumed": abs(c.assumed_error),
+                        "low": c.low_out, "covered": c.covered} for c in checks])
+    slow, total = slow_host_bandwidths(checks), summarize_scaling(checks)
+    lines = [f"**Intra-node scaling, {total.rows} published rows** (the model of planner/model/intra_node.py, from "
+             f"{' and '.join(r.machine for r in runs.values())}, at each published host's own 1-GPU step): "
+             f"median |error| {total.median_abs_error:.1%}, largest {total.largest_abs_error:.1%}; the per-doubling "
+             f"factors it replaced: median {total.assumed_median_abs_error:.1%}, largest "
+             f"{total.assumed_largest_abs_error:.1%}. Band [a host at the 10th percentile of published sync "
+             "bandwidth, 1.0]: " + ", ".join(f"{p} {b / 1e9:.2g} GB/s" for p, b in sorted(slow.items()))
+             + f"; coverage, each system judged by the others' rows: {total.covered}/{total.judged} = "
+             f"{total.covered / total.judged:.1%}. Error = predicted ÷ published efficiency − 1.", ""]
+    groups = [("path", "path"), ("GPU, GPUs", ["gpu", "gpus"]), ("model", "model")]
+    rows = []
+    for label, key in groups:
+        for name, g in df.groupby(key):
+            name = f"{name[0]} × {name[1]}" if isinstance(name, tuple) else name
+            rows.append([f"{label}: {name}", str(len(g)), f"{g.error.median():.1%}", f"{g.error.max():.1%}",
+                         f"{g.published.min():.2f}–{g.published.max():.2f}",
+                         f"{int(g.covered.sum())}/{int(g.covered.notna().sum())}"])
+    lines.append(_table(["by", "rows", "median \\|error\\|", "largest", "published efficiency", "in band"], rows))
+    return "\n".join(lines)

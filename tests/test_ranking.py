@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from paths import FROZEN
 
 from gpuplan_schema.results import load_machine, load_results_root
-from planner.model.assumed_scaling import Scaling, assumed_scaling
+from planner.model.assumed_scaling import Scaling, SyncLoad, assumed_scaling
 from planner.model.jobs import parse_job
 from planner.model.ranking import (
     DOES_NOT_FIT,
@@ -49,7 +49,7 @@ def instance(name, gpu, count=1, link=None, price=1.0, provider="aws"):
                         source_url="https://example.org/prices", spec_source="test", price_note=None)
 
 
-def no_scaling_loss(_: InstanceSpec) -> Scaling:
+def no_scaling_loss(_: InstanceSpec, __: SyncLoad | None = None) -> Scaling:
     return Scaling(1.0, "perfect scaling (test)", measured=True)
 
 

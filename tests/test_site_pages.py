@@ -233,3 +233,17 @@ def test_the_accuracy_page_publishes_the_cross_architecture_errors_by_role_famil
             for g in check.groups(by):
                 assert re.search(rf'<th scope="row">{by}: {re.escape(g.name)}</th><td class="num">{g.n}</td>', html)
     assert "no: only checked" in html or "<abbr title=" in html
+
+
+def test_the_accuracy_page_publishes_the_multi_gpu_scaling_check(site, results_machines):
+    from planner.model.intra_node import load_link_runs
+    from planner.model.scaling_check import check_published_scaling, summarize_scaling
+    checks = check_published_scaling(load_link_runs(results_machines))
+    total = summarize_scaling(checks)
+    html = (site / ACCURACY_NAME).read_text(encoding="utf-8")
+    assert checks and 'class="accuracy-scaling sortable"' in html
+    assert f"{total.covered} of {total.judged} inside" in html and f"against {total.rows} published" in html
+    rows = html.split('class="accuracy-scaling sortable"', 1)[1].split("</table>", 1)[0]
+    assert rows.count("<tr><th scope=\"row\">") == len(checks)
+    worst = min(checks, key=lambda c: c.published)
+    assert f'<th scope="row">{worst.row.system}</th><td>{worst.row.model}</td>' in rows

@@ -17,15 +17,17 @@ Why these factors:
   been measured here, so the factor is a middle assumption, not a fit.
 - NVLink bridge (H100 NVL pairs): NVLink within a pair, PCIe between pairs.
 
-The efficiency ignores the model: a larger gradient (gpt-small's 163 M parameters against
-ResNet-50's 26 M) or a shorter step exposes more of the all-reduce. Treat multi-GPU figures from
-the assumed factors as ±15 %.
+These factors ignore the model: a larger gradient (gpt-small's 163 M parameters against ResNet-50's
+26 M) or a shorter step exposes more of the all-reduce. They stand only where no multi-GPU run was
+measured at all; otherwise planner/model/intra_node.py models the job's own gradient and step. Treat
+multi-GPU figures from the assumed factors as ±15 % (the band they carry).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from planner.specs import InstanceSpec
@@ -33,30 +35,55 @@ from planner.specs import InstanceSpec
 PER_DOUBLING = {"nvlink": 0.95, "infinity-fabric": 0.95, "pcie": 0.85}
 
 
+GRADIENT_BYTES_PER_PARAMETER = 4  # DDP reduces fp32 gradients under autocast
+ASSUMED_SPREAD = 0.15             # the ±15 % the factors are stated with (the module docstring)
+
+
 class Scaling(NamedTuple):
-    """Data-parallel efficiency of an instance (1.0 for one GPU), why, and whether it was measured."""
+    """Data-parallel efficiency of an instance (1.0 for one GPU), why, whether it was measured, and the
+    band of the efficiency (`low`, `high`; None: none known)."""
 
     efficiency: float
     note: str
     measured: bool
+    low: float | None = None
+    high: float | None = None
 
 
-# The planner passes the instance; a measured provider looks up its own results by GPU, count and link.
-ScalingProvider = Callable[[InstanceSpec], Scaling]
+@dataclass(frozen=True)
+class SyncLoad:
+    """What one GPU of the job synchronises per step: its gradient, and the compute step it follows."""
+
+    workload: str
+    gradient_bytes: float
+    compute_s: float
+
+    @classmethod
+    def of(cls, workload: str, parameters: int, batch: int, samples_per_s: float) -> SyncLoad:
+        return cls(workload, parameters * GRADIENT_BYTES_PER_PARAMETER, batch / samples_per_s)
 
 
-def assumed_scaling(instance: InstanceSpec) -> Scaling:
+# The planner passes the instance and, where the job's gradient and step are known, its SyncLoad; a measured
+# provider looks up its own results by GPU, count and link, a modelled one (intra_node.py) uses the load.
+ScalingProvider = Callable[[InstanceSpec, "SyncLoad | None"], Scaling]
+
+
+def assumed_scaling(instance: InstanceSpec, load: SyncLoad | None = None) -> Scaling:
     """The labelled default: a per-doubling factor for the instance's GPU interconnect."""
-    n, link = instance.gpu_count, instance.gpu_interconnect
+    n = instance.gpu_count
     if n == 1:
         return Scaling(1.0, "one GPU: no data-parallel overhead", measured=False)
+    efficiency, factors = assumed_efficiency(n, instance.gpu_interconnect)
+    return Scaling(efficiency, f"assumed, not measured: {factors} → {efficiency:.2f} on {n} GPUs "
+                               f"(see planner/model/assumed_scaling.py)", measured=False,
+                   low=efficiency * (1 - ASSUMED_SPREAD), high=min(1.0, efficiency * (1 + ASSUMED_SPREAD)))
+
+
+def assumed_efficiency(n: int, link: str | None) -> tuple[float, str]:
+    """The per-doubling factors' efficiency on `n` GPUs over `link`, and the words for it."""
     if link == "nvlink-bridge":
         # Pairs share NVLink; beyond a pair the all-reduce crosses PCIe.
         efficiency = PER_DOUBLING["nvlink"] * PER_DOUBLING["pcie"] ** math.log2(n / 2)
-        factors = "0.95 for the NVLink-bridged pair" + (", 0.85 per doubling beyond it" if n > 2 else "")
-    else:
-        factor = PER_DOUBLING[link] if link in PER_DOUBLING else PER_DOUBLING["pcie"]
-        efficiency = factor ** math.log2(n)
-        factors = f"{factor:g} per doubling over {link}"
-    return Scaling(efficiency, f"assumed, not measured: {factors} → {efficiency:.2f} on {n} GPUs "
-                               f"(see planner/model/assumed_scaling.py)", measured=False)
+        return efficiency, "0.95 for the NVLink-bridged pair" + (", 0.85 per doubling beyond it" if n > 2 else "")
+    factor = PER_DOUBLING[link] if link in PER_DOUBLING else PER_DOUBLING["pcie"]
+    return factor ** math.log2(n), f"{factor:g} per doubling over {link}"

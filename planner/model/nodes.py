@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from gpuplan_schema.results import MachineResults
-from planner.model.assumed_scaling import Scaling, ScalingProvider, assumed_scaling
+from planner.model.assumed_scaling import Scaling, ScalingProvider, SyncLoad, assumed_scaling
 from planner.model.jobs import Job
 from planner.model.network import (
     GRADIENT_BYTES_PER_PARAMETER,
@@ -106,15 +106,16 @@ def expand_nodes(job: Job, predict: Predictor, inputs: NetworkInputs, *,
             virtual[f"{n} × {spec.name}"] = (spec, n)
             n *= 2
 
-    def provider(spec: InstanceSpec) -> Scaling:
+    def provider(spec: InstanceSpec, load: SyncLoad | None = None) -> Scaling:
         original, n = virtual[spec.name]
-        one = scaling(original)
+        one = scaling(original, load)
         estimate = estimates.get(original.gpu_spec.name)
         if n == 1 or estimate is None:
             return one
         factor = network_factor(inputs, original, n, estimate.batch / estimate.samples_per_s)
         return Scaling(one.efficiency * factor, f"{one.note}; × {factor:.3f} for {n} nodes over "
-                       f"{_network_text(original)} (planner/model/network.py)", one.measured)
+                       f"{_network_text(original)} (planner/model/network.py)", one.measured,
+                       *(None if b is None else b * factor for b in (one.low, one.high)))
 
     specs = [spec if n == 1 else replace(spec, name=name, gpu_count=spec.gpu_count * n,
                                          price_usd_per_hour=spec.price_usd_per_hour * n, vcpus=spec.vcpus * n)

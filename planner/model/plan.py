@@ -44,6 +44,7 @@ from planner.model.presets import Preset, render_presets_yaml
 from planner.model.ranking import ASSUMPTIONS, Estimate, Predictor, RankedInstance, no_feed_limit, rank_instances
 from planner.model.recommend import Recommendation
 from planner.model.scaling import build_scaling, gather_efficiencies
+from planner.model.scaling_check import build_sync_model
 from planner.model.settings import Settings
 from planner.model.split import PLAIN_VARIANTS, machine_rooflines, sibling_compile_points
 from planner.specs import GpuSpec, load_gpu_catalog, match_gpu
@@ -326,7 +327,7 @@ def build_predictor(source: Source, job: Job):  # noqa: ANN201 - a Predictor
                 f"{'' if validated else ', unvalidated'}; "
                 f"max batch {fit.max_batch(gpu.memory_bytes) if fit else 'unknown'}")
         return Estimate(knee.throughput_per_s, knee.batch, safe if safe and safe >= knee.batch else None, note,
-                        knee.band_low, knee.band_high, validated)
+                        knee.band_low, knee.band_high, validated, payload.parameters)
     return predict
 
 
@@ -353,7 +354,7 @@ def build_plan(machine: MachineResults, targets: list[str] | None = None, job: J
                      else build_target(source, label, gpu, count, built[0]))
     if job is None and not rank_defaults:
         return Plan(machine.machine, source.spec, built, None, [], check)
-    ranker = JobRanker(source, build_scaling(gather_efficiencies(measured)))
+    ranker = JobRanker(source, build_scaling(gather_efficiencies(measured), build_sync_model(measured)))
     precisions = {w: s.precision for w, s in built[0].settings.items()}
     jobs = rank_default_jobs(machine.workloads, ranker.rank, job, precisions) if rank_defaults else {}
     asked = job is not None
@@ -399,7 +400,7 @@ class JobRanker:
 def build_ranker(machine: MachineResults, measured: Sequence[MachineResults] = ()) -> JobRanker:
     """Raises PlanError for a machine the planner cannot use."""
     source, _ = prepare_source(machine, all_machines(machine, measured))
-    return JobRanker(source, build_scaling(gather_efficiencies(measured)))
+    return JobRanker(source, build_scaling(gather_efficiencies(measured), build_sync_model(measured)))
 
 
 def build_feed(source: Source, job: Job):  # noqa: ANN201 - a FeedProvider

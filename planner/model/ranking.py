@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from planner.model.assumed_scaling import ScalingProvider, assumed_scaling
+from planner.model.assumed_scaling import Scaling, ScalingProvider, SyncLoad, assumed_scaling
 from planner.model.host import FeedLimit
 from planner.model.jobs import Job
 from planner.specs import GpuSpec, InstanceSpec, load_instances
@@ -52,6 +52,7 @@ class Estimate:
     band_low: float = 0.0      # relative band of samples_per_s (planner/model/bands.py)
     band_high: float = 0.0
     validated: bool = True     # a published cross-architecture check covers this GPU (crossarch.py)
+    parameters: int | None = None  # the model's, for the gradient its GPUs synchronise (None: unknown)
 
     def __post_init__(self) -> None:
         # A bad estimate is a bug in the predictor, not bad user input: fail loudly.
@@ -94,6 +95,8 @@ class RankedInstance:
     per_gpu_samples_per_s: float | None = None
     scaling_efficiency: float | None = None
     scaling_measured: bool | None = None
+    scaling_low: float | None = None    # the efficiency's band (planner/model/intra_node.py), None: none known
+    scaling_high: float | None = None
     samples_per_s: float | None = None
     hours: float | None = None
     cost_usd: float | None = None
@@ -152,25 +155,36 @@ def rank_one(job: Job, instance: InstanceSpec, estimate: Estimate | None, scalin
     if not fits:
         return RankedInstance(**base, status=DOES_NOT_FIT, max_batch_per_gpu=estimate.max_batch,
                               reason=_does_not_fit(job, gpu, estimate.max_batch))
-    scale = scaling(instance)
+    load = SyncLoad.of(job.workload, estimate.parameters, estimate.batch, estimate.samples_per_s) \
+        if estimate.parameters else None
+    scale = scaling(instance, load)
     gpus = estimate.samples_per_s * instance.gpu_count * scale.efficiency
     fed = limit.samples_per_s_per_gpu * instance.gpu_count if limit else None
     input_bound = fed is not None and fed < gpus
     samples_per_s = fed if input_bound else gpus
     hours = job.samples / samples_per_s / 3600
     # an input-bound instance runs at the loader's rate, whatever the GPU band says
-    low, high = (0.0, 0.0) if input_bound else (estimate.band_low, estimate.band_high)
+    low, high = (0.0, 0.0) if input_bound else combined_band(estimate, scale)
     reason = f"{estimate.note}; {scale.note}" + (f"; input-bound: {limit.note}{_cores(instance)}"
                                                   if input_bound and limit else "")
     return RankedInstance(
         **base, status=OK, reason=reason, batch_per_gpu=estimate.batch,
         max_batch_per_gpu=estimate.max_batch, per_gpu_samples_per_s=estimate.samples_per_s,
-        scaling_efficiency=scale.efficiency, scaling_measured=scale.measured, samples_per_s=samples_per_s,
+        scaling_efficiency=scale.efficiency, scaling_measured=scale.measured, scaling_low=scale.low,
+        scaling_high=scale.high, samples_per_s=samples_per_s,
         hours=hours, cost_usd=hours * instance.price_usd_per_hour, hours_low=hours / (1 + high),
         hours_high=hours / (1 - low) if low < 1 else None, cost_low=hours / (1 + high) * instance.price_usd_per_hour,
         cost_high=hours / (1 - low) * instance.price_usd_per_hour if low < 1 else None,
         limited_by="input" if input_bound else "gpu", gpu_samples_per_s=gpus, feed_samples_per_s=fed,
         validated=estimate.validated)
+
+
+def combined_band(estimate: Estimate, scale: Scaling) -> tuple[float, float]:
+    """The relative band of the instance's throughput: one GPU's band times the scaling's (a slow host's
+    sync and a slow GPU compound; so do the fast ends)."""
+    low_ratio = (scale.low if scale.low is not None else scale.efficiency) / scale.efficiency
+    high_ratio = (scale.high if scale.high is not None else scale.efficiency) / scale.efficiency
+    return 1 - (1 - estimate.band_low) * low_ratio, (1 + estimate.band_high) * high_ratio - 1
 
 
 def _cores(instance: InstanceSpec) -> str:

@@ -24,15 +24,18 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from gpuplan_schema.payloads import CollectivesPayload, DdpPayload
 from gpuplan_schema.payloads.topology import describe_topology
 from gpuplan_schema.results import MachineResults
 from gpuplan_schema.stats import Stat
-from planner.model.assumed_scaling import Scaling, ScalingProvider, assumed_scaling
+from planner.model.assumed_scaling import Scaling, ScalingProvider, SyncLoad, assumed_scaling
 from planner.specs import InstanceSpec, match_gpu
 from planner.units import short_rate
+
+if TYPE_CHECKING:  # intra_node imports this module
+    from planner.model.intra_node import SyncModel
 
 ASSUMED_EFFICIENCY = 0.875
 ASSUMED_NOTE = "assumed: the seed analyses' 4 GPUs → 3–4× (0.875, the midpoint); not measured on this machine"
@@ -234,7 +237,28 @@ def _and(names: list[str]) -> str:
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
-def build_scaling(measured: list[MeasuredEfficiency]) -> ScalingProvider:
-    """The ranking's scaling provider: measured (`measured_scaling`) where a machine has DDP results on
-    the instance's GPU model, else the labelled assumption."""
-    return lambda instance: measured_scaling(measured, instance) or assumed_scaling(instance)
+def build_scaling(measured: list[MeasuredEfficiency], model: SyncModel | None = None) -> ScalingProvider:
+    """The ranking's scaling provider. With the job's load and a measured intra-node model: the job's own DDP
+    efficiency where it was measured on the instance's GPU model and count, else the model
+    (planner/model/intra_node.py), each with the band published hosts set. Without them: the lowest
+    measured figure of the GPU model (`measured_scaling`), else the labelled assumption."""
+    def provider(instance: InstanceSpec, load: SyncLoad | None = None) -> Scaling:
+        if instance.gpu_count == 1:
+            return assumed_scaling(instance)
+        modelled = model.scaling(instance, load) if model and load else None
+        if modelled is None:
+            return measured_scaling(measured, instance) or assumed_scaling(instance)
+        own = _own_measurement(measured, instance, load.workload) if load else None
+        if own is None:
+            return modelled
+        return Scaling(own.efficiency, f"measured: {own.workload}'s DDP efficiency on {own.machine} "
+                                       f"({own.efficiency:.3f} on {own.gpus} GPUs); {modelled.note}",
+                       measured=True, low=min(modelled.low or own.efficiency, own.efficiency), high=1.0)
+    return provider
+
+
+def _own_measurement(measured: list[MeasuredEfficiency], instance: InstanceSpec,
+                     workload: str) -> MeasuredEfficiency | None:
+    mine = [m for m in measured if (m.gpu, m.gpus, m.workload) == (instance.gpu_spec.name, instance.gpu_count,
+                                                                      workload)]
+    return min(mine, key=lambda m: (m.efficiency, m.machine)) if mine else None

@@ -78,7 +78,8 @@ def ranking_row(r: RankedInstance) -> list[str]:
     gpus = f"{r.gpu_count} × {r.gpu}{flag}" + (f" ({nodes} nodes)" if nodes and nodes > 1 else "")
     hours = _range(getattr(r, "hours_low", None), getattr(r, "hours_high", None), ",.1f")
     cost = _range(getattr(r, "cost_low", None), getattr(r, "cost_high", None), ",.0f")
-    eff = f"{r.scaling_efficiency:.0%}{'' if r.scaling_measured else '~'}" if r.scaling_efficiency else "-"
+    mark = "" if r.scaling_measured or r.gpu_count == 1 else "~"   # one GPU has nothing to scale
+    eff = f"{r.scaling_efficiency:.0%}{mark}" if r.scaling_efficiency else "-"
     return ["★" if r.pareto else "", r.instance, gpus, f"{r.hours:,.1f}", hours, f"${r.cost_usd:,.0f}",
             f"${cost}" if cost else "", eff, limit_of(r)]
 
@@ -112,7 +113,8 @@ def render_ranking_table(plan: Plan, top: int, width: int = DEFAULT_WIDTH) -> li
     cannot = Counter(r.status.replace("_", " ") for r in plan.ranking if r.status != OK)
     if cannot:
         lines += wrap("cannot run it: " + ", ".join(f"{n} {s}" for s, n in cannot.most_common()), width, "   ")
-    notes = ["eff. = data-parallel efficiency (~ assumed, not measured)"] if "eff." not in dropped else []
+    notes = ["eff. = data-parallel efficiency (~ modelled or assumed, not measured; its range is in the hours"
+             " range)"] if "eff." not in dropped else []
     if any(r.unchecked for r in shown):
         notes.append(UNCHECKED_WORDS)
     if dropped:

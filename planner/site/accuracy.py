@@ -13,6 +13,7 @@ from planner.model.accuracy import TARGET_ERROR, WORST_ERROR, AccuracyRow, Accur
 from planner.model.coverage import TARGET_COVERAGE, CoverageGroup, overall
 from planner.model.crossarch import MAX_TARGET, MEDIAN_TARGET, CrossCheck, build_crosscheck
 from planner.model.repeatability import RepeatPair, RepeatSummary, repeat_summaries
+from planner.model.scaling_check import ScalingCheck, ScalingSummary, summarize_scaling
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,8 @@ class AccuracyPage:
     repeats: list[RepeatSummary] = field(default_factory=list)   # how far a second measurement moved, by regime
     coverage: list[CoverageGroup] = field(default_factory=list)  # the bands checked on held-out residuals
     target_coverage: float = TARGET_COVERAGE
+    scaling: list[ScalingCheck] = field(default_factory=list)  # published multi-GPU rows against the model
+    scaling_summary: ScalingSummary | None = None
 
     @property
     def coverage_overall(self) -> tuple[int, int]:
@@ -40,8 +43,10 @@ def build_crosschecks(machines: Sequence[MachineResults]) -> list[CrossCheck]:
 
 
 def build_accuracy_page(rows: Iterable[AccuracyRow], crosschecks: Sequence[CrossCheck] = (),
-                        repeats: Sequence[RepeatPair] = (), coverage: Sequence[CoverageGroup] = ()) -> AccuracyPage:
+                        repeats: Sequence[RepeatPair] = (), coverage: Sequence[CoverageGroup] = (),
+                        scaling: Sequence[ScalingCheck] = ()) -> AccuracyPage:
     ordered = sorted(rows, key=row_key)
     return AccuracyPage(ordered, build_summaries(ordered), build_accuracy_chart(ordered),
                         crosschecks=list(crosschecks), repeats=repeat_summaries(list(repeats)),
-                        coverage=list(coverage))
+                        coverage=list(coverage), scaling=list(scaling),
+                        scaling_summary=summarize_scaling(list(scaling)))

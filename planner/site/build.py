@@ -34,8 +34,10 @@ from gpuplan_schema.schema import DocumentError, utc_now, write_bytes_atomic, wr
 from planner.export.frame import machines_frame, to_csv
 from planner.model.accuracy import AccuracyRow, iter_accuracy_tables, site_rows
 from planner.model.coverage import band_coverage
+from planner.model.intra_node import load_link_runs
 from planner.model.plan import report_plan
 from planner.model.repeatability import all_repeat_pairs
+from planner.model.scaling_check import check_published_scaling
 from planner.render.report import (
     DEFAULT_PAPER,
     HTML_NAME,
@@ -146,6 +148,7 @@ def build_site(results_root: Path, out: Path = Path("site/_build"), *, accuracy:
     crosschecks = build_crosschecks(machines) if accuracy is None else []  # given rows: only those
     repeats = all_repeat_pairs(machines) if accuracy is None else []
     coverage = band_coverage(machines, crosschecks) if accuracy is None else []
+    scaling = check_published_scaling(load_link_runs(machines)) if accuracy is None else []
     if accuracy is None:
         accuracy = site_rows(iter_accuracy_tables(machines))
     out = Path(out).resolve()
@@ -159,7 +162,7 @@ def build_site(results_root: Path, out: Path = Path("site/_build"), *, accuracy:
     for page in build_workload_pages(reports, files_of):
         here = f"{WORKLOADS_DIR}/{page.file_name}"
         files[out / here] = render_site_page("site_workload.html.j2", site_nav("../", here, files_of), page=page)
-    accuracy_page = build_accuracy_page(accuracy, crosschecks, repeats, coverage)
+    accuracy_page = build_accuracy_page(accuracy, crosschecks, repeats, coverage, scaling)
     files[out / ACCURACY_NAME] = render_site_page("site_accuracy.html.j2", site_nav("", ACCURACY_NAME, files_of),
                                                   charts=accuracy_page.chart is not None, accuracy=accuracy_page)
     files[out / JOBS_NAME] = render_site_page("site_jobs.html.j2", site_nav("", JOBS_NAME, files_of),

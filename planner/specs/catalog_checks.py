@@ -24,6 +24,17 @@ class CatalogError(DocumentError):
     """A catalog file that cannot be used; the message names the file and the field."""
 
 
+def read_json_object(path: Path, keys: tuple[str, ...]) -> dict[str, Any]:
+    """A data file's top-level object, refused with one line unless it is valid JSON with exactly `keys`."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise CatalogError(path, "", f"not valid JSON ({e.msg}, line {e.lineno})") from None
+    if not isinstance(raw, dict) or set(raw) != set(keys):
+        raise CatalogError(path, "", f"must be an object with exactly the keys {', '.join(keys)}")
+    return raw
+
+
 def load_entries(path: Path, key: str) -> list[dict[str, Any]]:
     """The list under `key` of a catalog file, after checking the file is that shape."""
     try:

@@ -11,12 +11,11 @@ asked for. A bad field stops with one line naming the file and the field, e.g.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from planner.specs.catalog_checks import CatalogError, EntryReader
+from planner.specs.catalog_checks import CatalogError, EntryReader, read_json_object
 from planner.specs.gpus import SPECS_DIR, load_gpu_catalog, match_gpu
 
 PUBLISHED_FILE = SPECS_DIR / "published_throughput.json"
@@ -131,12 +130,7 @@ def _read_table(path: Path, where: str, entry: dict[str, Any], catalog_names: se
 def read_published(path: Path | str) -> list[PublishedTable]:
     """Every table of a published-throughput file, checked field by field (CatalogError, a ValueError)."""
     path = Path(path)
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise CatalogError(path, "", f"not valid JSON ({e.msg}, line {e.lineno})") from None
-    if not isinstance(raw, dict) or set(raw) != {"schema_version", "kind", "tables"}:
-        raise CatalogError(path, "", "must be an object with exactly the keys schema_version, kind, tables")
+    raw = read_json_object(path, ("schema_version", "kind", "tables"))
     if raw["schema_version"] != SCHEMA_VERSION:
         raise CatalogError(path, "schema_version", f"must be {SCHEMA_VERSION}, not {raw['schema_version']!r}")
     if raw["kind"] != KIND:
