@@ -10,7 +10,8 @@
 #                     (reusing what their version allows); without it the folder starts empty
 #   --profile NAME    the collector profile of every --collect step that names none (default: standard)
 #   --collect "..."   one `python3 -m collectors --out WORK --machine ID ARGS` run, cut by SIGINT after
-#                     LIMIT_S seconds (the collector finishes its point, saves and exits 130; a rerun resumes)
+#                     LIMIT_S seconds (the collector finishes its point, saves and exits 130; a rerun resumes),
+#                     SIGKILL 90 s later if it has not: leave that much of the device call's limit spare
 #   --bench "..."     one `python3 benchmarks/SCRIPT ARGS` run under the same kind of limit; a script that
 #                     takes --out writes <ID>/diagnostics/<script>.json unless ARGS give their own --out
 #   --tag NAME        the tarball is $OUT/<ID>-<NAME>.tgz (default: run)
@@ -24,7 +25,7 @@
 set -u
 usage() { sed -n '2,/^# Examples/p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
 
-MACHINE="" FROM_RESULTS=0 PROFILE=standard TAG=run WORK="" SUMMARY=1
+MACHINE="" FROM_RESULTS=0 PROFILE=standard TAG=run WORK="" SUMMARY=1 KILL_GRACE_S=90
 declare -a STEPS=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -56,7 +57,9 @@ run_timed() {  # run_timed NAME LIMIT_S CMD...: CMD under a SIGINT limit, logged
   local name=$1 limit=$2 log="$DIR/log-$1.txt"; shift 2
   if [ "$limit" = 0 ]; then echo "== $name: skipped (limit 0)"; return; fi
   local t0; t0=$(date +%s)
-  timeout -s INT -k 20 "$limit" "$@" >> "$log" 2>&1
+  # SIGINT lets a collector finish its point and save; one OOM-boundary point of a large model outlasts 20 s (the
+  # H200's Transformer-XL search was killed twice at 20 s), so it gets KILL_GRACE_S before the SIGKILL
+  timeout -s INT -k "$KILL_GRACE_S" "$limit" "$@" >> "$log" 2>&1
   local rc=$? t1; t1=$(date +%s)
   REPORT+=("$(printf '%-32s rc %-4s %5d s' "$name" "$rc" $((t1 - t0)))")
   echo "== $name: rc $rc in $((t1 - t0)) s (total $((t1 - START)) s)"

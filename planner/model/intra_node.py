@@ -106,7 +106,7 @@ def modelled_efficiency(runs: Mapping[str, LinkRun], gpu: GpuSpec, gpus: int, pa
 
 @dataclass(frozen=True)
 class SyncModel:
-    """The measured paths and, per path, how much slower than the model published hosts synchronised."""
+    """The measured paths and, per path, the sync bandwidth of a slow published host (the band's low end)."""
 
     runs: Mapping[str, LinkRun]
     slow_host: Mapping[str, float]   # path → the sync bandwidth 9 in 10 published rows beat (bytes/s)
