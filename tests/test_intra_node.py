@@ -16,12 +16,12 @@ import pytest
 
 from gpuplan_schema.results import load_machine, load_results_root
 from planner.model.assumed_scaling import Scaling, SyncLoad
-from planner.model.intra_node import exposed_sync_s, load_link_runs, path_of
+from planner.model.intra_node import exposed_sync_s, load_link_runs, modelled_efficiency, path_of
 from planner.model.jobs import parse_job
 from planner.model.ranking import Estimate, rank_one
 from planner.model.scaling import build_scaling, gather_efficiencies
 from planner.model.scaling_check import build_sync_model, check_published_scaling
-from planner.specs import match_instance
+from planner.specs import match_gpu, match_instance
 from planner.specs.catalog_checks import CatalogError
 from planner.specs.published_scaling import SCALING_FILE, load_published_scaling
 
@@ -176,3 +176,21 @@ def test_the_bands_low_end_is_what_this_machine_did_with_nccl_on_sockets(machine
     load = SyncLoad(workload, model.runs["nvlink"].gradient_bytes[workload], compute)
     measured = compute / measured_step(folder, workload, 2)
     assert model.scaling(two, load).low == pytest.approx(measured, rel=0.1)
+
+
+def test_four_h200s_of_another_host_scale_as_the_two_h100s_predict(runs):
+    """results/h200-x4/diagnostics/ddp-families-2026-11-26 (copied as tests/fixtures/intra-node-h200x4): DDP on 1, 2
+    and 4 H200s of another host. The model, fitted on 2 × H100, predicts each within 5 %, and never above the
+    measured figure at 4 GPUs (it charges the ring's 2 (N−1)/N in full; NVSwitch hid more)."""
+    ddp = json.loads((ROOT / "tests" / "fixtures" / "intra-node-h200x4" / "ddp.json").read_text())["payload"]
+    parameters = {w["workload"]: w["parameters"] for w in ddp["workloads"]}
+    one = {p["workload"]: p["step_s"]["median"] for p in ddp["points"] if p["gpus"] == 1}
+    h200 = match_gpu("H200 SXM")
+    checked = 0
+    for p in (p for p in ddp["points"] if p["gpus"] > 1 and p["status"] == "ok"):
+        load = SyncLoad(p["workload"], parameters[p["workload"]] * 4, one[p["workload"]])
+        predicted = modelled_efficiency(runs, h200, p["gpus"], "nvlink", load)[0]
+        assert predicted / p["scaling_efficiency"] - 1 == pytest.approx(0, abs=0.05)
+        assert p["gpus"] < 4 or predicted <= p["scaling_efficiency"]
+        checked += 1
+    assert checked == 6
