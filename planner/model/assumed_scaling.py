@@ -65,7 +65,7 @@ class SyncLoad:
 
 # The planner passes the instance and, where the job's gradient and step are known, its SyncLoad; a measured
 # provider looks up its own results by GPU, count and link, a modelled one (intra_node.py) uses the load.
-ScalingProvider = Callable[[InstanceSpec, "SyncLoad | None"], Scaling]
+ScalingProvider = Callable[[InstanceSpec, SyncLoad | None], Scaling]
 
 
 def assumed_scaling(instance: InstanceSpec, load: SyncLoad | None = None) -> Scaling:

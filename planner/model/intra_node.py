@@ -24,7 +24,6 @@ of an efficiency is a host at the 10th percentile of that bandwidth over the pub
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +38,7 @@ from planner.model.network import (
     fit_overlap,
     intra_link,
 )
-from planner.model.scaling import build_bus_bandwidth
+from planner.model.scaling import build_bus_bandwidth, gpu_ddp_run
 from planner.specs import GpuSpec, InstanceSpec, match_gpu
 
 NO_P2P_FOLDER = Path("diagnostics") / "ddp-no-p2p"
@@ -118,6 +117,7 @@ class SyncModel:
         if found is None:
             return None
         efficiency, exposed, run, link = found
+        k, whose = run.k_for(load)
         slow_bytes = self.slow_host.get(path)
         low = low_efficiency(load, n, exposed, slow_bytes) if slow_bytes else efficiency
         slow = (f"; on a host syncing at {slow_bytes / 1e9:.2g} GB/s, as slow as the slowest tenth of published "
@@ -125,7 +125,7 @@ class SyncModel:
                 f"{low:.2f}") if slow_bytes else ""
         note = (f"modelled: {exposed * 1e3:.3g} ms of gradient sync exposed per {load.compute_s * 1e3:.3g} ms step "
                 f"({load.gradient_bytes / 1e9:.3g} GB over {_link_words(path)} at {link.bytes_per_s / 1e9:.3g} GB/s, "
-                f"k {run.k_for(load)[0]:.2f}, {run.k_for(load)[1]} on {run.machine}) → {efficiency:.2f} on "
+                f"k {k:.2f}, {whose} on {run.machine}) → {efficiency:.2f} on "
                 f"{n} GPUs{slow} (planner/model/intra_node.py)")
         return Scaling(efficiency, note, measured=False, low=low, high=1.0)
 
@@ -172,11 +172,9 @@ def load_link_runs(machines: Iterable[MachineResults]) -> dict[str, LinkRun]:
 
 
 def _ddp_and_collectives(machine: MachineResults) -> tuple[DdpPayload, CollectivesPayload] | None:
-    docs = {d.kind: d.payload for d in machine.documents.values()}
-    ddp, collectives = docs.get("ddp"), docs.get("collectives")
-    if ddp is None or collectives is None or ddp.device != "cuda" or ddp.launch.node_count > 1:
-        return None
-    return ddp, collectives
+    """One node's DDP run on GPUs: a run across nodes measures the network too."""
+    run = gpu_ddp_run(machine)
+    return run if run is not None and run[0].launch.node_count == 1 else None
 
 
 def _run(path: str, machine: str, ddp: DdpPayload, collectives: CollectivesPayload,
@@ -190,10 +188,3 @@ def _run(path: str, machine: str, ddp: DdpPayload, collectives: CollectivesPaylo
                  if w.workload in measured}
     return LinkRun(path, machine, intra_link(bus), peer, fit, gradients)
 
-
-def quantile(values: list[float], q: float) -> float:
-    """The q-quantile, linear between order statistics (statistics.quantiles' 'inclusive' method)."""
-    if len(values) == 1:
-        return values[0]
-    cuts = statistics.quantiles(values, n=100, method="inclusive")
-    return cuts[round(q * 100) - 1]

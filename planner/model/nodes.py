@@ -38,6 +38,7 @@ from planner.model.ranking import (
     no_feed_limit,
     rank_instances,
 )
+from planner.model.scaling import gpu_ddp_run
 from planner.specs import GpuSpec, InstanceSpec, load_gpu_catalog, load_instances, match_gpu
 
 MAX_NODES = 16
@@ -170,11 +171,10 @@ def measured_node(machines: Iterable[MachineResults]) -> MeasuredNode | None:
     """The machine with the most GPUs whose ddp and collectives ran on GPUs (never a CPU test run)."""
     best = None
     for m in machines:
-        docs = {d.kind: d.payload for d in m.documents.values()}
-        ddp, coll = docs.get("ddp"), docs.get("collectives")
-        env = m.environment
-        if ddp is None or coll is None or ddp.device != "cuda" or not env or not env.gpus:
+        run, env = gpu_ddp_run(m), m.environment
+        if run is None or not env or not env.gpus:
             continue
+        ddp, coll = run
         if best is None or coll.world_size > best.collectives.world_size:
             spec = match_gpu(env.gpus[0].name)  # NVML's "NVIDIA H200" → the catalog's "H200 SXM"
             best = MeasuredNode(spec.name if spec else env.gpus[0].name, ddp, coll)

@@ -154,6 +154,14 @@ def _payload(machine: MachineResults, kind: str):  # noqa: ANN202 - the payload 
     return next((d.payload for d in machine.documents.values() if d.kind == kind), None)
 
 
+def gpu_ddp_run(machine: MachineResults) -> tuple[DdpPayload, CollectivesPayload] | None:
+    """The machine's ddp and collectives documents where both exist and DDP ran on GPUs (never a CPU test run)."""
+    ddp, collectives = _payload(machine, "ddp"), _payload(machine, "collectives")
+    if ddp is None or collectives is None or ddp.device != "cuda":
+        return None
+    return ddp, collectives
+
+
 def build_workload_scaling(ddp: DdpPayload) -> dict[str, WorkloadScaling]:
     result: dict[str, WorkloadScaling] = {}
     for p in ddp.points:
@@ -248,7 +256,7 @@ def build_scaling(measured: list[MeasuredEfficiency], model: SyncModel | None = 
         modelled = model.scaling(instance, load) if model and load else None
         if modelled is None:
             return measured_scaling(measured, instance) or assumed_scaling(instance)
-        own = _own_measurement(measured, instance, load.workload) if load else None
+        own = _own_measurement(measured, instance, load.workload)
         if own is None:
             return modelled
         return Scaling(own.efficiency, f"measured: {own.workload}'s DDP efficiency on {own.machine} "

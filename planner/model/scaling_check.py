@@ -20,6 +20,8 @@ import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
+import numpy
+
 from gpuplan_schema.results import MachineResults
 from planner.model.assumed_scaling import GRADIENT_BYTES_PER_PARAMETER, SyncLoad, assumed_efficiency
 from planner.model.intra_node import (
@@ -29,7 +31,6 @@ from planner.model.intra_node import (
     load_link_runs,
     low_efficiency,
     modelled_efficiency,
-    quantile,
     ring_bytes,
 )
 from planner.specs import match_gpu
@@ -41,6 +42,7 @@ class ScalingCheck:
     """One published row against the model."""
 
     row: ScalingRow
+    load: SyncLoad              # the row's gradient and its host's 1-GPU step
     predicted: float
     exposed_s: float            # the model's exposed sync per step
     low_out: float | None = None  # the band's low end from the other systems' rows (None: too few)
@@ -62,8 +64,7 @@ class ScalingCheck:
     def host_bytes_per_s(self) -> float:
         """The host's effective sync bandwidth: ring bytes per GPU over the sync it exposed (inf: none)."""
         host_exposed = self.row.step_s * (1 / self.published - 1)   # its N-GPU step − its 1-GPU step
-        return ring_bytes(self.row.parameters * GRADIENT_BYTES_PER_PARAMETER, self.row.gpus) / host_exposed \
-            if host_exposed > 0 else math.inf
+        return ring_bytes(self.load.gradient_bytes, self.row.gpus) / host_exposed if host_exposed > 0 else math.inf
 
     @property
     def covered(self) -> bool | None:
@@ -80,7 +81,7 @@ def check_published_scaling(runs: Mapping[str, LinkRun], rows: Iterable[ScalingR
         load = SyncLoad(row.model, row.parameters * GRADIENT_BYTES_PER_PARAMETER, row.step_s)
         found = modelled_efficiency(runs, gpu, row.gpus, row.interconnect, load) if gpu and not row.excluded else None
         if found is not None:
-            checks.append(ScalingCheck(row, found[0], found[1]))
+            checks.append(ScalingCheck(row, load, found[0], found[1]))
     return [_with_band(c, checks) for c in checks]
 
 
@@ -89,9 +90,8 @@ def _with_band(check: ScalingCheck, checks: list[ScalingCheck]) -> ScalingCheck:
               if c.row.interconnect == check.row.interconnect and c.row.system != check.row.system]
     if len(others) < 5:
         return check
-    slow = quantile(others, 1 - SLOW_HOST_QUANTILE)
-    load = SyncLoad(check.row.model, check.row.parameters * GRADIENT_BYTES_PER_PARAMETER, check.row.step_s)
-    return replace(check, low_out=low_efficiency(load, check.row.gpus, check.exposed_s, slow))
+    slow = float(numpy.quantile(others, 1 - SLOW_HOST_QUANTILE))
+    return replace(check, low_out=low_efficiency(check.load, check.row.gpus, check.exposed_s, slow))
 
 
 def slow_host_bandwidths(checks: list[ScalingCheck]) -> dict[str, float]:
@@ -99,7 +99,7 @@ def slow_host_bandwidths(checks: list[ScalingCheck]) -> dict[str, float]:
     by_path: dict[str, list[float]] = {}
     for c in checks:
         by_path.setdefault(c.row.interconnect, []).append(c.host_bytes_per_s)
-    return {path: quantile(values, 1 - SLOW_HOST_QUANTILE) for path, values in by_path.items()}
+    return {path: float(numpy.quantile(values, 1 - SLOW_HOST_QUANTILE)) for path, values in by_path.items()}
 
 
 def build_sync_model(machines: Iterable[MachineResults]) -> SyncModel | None:

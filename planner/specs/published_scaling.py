@@ -10,6 +10,7 @@ A bad field stops with one line naming the file and the field.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -114,5 +115,11 @@ def read_published_scaling(path: Path | str) -> list[ScalingRow]:
 
 
 def load_published_scaling(path: Path | str | None = None) -> list[ScalingRow]:
-    """The committed rows (`planner/specs/published_scaling.json`), or those of `path`."""
-    return read_published_scaling(SCALING_FILE if path is None else path)
+    """The committed rows (`planner/specs/published_scaling.json`, read once, as the catalogs are), or those of
+    `path`."""
+    return list(_committed_rows()) if path is None else read_published_scaling(path)
+
+
+@lru_cache(maxsize=1)
+def _committed_rows() -> tuple[ScalingRow, ...]:
+    return tuple(read_published_scaling(SCALING_FILE))
