@@ -264,3 +264,22 @@ def test_each_predicted_gpu_says_how_its_own_published_rows_lay_from_the_predict
     assert plan_json(FROZEN / "h100-80gb", capsys)["checked_notes"]["A100 80GB SXM"] == note
     page = " ".join(visible(render_report_html(build_report(machine, plan, measured))).split())
     assert f"{note}." in page
+
+
+def test_on_another_gpu_the_expected_figure_is_the_recommended_configurations_own_prediction():
+    """gpt-small on the frozen H100 is recommended at batch 32 with torch.compile, the configuration its compile
+    trial timed. On the H200 the expected figure and its band are that trial's own prediction (as the ranking's
+    knee reads it), not the eager prediction × the compile gain with the eager step's host band: compiling
+    changes how much of the step the host issues. Where the recommended batch was not timed compiled (resnet50 at
+    512, its trial at 256), the eager prediction × the measured gain stands."""
+    plan = build_plan(load_machine(FROZEN / "h100-80gb"), ["H200 SXM"])
+    h200 = plan.targets[1]
+    settings, expected = h200.settings["gpt-small"], h200.expected["gpt-small"]
+    assert settings.torch_compile and settings.batch == 32
+    own = next(p for p in h200.predictions if p.workload == "gpt-small" and p.variant == "compile" and p.batch == 32)
+    assert expected.how == "predicted" and expected.throughput_per_s == pytest.approx(own.throughput_per_s)
+    assert expected.low_per_s == pytest.approx(own.throughput_per_s * (1 - own.band_low))
+    assert expected.high_per_s == pytest.approx(own.throughput_per_s * (1 + own.band_high))
+    assert "torch.compile: the configuration recommended" in expected.basis
+    resnet = h200.expected["resnet50"]
+    assert h200.settings["resnet50"].batch == 512 and "for bf16 compiled over bf16" in resnet.basis

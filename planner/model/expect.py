@@ -8,7 +8,10 @@ so the expectation is, in this order of preference:
 - carried: the sweep's figure at the recommended batch × the chosen configuration's measured ratio over the
   sweep's own at the main batch, where the two batches are in one regime (choice.py says when); the range
   adds the two measurements' spreads;
-- predicted, on another GPU: the prediction at the recommended batch × that ratio, its band the prediction's.
+- predicted, on another GPU: the prediction of the recommended configuration itself where the source timed it at
+  the recommended batch (a torch.compile trial predicted with its own host share: compiling removes most of the
+  host's issue time, so an eager twin's host band does not apply to it); else the prediction at the recommended
+  batch × that ratio. Its band is the prediction's. The ranking's knee reads the same predictions.
 
 Then the input pipeline: where the measured data loader feeds fewer samples than that, the expected figure
 is what it feeds, and the bound says input (the GPU's own figure is kept beside it).
@@ -88,16 +91,28 @@ def exact_trial(payload: WorkloadPayload, settings: Settings) -> WorkloadPoint |
                  and (p.variant == want if want else p.variant in PLAIN_VARIANTS)), None)
 
 
+def exact_prediction(predictions: list[Prediction], settings: Settings) -> Prediction | None:
+    """The prediction of the recommended configuration itself on another GPU: its workload, precision, batch and
+    torch.compile choice, where the source timed that configuration (a trial at the main batch)."""
+    return next((p for p in predictions if p.workload == settings.workload and p.precision == settings.precision
+                 and p.batch == settings.batch and p.seq_len is None
+                 and (p.variant == "compile" if settings.torch_compile else p.variant in PLAIN_VARIANTS)), None)
+
+
 def build_expected(payload: WorkloadPayload, settings: Settings, choice: Choice, base: WorkloadPoint | None,
-                   judgement: Judgement, prediction: Prediction | None = None) -> Expected | None:
+                   judgement: Judgement, prediction: Prediction | None = None,
+                   exact_predicted: Prediction | None = None) -> Expected | None:
     """`base`: the sweep's point at the recommended batch (on the measured GPU); `prediction`: its prediction on
-    another GPU (then `base` only names the batch)."""
+    another GPU (then `base` only names the batch); `exact_predicted`: the recommended configuration's own
+    prediction there, where there is one (exact_prediction)."""
     exact = exact_trial(payload, settings) if prediction is None else None
     if exact is not None:
         e = spread(exact)
         t = exact.throughput_per_s or 0.0
         basis = f"measured {short_rate(t)} with these settings at batch {format_count(exact.batch)}"
         return Expected(t, t * (1 - e), t * (1 + e), payload.unit, basis, judgement, "measured")
+    if exact_predicted is not None and (exact_predicted.variant == "compile" or choice.ratio != 1.0):
+        return predicted_as_recommended(payload, exact_predicted, judgement)
     ratio = choice.ratio
     parts = ""
     if ratio != 1.0 and choice.chosen and choice.baseline:
@@ -120,6 +135,17 @@ def build_expected(payload: WorkloadPayload, settings: Settings, choice: Choice,
     basis = (f"measured {short_rate(base.throughput_per_s)} at batch {format_count(base.batch)} "
              f"({base.precision}, eager){parts}")
     return Expected(t, t * (1 - e), t * (1 + e), payload.unit, basis, judgement, "carried" if parts else "measured")
+
+
+def predicted_as_recommended(payload: WorkloadPayload, p: Prediction, judgement: Judgement) -> Expected:
+    """The recommended configuration's own prediction, with its own band."""
+    t = p.throughput_per_s
+    how = f"{p.precision}, {'torch.compile' if p.variant == 'compile' else 'eager'}" + \
+        (f"; {p.stand_in_words}" if p.measured_precision else "")
+    basis = (f"predicted {short_rate(t)} at batch {format_count(p.batch)} ({how}: the configuration recommended, as "
+             f"measured on the source); band −{p.band_low:.0%}/+{p.band_high:.0%} ({p.band_basis})")
+    return Expected(t, t * (1 - p.band_low), t * (1 + p.band_high), payload.unit, basis, judgement, "predicted",
+                    band_basis=p.band_basis)
 
 
 def cap_by_input(expected: Expected, feed_per_s: float | None, feed_what: str) -> Expected:

@@ -24,7 +24,7 @@ from planner.model.choice import Choice
 from planner.model.crossarch import CrossCheck, build_crosscheck
 from planner.model.dataloader_verdict import build_feed_verdicts
 from planner.model.default_jobs import JobRanking, rank_default_jobs
-from planner.model.expect import Expected, build_expected, cap_by_input, knee_prediction
+from planner.model.expect import Expected, build_expected, cap_by_input, exact_prediction, knee_prediction
 from planner.model.fp8 import as_fp8, measured_precision, require_fp8
 from planner.model.host import feed_limit, load_feed
 from planner.model.jobs import Job, parse_job
@@ -250,7 +250,8 @@ def build_target(source: Source, name: str, gpu: GpuSpec, count: int, measured: 
         if pred and choice:
             judged = judge(payload, settings.batch, MAIN_PRECISION, source.rooflines, source.rates)  # type: ignore
             there = judge_on_target(judged, pred, source.machine.machine)
-            expected = build_expected(payload, settings, choice, None, there, pred)
+            expected = build_expected(payload, settings, choice, None, there, pred,
+                                      exact_prediction(predictions, settings))
             if expected:
                 target.expected[payload.workload] = cap_by_input(expected, *input_feed(source, settings))
     return target
