@@ -1,6 +1,6 @@
 """How should the below-roof part of a step change on another GPU? Each candidate model, evaluated on the
-committed results: the published cross-architecture rows predicted from the H100 (planner/model/crossarch.py)
-and the measured H100 ↔ H200 pair both ways (planner/model/accuracy.py). docs/prediction-model.md quotes the
+committed results: the published cross-architecture rows predicted from the H100 (planner/check/crossarch.py)
+and the measured H100 ↔ H200 pair both ways (planner/check/accuracy.py). docs/prediction-model.md quotes the
 table (generated block `below-roof-candidates`). Run from the repository root:
 
     PYTHONPATH=$PWD python benchmarks/below_roof_candidates.py [RESULTS_ROOT]
@@ -26,9 +26,9 @@ from unittest import mock
 from gpuplan_schema.payloads import RooflinePayload, WorkloadPoint
 from gpuplan_schema.payloads.roofline import RooflineAtBatch
 from gpuplan_schema.results import MachineResults, load_results_root
+from planner.check.accuracy import build_accuracy
+from planner.check.crossarch import build_crosscheck
 from planner.model import performance
-from planner.model.accuracy import build_accuracy
-from planner.model.crossarch import build_crosscheck
 from planner.model.performance import Rates, host_ratio
 from planner.model.split import COMPILED, PLAIN_VARIANTS, StepSplit
 

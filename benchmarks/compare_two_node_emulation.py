@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from gpuplan_schema.schema import load_document
-from planner.model.network import validate_transfer
+from planner.scaling.network import validate_transfer
 
 
 def describe(folder: Path) -> tuple:

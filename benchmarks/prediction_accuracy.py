@@ -1,6 +1,6 @@
 """Print the planner's prediction accuracy on the committed results: every measured pair of GPUs both
 ways (the model beside one-spec-ratio answers), errors by regime, and the published cross-architecture
-check (planner/model/accuracy_markdown.py). Run from the repository root:
+check (planner/check/accuracy_markdown.py). Run from the repository root:
 
     PYTHONPATH=$PWD python benchmarks/prediction_accuracy.py [RESULTS_ROOT]
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from gpuplan_schema.results import load_results_root
 from gpuplan_schema.schema import DocumentError
-from planner.model.accuracy_markdown import render_accuracy_markdown
+from planner.check.accuracy_markdown import render_accuracy_markdown
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,22 +15,22 @@ import pandas as pd
 
 from gpuplan_schema.payloads import WorkloadPayload, WorkloadPoint
 from gpuplan_schema.results import MachineResults
-from planner.export.frame import machines_frame
-from planner.model.accuracy import ALLOCATORS, AccuracyTable, build_accuracy, iter_accuracy_tables, render_markdown
-from planner.model.accuracy_markdown import (
+from planner.check.accuracy import ALLOCATORS, AccuracyTable, build_accuracy, iter_accuracy_tables, render_markdown
+from planner.check.accuracy_markdown import (
     misses_beyond_repeats,
     render_crosscheck,
     render_regimes,
     render_repeatability,
 )
-from planner.model.coverage import TARGET_COVERAGE, band_coverage, overall
-from planner.model.crossarch import MAX_TARGET as CROSS_MAX
-from planner.model.crossarch import MEDIAN_TARGET as CROSS_MEDIAN
-from planner.model.crossarch import build_crosscheck
-from planner.model.intra_node import load_link_runs
-from planner.model.repeatability import ANOTHER_LEND, SAME_RUN, all_repeat_pairs, repeat_summaries
-from planner.model.scaling_check import check_published_scaling, slow_host_bandwidths, summarize_scaling
+from planner.check.coverage import TARGET_COVERAGE, band_coverage, overall
+from planner.check.crossarch import MAX_TARGET as CROSS_MAX
+from planner.check.crossarch import MEDIAN_TARGET as CROSS_MEDIAN
+from planner.check.crossarch import build_crosscheck
+from planner.check.repeatability import ANOTHER_LEND, SAME_RUN, all_repeat_pairs, repeat_summaries
+from planner.check.scaling_check import check_published_scaling, slow_host_bandwidths, summarize_scaling
+from planner.export.frame import machines_frame
 from planner.model.workload_verdict import main_batch
+from planner.scaling.intra_node import load_link_runs
 
 SOURCE, TARGET = "h100-80gb", "h200"  # the accuracy pair: two single GPUs measured alike
 DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
@@ -200,7 +200,7 @@ def user_workload(machines: list[MachineResults], name: str = "sensor-cnn") -> s
 def _resnet50_answer(machines: list[MachineResults]) -> list[str]:
     """The resnet50 block of `gpuplan plan results/h100-80gb --target H200` as a pipe gets it (100 columns):
     its first line up to the blank line after the block."""
-    from planner.model.plan import build_plan
+    from planner.plan.plan import build_plan
     from planner.render.plan_text import render_plan_text
 
     lines = render_plan_text(build_plan(_by(machines, SOURCE), ["H200"], None, machines)).splitlines()
@@ -417,9 +417,9 @@ NODE_BASES = ("p5.48xlarge", "p5en.48xlarge", "p4d.24xlarge", "a3-highgpu-8g", "
 
 def network_inputs(machines: list[MachineResults]) -> str:
     """What the network model measured on one node: the intra-node link at DDP's bucket and k per DDP point."""
-    from planner.model.network import fit_overlap, intra_link
-    from planner.model.nodes import measured_node
-    from planner.model.scaling import build_bus_bandwidth
+    from planner.rank.nodes import measured_node
+    from planner.scaling.network import fit_overlap, intra_link
+    from planner.scaling.scaling import build_bus_bandwidth
 
     node = measured_node(machines)
     link = intra_link(build_bus_bandwidth(node.collectives)["all_reduce"])
@@ -433,9 +433,9 @@ def network_inputs(machines: list[MachineResults]) -> str:
 
 def node_ranking(machines: list[MachineResults]) -> str:
     """`gpt-small bf16 tokens=300B` across node counts of the multi-node instances, from the H100's plan."""
-    from planner.model.jobs import parse_job
-    from planner.model.nodes import measured_node, node_inputs
-    from planner.model.plan import build_plan
+    from planner.plan.plan import build_plan
+    from planner.rank.jobs import parse_job
+    from planner.rank.nodes import measured_node, node_inputs
     from planner.render.node_table import ok_rows, render_assumptions, render_node_markdown
 
     job = parse_job(NODE_JOB)
@@ -476,7 +476,7 @@ def accuracy_scaling(machines: list[MachineResults]) -> str:
                         "predicted": c.predicted, "error": abs(c.error), "assumed": abs(c.assumed_error),
                         "low": c.low_out, "covered": c.covered} for c in checks])
     slow, total = slow_host_bandwidths(checks), summarize_scaling(checks)
-    lines = [f"**Intra-node scaling, {total.rows} published rows** (the model of planner/model/intra_node.py, from "
+    lines = [f"**Intra-node scaling, {total.rows} published rows** (the model of planner/scaling/intra_node.py, from "
              f"{' and '.join(r.machine for r in runs.values())}, at each published host's own 1-GPU step): "
              f"median |error| {total.median_abs_error:.1%}, largest {total.largest_abs_error:.1%}; the per-doubling "
              f"factors it replaced: median {total.assumed_median_abs_error:.1%}, largest "

@@ -4,7 +4,7 @@ the second model family of the cross-architecture check.
 Why: planner/specs/published_throughput.json holds Lambda's per-GPU tables of this job
 (lambdal/deeplearning-benchmark: NVIDIA DeepLearningExamples' BERT-base `run_squad.py`, max_seq_length
 384, training sequences/s, amp and fp32, and again on NGC 24.03). With this workload measured on one of
-our GPUs, planner/model/crossarch.py predicts every published GPU of those tables from it, as it does
+our GPUs, planner/check/crossarch.py predicts every published GPU of those tables from it, as it does
 for ResNet-50: a transformer beside a convolutional network.
 
 Model, in plain PyTorch (no `transformers`), as BERT-base uncased (bert_config.json) with the span head of

@@ -3,7 +3,7 @@ as Lambda timed it; a recurrent (LSTM) translation model for the cross-architect
 
 Why: Lambda's per-GPU PyTorch tables (lambdal/deeplearning-benchmark, column `gnmt` of
 pytorch/pytorch-train-throughput-fp16.csv and -fp32.csv, tokens/s, batches in pytorch-train-bs-fp16.csv and
--fp32.csv) time this job on many GPUs. With it measured on one of our GPUs, planner/model/crossarch.py can predict
+-fp32.csv) time this job on many GPUs. With it measured on one of our GPUs, planner/check/crossarch.py can predict
 the published GPUs from it, as it does for ResNet-50, BERT, SSD and Transformer-XL: the first recurrent family,
 whose step is eight LSTMs stepping through the sentences one token after another (cuDNN's fused kernels) beside a
 31,800-word classifier.

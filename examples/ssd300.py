@@ -3,7 +3,7 @@ a detection network for the cross-architecture check.
 
 Why: Lambda's per-GPU PyTorch tables (lambdal/deeplearning-benchmark, column `ssd` of
 pytorch/pytorch-train-throughput-fp16.csv and -fp32.csv, images/s, batches in pytorch-train-bs-fp16.csv and
--fp32.csv) time this job on many GPUs. With it measured on one of our GPUs, planner/model/crossarch.py can
+-fp32.csv) time this job on many GPUs. With it measured on one of our GPUs, planner/check/crossarch.py can
 predict the published GPUs from it, as it does for ResNet-50 and BERT: a convolutional detector whose step
 also holds a per-box loss with a sort (hard negative mining), beside a classifier and a transformer.
 

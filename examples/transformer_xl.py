@@ -4,7 +4,7 @@ the cross-architecture check.
 
 Why: Lambda's per-GPU PyTorch tables (lambdal/deeplearning-benchmark, column `transformerxlbase` of
 pytorch/pytorch-train-throughput-fp16.csv and -fp32.csv, target tokens/s, batches in pytorch-train-bs-fp16.csv
-and -fp32.csv) time this job on many GPUs. With it measured on one of our GPUs, planner/model/crossarch.py can
+and -fp32.csv) time this job on many GPUs. With it measured on one of our GPUs, planner/check/crossarch.py can
 predict the published GPUs from it, as it does for ResNet-50, BERT and SSD: a transformer whose step is
 dominated by a 267,735-word softmax beside its 16 layers.
 

@@ -1,7 +1,7 @@
-"""gpuplan's planner: the model, the export, the report, the site.
+"""gpuplan's planner: what it decides (model, scaling, check, rank, plan), the export, the report, the site.
 
 The public Python API is `load_results`; everything else is reached through the `gpuplan` command.
-pandas is imported inside the function, so `import planner.model` (what `gpuplan plan` needs) stays light.
+pandas is imported inside the function, so `import planner.plan.plan` (what `gpuplan plan` needs) stays light.
 """
 
 from __future__ import annotations

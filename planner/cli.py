@@ -18,7 +18,7 @@ from typing import Any
 from gpuplan_schema.schema import DocumentError, load_document, write_text_atomic
 
 PROG = "gpuplan"
-DEFAULT_JOB_HELP = "'resnet50 bf16 epochs=100 dataset=imagenet'"  # planner.model.plan.DEFAULT_JOB, a test checks
+DEFAULT_JOB_HELP = "'resnet50 bf16 epochs=100 dataset=imagenet'"  # planner.plan.plan.DEFAULT_JOB, a test checks
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 
 
@@ -137,7 +137,7 @@ def _load(module: str, name: str) -> Callable[..., Any]:
 
 def cmd_report(args: argparse.Namespace) -> int:
     render_report = _load("planner.render.report", "render_report")
-    from planner.model.jobs import parse_job
+    from planner.rank.jobs import parse_job
 
     job = parse_job(args.job) if args.job else None
     _print_written(render_report(args.results_dir, args.out, paper=args.paper, job=job))
@@ -163,8 +163,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     import json
 
     from gpuplan_schema.results import load_machine_and_root
-    from planner.model.jobs import parse_job
-    from planner.model.plan import build_plan, plan_to_json
+    from planner.plan.plan import build_plan, plan_to_json
+    from planner.rank.jobs import parse_job
     from planner.render.fit import plan_width
     from planner.render.plan_text import render_plan_text
 
@@ -209,7 +209,7 @@ def _positive_int(text: str) -> int:
 
 def cmd_accuracy(args: argparse.Namespace) -> int:
     from gpuplan_schema.results import load_machine
-    from planner.model.accuracy import build_accuracy, render_markdown
+    from planner.check.accuracy import build_accuracy, render_markdown
 
     a, b = (load_machine(p) for p in args.machines)
     print("\n".join(render_markdown(build_accuracy(x, y)) for x, y in ((a, b), (b, a))))

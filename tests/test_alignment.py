@@ -1,5 +1,5 @@
 """GEMMs on shapes that are not a multiple of 8, read from the committed per-op profiles of the lent H100 and
-H200 (planner/model/alignment.py)."""
+H200 (planner/plan/alignment.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 from paths import FROZEN
 
 from gpuplan_schema.results import load_machine
-from planner.model.alignment import recommend_alignment, unaligned_gemms
 from planner.model.split import machine_rooflines
+from planner.plan.alignment import recommend_alignment, unaligned_gemms
 
 
 @pytest.fixture(scope="module", params=["h100-80gb", "h200"])

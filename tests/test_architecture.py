@@ -20,7 +20,11 @@ ALLOWED = {
     "planner": {"gpuplan_schema", "planner", "gpuplan_templates"},
     "gpuplan_templates": set(),
 }
-# The model stage computes; it never imports presentation (charts, rendering, report, site, export).
+# The deciding packages compute; they never import presentation (charts, rendering, report, site, export).
+# Each imports only those before it in this order (PLANNER_MAY): one GPU's step, several GPUs, the checks
+# and the bands they set, instances for a job, the plan.
+DECIDE = ("model", "scaling", "check", "rank", "plan")
+DECIDING = tuple(f"planner.{stage}" for stage in DECIDE)
 MODEL_MAY_NOT = ("planner.charts", "planner.render", "planner.report", "planner.site", "planner.export",
                  "planner.cli")
 RENDERING_STACK = ("altair", "jinja2", "markupsafe", "weasyprint", "vl_convert")
@@ -30,19 +34,20 @@ RENDERING_STACK = ("altair", "jinja2", "markupsafe", "weasyprint", "vl_convert")
 # matmul with the all-reduce. collectors.core imports no collector package.
 COLLECTOR_PACKAGES = ("core", "environment", "ceilings", "workloads", "roofline", "dataloader", "distributed")
 COLLECTOR_MAY_ALSO = {"roofline": {"workloads"}, "distributed": {"workloads", "ceilings"}}
-# planner's stages (docs/architecture.md, "Inside planner"): the model decides; report builds typed structures
+# planner's stages (docs/architecture.md, "Inside planner"): the deciding packages (DECIDE) decide, each from those
+# before it; report builds typed structures
 # from the plan (charts are part of them); render turns them into HTML, PDF and text; site puts pages
 # together. Nothing imports cli; report never imports render or site, render never imports site.
 PLANNER_MAY = {
     "units": set(),
     "specs": set(),
-    "model": {"specs", "units"},
-    "charts": {"model", "units"},
-    "report": {"model", "specs", "charts", "units"},
-    "render": {"model", "specs", "charts", "report", "units"},
-    "site": {"model", "specs", "charts", "report", "render", "export", "units"},
-    "export": {"model", "specs", "units"},
-    "fleet": {"model", "specs", "units"},
+    **{stage: {*DECIDE[:i], "specs", "units"} for i, stage in enumerate(DECIDE)},
+    "charts": {*DECIDE, "units"},
+    "report": {*DECIDE, "specs", "charts", "units"},
+    "render": {*DECIDE, "specs", "charts", "report", "units"},
+    "site": {*DECIDE, "specs", "charts", "report", "render", "export", "units"},
+    "export": {*DECIDE, "specs", "units"},
+    "fleet": {*DECIDE, "specs", "units"},
 }
 TEMPLATES = REPO / "templates"   # installs as gpuplan_templates (pyproject.toml's package-dir)
 
@@ -105,7 +110,7 @@ def test_every_package_imports_only_what_its_stage_may():
 
 
 def test_the_model_imports_no_presentation():
-    wrong = [f"{module} imports {name}" for module, path in MODULES if module.startswith("planner.model")
+    wrong = [f"{module} imports {name}" for module, path in MODULES if module.startswith(DECIDING)
              for name in imports_of(path, module)
              if name.startswith(MODEL_MAY_NOT) or name.split(".")[0] in RENDERING_STACK]
     assert wrong == []
@@ -249,9 +254,10 @@ sys.meta_path.insert(0, Block())
 
 def test_planner_model_imports_with_the_rendering_stack_blocked():
     code = BLOCKER.format(blocked=set(RENDERING_STACK)) + (
-        "import pkgutil, importlib, planner.model\n"
-        "for m in pkgutil.walk_packages(planner.model.__path__, 'planner.model.'):\n"
-        "    importlib.import_module(m.name)\n"
+        "import pkgutil, importlib\n"
+        f"for p in {DECIDING!r}:\n"
+        "    for m in pkgutil.walk_packages(importlib.import_module(p).__path__, p + '.'):\n"
+        "        importlib.import_module(m.name)\n"
         "from planner.render.plan_text import render_plan_text\n"
         "print('ok')\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)

@@ -234,7 +234,7 @@ def test_a_pdf_without_the_systems_pango_says_what_to_install():
 
 
 def test_a_token_count_with_its_suffix_is_taken_as_written():
-    from planner.model.jobs import parse_job
+    from planner.rank.jobs import parse_job
 
     assert parse_job("gpt-small bf16 tokens=300B").tokens == 300e9
     assert parse_job("gpt-small bf16 tokens=300k").samples == pytest.approx(300e3 / 1024)  # small, but meant

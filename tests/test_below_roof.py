@@ -12,7 +12,7 @@ import sys
 import pytest
 from paths import REPO
 
-from planner.model.crossarch import MEDIAN_TARGET, build_crosscheck
+from planner.check.crossarch import MEDIAN_TARGET, build_crosscheck
 from planner.model.performance import Rates, measured_rates, scale_factor, sm_time_ratio, target_rates
 from planner.model.split import StepSplit
 from planner.specs import match_gpu

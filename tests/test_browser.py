@@ -17,7 +17,7 @@ import pytest
 from browser import Browser, find_chromium
 from paths import FROZEN, REPO
 
-from planner.model.accuracy import AccuracyRow
+from planner.check.accuracy import AccuracyRow
 from planner.site.build import ACCURACY_NAME, build_site
 from planner.site.jobs import JOBS_NAME
 

@@ -144,7 +144,7 @@ def test_report_calls_render_report(monkeypatch, tmp_path, capsys):
 
 def test_report_help_names_the_planners_default_job():
     from planner.cli import DEFAULT_JOB_HELP
-    from planner.model.plan import DEFAULT_JOB
+    from planner.plan.plan import DEFAULT_JOB
 
     assert DEFAULT_JOB_HELP == repr(DEFAULT_JOB)
 

@@ -8,8 +8,8 @@ import statistics
 
 import pytest
 
-from planner.model.accuracy_markdown import render_crosscheck
-from planner.model.crossarch import MAX_TARGET, MEDIAN_TARGET, ErrorGroup, build_crosscheck
+from planner.check.accuracy_markdown import render_crosscheck
+from planner.check.crossarch import MAX_TARGET, MEDIAN_TARGET, ErrorGroup, build_crosscheck
 from planner.specs.published import load_published
 
 

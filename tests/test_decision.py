@@ -9,10 +9,10 @@ import pytest
 from paths import FROZEN
 
 from gpuplan_schema.results import load_machine_and_root
-from planner.model.bounds import BoundKind
-from planner.model.default_jobs import nice_count
-from planner.model.jobs import parse_job
-from planner.model.plan import DEFAULT_JOB, build_plan, report_plan
+from planner.plan.bounds import BoundKind
+from planner.plan.default_jobs import nice_count
+from planner.plan.plan import DEFAULT_JOB, build_plan, report_plan
+from planner.rank.jobs import parse_job
 from planner.render.report import render_report_html
 from planner.report.decision import DecisionSection
 from planner.report.frame import build_report
@@ -129,7 +129,7 @@ def test_the_expected_throughput_reads_at_a_glance(report):
 
 
 def test_the_first_screen_says_to_pad_gpt_smalls_vocabulary(report):
-    """The largest gain left for gpt-small is not a setting: its unaligned output GEMMs (planner/model/alignment.py),
+    """The largest gain left for gpt-small is not a setting: its unaligned output GEMMs (planner/plan/alignment.py),
     found in its per-op profile; the padding benchmark's own figures stay in the docs (outside the contract)."""
     blocks = {b.workload: b for b in report.sections[0].blocks}
     said = "gemm shapes: pad matrix dimensions to a multiple of 64"

@@ -10,12 +10,10 @@ import pytest
 
 from gpuplan_schema.payloads import WorkloadPayload
 from gpuplan_schema.stats import summarize
-from planner.model.accuracy import WORST_ERROR, iter_accuracy_tables
-from planner.model.accuracy_markdown import render_accuracy_markdown
-from planner.model.bands import band_table_for
-from planner.model.bound import HOST_MARGIN, bound_of, host_limited
-from planner.model.performance import HostExposure, Rates, scale_factor
-from planner.model.repeatability import (
+from planner.check.accuracy import WORST_ERROR, iter_accuracy_tables
+from planner.check.accuracy_markdown import render_accuracy_markdown
+from planner.check.bands import band_table_for
+from planner.check.repeatability import (
     ANOTHER_LEND,
     SAME_RUN,
     all_repeat_pairs,
@@ -23,6 +21,8 @@ from planner.model.repeatability import (
     repeat_pairs,
     repeat_summaries,
 )
+from planner.model.bound import HOST_MARGIN, bound_of, host_limited
+from planner.model.performance import HostExposure, Rates, scale_factor
 from planner.model.split import StepSplit
 
 SOURCE = Rates({"bf16": 1e15}, 1e12, "test", 1e-5, host_kernel_s=50e-6)

@@ -1,6 +1,6 @@
 """The hosts' ratio between two measured machines from their steadily timed host-set steps
 (planner/model/host_speed.py), and the repeat pairs against another lend's steady timing
-(planner/model/repeatability.py). Read from the committed H100 and H200 documents."""
+(planner/check/repeatability.py). Read from the committed H100 and H200 documents."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from paths import FROZEN
 
 from gpuplan_schema.results import load_machine
 from gpuplan_schema.schema import DocumentError, load_document
+from planner.check.repeatability import ANOTHER_LEND, SAME_RUN, other_lends, repeat_pairs, repeat_summaries
 from planner.model.host_speed import MIN_PAIRS, host_set, step_host_ratio
-from planner.model.repeatability import ANOTHER_LEND, SAME_RUN, other_lends, repeat_pairs, repeat_summaries
 
 
 @pytest.fixture(scope="module")

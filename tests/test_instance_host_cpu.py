@@ -9,8 +9,8 @@ import json
 import pytest
 
 from gpuplan_schema.payloads.environment import SERVER_MICROARCHITECTURES
-from planner.model.jobs import parse_job
-from planner.model.ranking import ASSUMPTIONS, Estimate, rank_instances
+from planner.rank.jobs import parse_job
+from planner.rank.ranking import ASSUMPTIONS, Estimate, rank_instances
 from planner.render.plan_tables import host_cpu_words
 from planner.specs import load_instances
 from planner.specs.catalog_checks import CatalogError

@@ -1,4 +1,4 @@
-"""The intra-node scaling model (planner/model/intra_node.py) and its check against published multi-GPU rows.
+"""The intra-node scaling model (planner/scaling/intra_node.py) and its check against published multi-GPU rows.
 
 Fixture: tests/fixtures/intra-node/h100-x2, a copy of results/h100-x2 (2 × H100 SXM: DDP of five workloads and
 the all_reduce bandwidth over NVLink; diagnostics/ddp-no-p2p/: the same with NCCL_P2P_DISABLE=1), so collecting
@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 
 from gpuplan_schema.results import load_machine, load_results_root
-from planner.model.assumed_scaling import Scaling, SyncLoad
-from planner.model.intra_node import exposed_sync_s, load_link_runs, modelled_efficiency, path_of
-from planner.model.jobs import parse_job
-from planner.model.ranking import Estimate, rank_one
-from planner.model.scaling import build_scaling, gather_efficiencies
-from planner.model.scaling_check import build_sync_model, check_published_scaling
+from planner.check.scaling_check import build_sync_model, check_published_scaling
+from planner.rank.jobs import parse_job
+from planner.rank.ranking import Estimate, rank_one
+from planner.scaling.assumed_scaling import Scaling, SyncLoad
+from planner.scaling.intra_node import exposed_sync_s, load_link_runs, modelled_efficiency, path_of
+from planner.scaling.scaling import build_scaling, gather_efficiencies
 from planner.specs import match_gpu, match_instance
 from planner.specs.catalog_checks import CatalogError
 from planner.specs.published_scaling import SCALING_FILE, load_published_scaling

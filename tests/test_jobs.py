@@ -1,11 +1,11 @@
-"""planner/model/jobs.py: --job specs become Jobs; a bad spec is one line naming the word at fault."""
+"""planner/rank/jobs.py: --job specs become Jobs; a bad spec is one line naming the word at fault."""
 
 from __future__ import annotations
 
 import pytest
 
 from gpuplan_schema.schema import DocumentError
-from planner.model.jobs import DATASETS, Job, JobError, parse_job, parse_number
+from planner.rank.jobs import DATASETS, Job, JobError, parse_job, parse_number
 
 
 @pytest.mark.parametrize(("text", "value"), [
@@ -91,7 +91,7 @@ def test_a_named_dataset_alone_is_one_epoch_of_it(name, size):
 
 
 def test_a_token_dataset_becomes_sequences_of_the_workload():
-    from planner.model.jobs import BY_NAME
+    from planner.rank.jobs import BY_NAME
 
     job = parse_job("gpt-small bf16 epochs=2 dataset=openwebtext")
     assert BY_NAME["openwebtext"].unit == "tokens" and job.tokens == 2 * BY_NAME["openwebtext"].size

@@ -55,7 +55,7 @@ def test_a_bad_folder_raises_the_document_error(tmp_path):
 
 
 def test_importing_planner_does_not_import_pandas():
-    code = "import sys, planner, planner.model.plan; print('pandas' in sys.modules)"
+    code = "import sys, planner, planner.plan.plan; print('pandas' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 

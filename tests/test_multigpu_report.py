@@ -18,10 +18,10 @@ from collectors.distributed import busbw
 from gpuplan_schema.results import MachineResults, load_machine
 from planner.charts.base import with_width
 from planner.export.tidy import iter_tidy_rows
-from planner.model.scaling import ASSUMED_EFFICIENCY, DDP_BUCKET_BYTES, load_scaling
 from planner.render.report import render_report, render_report_html
 from planner.report.frame import NotCollectedSection, build_report, build_report_for
 from planner.report.multigpu import PREFETCH, WORKER_CORE_SHARE, MultiGpuSection
+from planner.scaling.scaling import ASSUMED_EFFICIENCY, DDP_BUCKET_BYTES, load_scaling
 
 GLOO = ROOT / "tests" / "fixtures" / "multigpu" / "cpu-gloo-2"
 CPU = ROOT / "tests" / "fixtures" / "results" / "cpu-test"

@@ -1,5 +1,5 @@
-"""The network model (planner/model/network.py), the catalog's network per instance and the ranking by
-nodes (planner/model/nodes.py), against hand-computed figures and the committed H200 measurements."""
+"""The network model (planner/scaling/network.py), the catalog's network per instance and the ranking by
+nodes (planner/rank/nodes.py), against hand-computed figures and the committed H200 measurements."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import pytest
 from paths import FROZEN, REPO
 
 from gpuplan_schema.schema import load_document
-from planner.model.jobs import parse_job
-from planner.model.network import Link, MeasuredNode, all_reduce_time, ddp_efficiency, fit_overlap, network_link
-from planner.model.nodes import MIN_EFFICIENCY, NetworkInputs, expand_nodes, node_inputs
-from planner.model.ranking import Estimate
+from planner.rank.jobs import parse_job
+from planner.rank.nodes import MIN_EFFICIENCY, NetworkInputs, expand_nodes, node_inputs
+from planner.rank.ranking import Estimate
+from planner.scaling.network import Link, MeasuredNode, all_reduce_time, ddp_efficiency, fit_overlap, network_link
 from planner.specs import CatalogError, load_instances, match_instance, read_instances
 
 X4 = FROZEN / "h200-x4"
@@ -116,8 +116,8 @@ def test_node_inputs_come_from_the_committed_h200_measurements():
 
 def test_the_plan_hook_ranks_gpt_small_over_node_counts_from_the_committed_results():
     from gpuplan_schema.results import load_results_root
-    from planner.model.nodes import build_node_ranking, measured_node
-    from planner.model.plan import build_predictor, load_source
+    from planner.plan.plan import build_predictor, load_source
+    from planner.rank.nodes import build_node_ranking, measured_node
 
     machines = {m.machine: m for m in load_results_root(FROZEN)}
     measured = measured_node(machines.values())
@@ -137,7 +137,7 @@ def test_a_ddp_run_across_nodes_is_not_taken_as_one_instance_efficiency(tmp_path
     from gpuplan_schema.payloads import NodeLayout
     from gpuplan_schema.results import load_machine
     from gpuplan_schema.schema import build_document, save_document
-    from planner.model.scaling import gather_efficiencies
+    from planner.scaling.scaling import gather_efficiencies
 
     folder = tmp_path / "h200-2x1-socket"
     shutil.copytree(FROZEN / "h200-x2", folder)
@@ -152,8 +152,8 @@ def test_a_ddp_run_across_nodes_is_not_taken_as_one_instance_efficiency(tmp_path
 
 def test_the_plan_ranks_multi_node_instances_by_node_count_and_prints_them():
     from gpuplan_schema.results import load_machine_and_root
-    from planner.model.jobs import parse_job
-    from planner.model.plan import build_plan, plan_to_json
+    from planner.plan.plan import build_plan, plan_to_json
+    from planner.rank.jobs import parse_job
     from planner.render.plan_text import render_plan_text
 
     machine, measured = load_machine_and_root(FROZEN / "h100-80gb")

@@ -15,14 +15,14 @@ from paths import FROZEN, REPO, RESULTS
 
 from gpuplan_schema.results import load_machine, load_machine_and_root
 from planner.cli import main as gpuplan_main
-from planner.model import plan as plan_module
-from planner.model.bounds import BoundKind
-from planner.model.choice import Trial, choose, ties
-from planner.model.jobs import parse_job
-from planner.model.judge import elasticity, judge
 from planner.model.performance import measured_rates
-from planner.model.plan import build_plan, report_plan
 from planner.model.split import machine_rooflines
+from planner.plan import plan as plan_module
+from planner.plan.bounds import BoundKind
+from planner.plan.choice import Trial, choose, ties
+from planner.plan.judge import elasticity, judge
+from planner.plan.plan import build_plan, report_plan
+from planner.rank.jobs import parse_job
 from planner.render.plan_text import render_plan_text
 from planner.render.report import render_report_html
 from planner.report.decision import DecisionSection
@@ -185,13 +185,13 @@ def test_a_report_builds_its_plan_once(monkeypatch):
 
 PRESENTATION = ("planner/report", "planner/render", "planner/site", "planner/charts")
 DECIDERS = {
-    "planner.model.judge", "planner.model.choice", "planner.model.expect.build_expected",
-    "planner.model.expect.cap_by_input", "planner.model.performance.predict_point",
+    "planner.plan.judge", "planner.plan.choice", "planner.plan.expect.build_expected",
+    "planner.plan.expect.cap_by_input", "planner.model.performance.predict_point",
     "planner.model.performance.iter_predictions", "planner.model.performance.source_bound",
-    "planner.model.performance.target_rates", "planner.model.plan.build_plan", "planner.model.plan.load_source",
-    "planner.model.plan.prepare_source", "planner.model.plan.build_ranker", "planner.model.advice",
-    "planner.model.recommend.find_knee", "planner.model.recommend.recommend_precision",
-    "planner.model.recommend.recommend_variants",
+    "planner.model.performance.target_rates", "planner.plan.plan.build_plan", "planner.plan.plan.load_source",
+    "planner.plan.plan.prepare_source", "planner.plan.plan.build_ranker", "planner.plan.advice",
+    "planner.plan.recommend.find_knee", "planner.plan.recommend.recommend_precision",
+    "planner.plan.recommend.recommend_variants",
 }
 ENTRY_POINTS = {"planner/report/frame.py", "planner/site/build.py"}   # load their folder once, then report_plan
 

@@ -14,13 +14,13 @@ from paths import FROZEN, REPO
 
 from gpuplan_schema.results import load_machine_and_root
 from gpuplan_schema.schema import load_document
-from planner.model.answer import build_answers
-from planner.model.choice import ties
-from planner.model.fp8 import require_fp8
-from planner.model.jobs import JobError, parse_job
 from planner.model.performance import Rates
-from planner.model.plan import MAIN_PRECISION, build_plan
-from planner.model.recommend import sweep_throughput
+from planner.plan.answer import build_answers
+from planner.plan.choice import ties
+from planner.plan.plan import MAIN_PRECISION, build_plan
+from planner.plan.recommend import sweep_throughput
+from planner.rank.fp8 import require_fp8
+from planner.rank.jobs import JobError, parse_job
 from planner.report.snippets import build_snippet_python, build_snippet_yaml
 
 H100_DIR = "tests/fixtures/frozen/h100-80gb"  # relative to the repository root, where the commands run

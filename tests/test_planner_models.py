@@ -14,10 +14,10 @@ from paths import FROZEN, REPO
 
 from gpuplan_schema.payloads import WorkloadPayload
 from gpuplan_schema.results import load_machine
-from planner.model.accuracy import TARGET_ERROR, WORST_ERROR, build_accuracy
+from planner.check.accuracy import TARGET_ERROR, WORST_ERROR, build_accuracy
 from planner.model.memory import fit_memory, least_squares
 from planner.model.performance import Rates, measured_rates, predict_point, target_rates
-from planner.model.recommend import recommend_allocator
+from planner.plan.recommend import recommend_allocator
 from planner.specs import match_gpu
 
 H100_DIR = "tests/fixtures/frozen/h100-80gb"  # relative to the repository root, where the commands run
@@ -211,7 +211,7 @@ def test_bad_target_or_job_is_one_line_and_exit_2(args, expected):
 
 def test_committed_results_accuracy_tables_are_published_as_the_model_computes_them():
     from gpuplan_schema.results import load_machine as load
-    from planner.model.accuracy import render_markdown
+    from planner.check.accuracy import render_markdown
 
     h100, h200 = load(REPO / "results" / "h100-80gb"), load(REPO / "results" / "h200")  # the docs' own results
     readme = (REPO / "docs" / "accuracy.md").read_text(encoding="utf-8")
@@ -223,8 +223,8 @@ def test_fp32_recommended_only_where_it_ties_with_the_fastest_or_wins(h100):
     """sensor-cnn (docs/user-workloads.md, measured on the H100) is host-bound at its main batch 256, where fp32
     ran fastest; at its recommended batch (8192) the GPU sets the step, so the trials at 256 do not apply there
     and the sweep's bf16 is kept, saying why."""
-    from planner.model.choice import choose
-    from planner.model.recommend import recommend_precision
+    from planner.plan.choice import choose
+    from planner.plan.recommend import recommend_precision
 
     payload = workload(h100, "sensor-cnn")
     at_main = choose(payload, "bf16", True, applies=True)

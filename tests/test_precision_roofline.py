@@ -58,8 +58,8 @@ def test_a_tf32_profile_beside_the_bf16_one_is_a_section_of_its_own_and_gives_no
     import shutil
 
     from gpuplan_schema.results import load_machine
-    from planner.model.alignment import recommend_alignment
     from planner.model.split import machine_rooflines
+    from planner.plan.alignment import recommend_alignment
     from planner.report.roofline import build_op_roofline_sections
 
     folder = tmp_path / "h100-80gb"

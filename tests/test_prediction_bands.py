@@ -7,14 +7,14 @@ import statistics
 
 import pytest
 
-from planner.model.assumed_scaling import assumed_scaling
-from planner.model.bands import FLOOR, NO_COMPARABLE, NO_COMPARABLE_BASIS, BandTable, Residual, band_table_for
-from planner.model.crossarch import build_crosscheck
+from planner.check.bands import FLOOR, NO_COMPARABLE, NO_COMPARABLE_BASIS, BandTable, Residual, band_table_for
+from planner.check.crossarch import build_crosscheck
 from planner.model.host import LoaderFeed, feed_limit, load_feed
-from planner.model.jobs import parse_job
 from planner.model.performance import HostExposure
-from planner.model.plan import build_plan, plan_to_json
-from planner.model.ranking import Estimate, rank_one
+from planner.plan.plan import build_plan, plan_to_json
+from planner.rank.jobs import parse_job
+from planner.rank.ranking import Estimate, rank_one
+from planner.scaling.assumed_scaling import assumed_scaling
 from planner.specs import load_gpu_catalog, load_instances
 from planner.specs.published import load_published
 from planner.units import short_rate
@@ -130,7 +130,7 @@ def test_gpus_no_check_covers_are_unvalidated_in_the_plan(h100, h200, check):
 
 
 def test_accuracy_markdown_has_both_directions_the_regimes_and_the_crosscheck(h100, h200, check):
-    from planner.model.accuracy_markdown import render_accuracy_markdown
+    from planner.check.accuracy_markdown import render_accuracy_markdown
 
     text = render_accuracy_markdown([h100, h200])
     assert "**h100-80gb → h200**" in text and "**h200 → h100-80gb**" in text
@@ -140,8 +140,8 @@ def test_accuracy_markdown_has_both_directions_the_regimes_and_the_crosscheck(h1
 
 
 def test_the_reports_predictions_show_each_band_and_mark_unvalidated_gpus(h100, h200):
-    from planner.model.jobs import parse_job as job_of
-    from planner.model.plan import report_plan
+    from planner.plan.plan import report_plan
+    from planner.rank.jobs import parse_job as job_of
     from planner.render.report import render_report_html
     from planner.report.frame import build_report
 
@@ -159,7 +159,7 @@ def test_the_reports_predictions_show_each_band_and_mark_unvalidated_gpus(h100, 
 
 
 def test_each_band_is_checked_without_its_own_workload_or_gpu_and_nine_in_ten_hold(h100, h200):
-    from planner.model.coverage import TARGET_COVERAGE, check_bands, summarise
+    from planner.check.coverage import TARGET_COVERAGE, check_bands, summarise
 
     table = band_table_for([h100, h200])
     checks = check_bands(table)

@@ -10,10 +10,10 @@ import pytest
 from paths import FROZEN
 
 from planner.model.bound import bound_of
-from planner.model.bounds import PART_KIND
 from planner.model.performance import Rates, ceiling_floor_s, measured_rates, predict_point, scale_factor, target_rates
-from planner.model.plan import build_plan
 from planner.model.split import StepSplit, interpolate, machine_rooflines, split_from_roofline
+from planner.plan.bounds import PART_KIND
+from planner.plan.plan import build_plan
 from planner.specs import match_gpu
 
 SOURCE = Rates({"bf16": 1e15, "fp32": 1e14}, 1e12, "test", 1e-5)
@@ -126,7 +126,7 @@ def test_plan_verdict_and_roofline_section_say_the_same_bound_for_gpt_small_bf16
     from planner.report.workloads import build_workload_sections
 
     planned = _main(plan, "H100 SXM", "gpt-small", 32).bound_of_source
-    from planner.model.plan import report_plan
+    from planner.plan.plan import report_plan
 
     verdict = next(s for s in build_workload_sections(h100, report_plan(h100)) if s.name == "gpt-small").verdict
     roofline = build_op_roofline_section(next(r for r in machine_rooflines(h100) if r.workload == "gpt-small"))

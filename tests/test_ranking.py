@@ -1,4 +1,4 @@
-"""planner/model/ranking.py and planner/model/scaling.py: hours, dollars, Pareto front, instances that cannot run."""
+"""planner/rank/ranking.py and planner/scaling/scaling.py: hours, dollars, Pareto front, instances that cannot run."""
 
 from __future__ import annotations
 
@@ -15,9 +15,8 @@ from hypothesis import strategies as st
 from paths import FROZEN
 
 from gpuplan_schema.results import load_machine, load_results_root
-from planner.model.assumed_scaling import Scaling, SyncLoad, assumed_scaling
-from planner.model.jobs import parse_job
-from planner.model.ranking import (
+from planner.rank.jobs import parse_job
+from planner.rank.ranking import (
     DOES_NOT_FIT,
     NO_PREDICTION,
     OK,
@@ -28,7 +27,8 @@ from planner.model.ranking import (
     rank_instances,
     ranking_to_json,
 )
-from planner.model.scaling import ScalingProvider, build_scaling, gather_efficiencies, load_scaling
+from planner.scaling.assumed_scaling import Scaling, SyncLoad, assumed_scaling
+from planner.scaling.scaling import ScalingProvider, build_scaling, gather_efficiencies, load_scaling
 from planner.specs import GpuSpec, InstanceSpec, match_instance
 
 IMAGENET_100 = parse_job("resnet50 bf16 epochs=100 dataset=imagenet")

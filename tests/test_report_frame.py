@@ -12,7 +12,7 @@ from paths import FROZEN, REPO
 
 from gpuplan_schema.schema import load_document
 from planner.charts.accuracy import build_accuracy_chart
-from planner.model.accuracy import AccuracyRow
+from planner.check.accuracy import AccuracyRow
 from planner.render.report import render_report_html
 from planner.report.changes import MIN_GAIN, Change, change_worth, throughput_knee, top_changes
 from planner.report.frame import REPORT_ORDER, PlaceholderSection, build_report_for

@@ -17,9 +17,9 @@ from gpuplan_schema.payloads import WorkloadPayload, WorkloadPoint
 from gpuplan_schema.results import load_machine
 from gpuplan_schema.schema import load_document
 from planner.charts.base import build_memory_chart, build_sequence_chart, build_throughput_chart, with_width
-from planner.model.bounds import BoundKind
-from planner.model.plan import report_plan
 from planner.model.workload_verdict import gpu_memory_bytes, plain_point
+from planner.plan.bounds import BoundKind
+from planner.plan.plan import report_plan
 from planner.render.report import render_report, render_report_html
 from planner.report.frame import NotCollectedSection, build_report, build_report_for
 from planner.report.workloads import WorkloadSection, build_workload_section, build_workload_sections
@@ -104,7 +104,7 @@ def test_oom_boundary_table_lists_the_documents_max_batch(h100_report, gpt):
 
 
 def test_section_verdict_is_the_plans_judgement_at_its_recommended_batch(h100):
-    """The workload section words the plan's judgement (planner/model/judge.py), not a rule of its own: the same
+    """The workload section words the plan's judgement (planner/plan/judge.py), not a rule of its own: the same
     bound, batch and sentence as the plan's expected figure, and the measured figures of that point."""
     plan = report_plan(h100)
     expected = next(t for t in plan.targets if t.is_source).expected["gpt-small"]

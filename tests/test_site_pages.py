@@ -14,8 +14,8 @@ from paths import FIXTURES, FROZEN
 
 import planner.site.machines as site_machines
 from gpuplan_schema.results import load_machine
+from planner.check.accuracy import AccuracyRow
 from planner.export.frame import load_frame, to_csv
-from planner.model.accuracy import AccuracyRow
 from planner.model.workload_verdict import judged_point, main_batch
 from planner.report.frame import build_report_for
 from planner.report.summary import SummarySection
@@ -205,7 +205,7 @@ def test_a_machine_page_with_its_inlined_javascript_stays_under_3_mb(site):
 
 
 def test_the_accuracy_page_says_how_far_a_second_measurement_moved(site, results_machines):
-    from planner.model.repeatability import all_repeat_pairs, repeat_summaries
+    from planner.check.repeatability import all_repeat_pairs, repeat_summaries
     html = (site / ACCURACY_NAME).read_text(encoding="utf-8")
     assert 'class="accuracy-repeats"' in html and "What one measurement can check" in html
     for host in (s for s in repeat_summaries(all_repeat_pairs(results_machines)) if s.regime == "host"):
@@ -213,7 +213,7 @@ def test_the_accuracy_page_says_how_far_a_second_measurement_moved(site, results
 
 
 def test_the_accuracy_page_publishes_how_often_the_bands_held_out_of_sample(site, results_machines):
-    from planner.model.coverage import band_coverage, overall
+    from planner.check.coverage import band_coverage, overall
     from planner.site.accuracy import build_crosschecks
     groups = band_coverage(results_machines, build_crosschecks(results_machines))
     inside, n = overall(groups)
@@ -236,8 +236,8 @@ def test_the_accuracy_page_publishes_the_cross_architecture_errors_by_role_famil
 
 
 def test_the_accuracy_page_publishes_the_multi_gpu_scaling_check(site, results_machines):
-    from planner.model.intra_node import load_link_runs
-    from planner.model.scaling_check import check_published_scaling, summarize_scaling
+    from planner.check.scaling_check import check_published_scaling, summarize_scaling
+    from planner.scaling.intra_node import load_link_runs
     checks = check_published_scaling(load_link_runs(results_machines))
     total = summarize_scaling(checks)
     html = (site / ACCURACY_NAME).read_text(encoding="utf-8")

@@ -13,8 +13,8 @@ import pytest
 from paths import FROZEN, REPO
 
 from gpuplan_schema.results import load_machine
-from planner.model.answer import answers_of_target
-from planner.model.plan import build_plan
+from planner.plan.answer import answers_of_target
+from planner.plan.plan import build_plan
 from planner.specs import load_gpu_catalog as load_gpus
 from planner.specs import match_gpu
 from planner.units import format_count

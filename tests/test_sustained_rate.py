@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from planner.model.crossarch import CrossCheck, CrossRow
+from planner.check.crossarch import CrossCheck, CrossRow
 from planner.model.performance import Rates, sm_time_ratio, sustained_fraction, target_rates
 from planner.specs import match_gpu
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import altair as alt
 
 from planner.charts.vega import finish, unvalidated
-from planner.model.accuracy import TARGET_ERROR, AccuracyRow
+from planner.check.accuracy import TARGET_ERROR, AccuracyRow
 from planner.units import format_number, format_percent
 
 

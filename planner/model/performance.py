@@ -38,7 +38,7 @@ from planner.model.bound import HOST_MARGIN, Bound, bound_of, host_limited
 from planner.model.split import PLAIN_VARIANTS, StepSplit, split_point
 from planner.specs import GpuSpec
 
-# Until planner/model/bands.py gives a band from measured residuals, a prediction carries this one.
+# Until planner/check/bands.py gives a band from measured residuals, a prediction carries this one.
 UNBANDED = 0.50
 
 # What a GPU without a precision runs the same step in: bf16 autocast becomes fp16 autocast (+ GradScaler) on a
@@ -124,7 +124,7 @@ class Prediction:
 
     @property
     def host_there(self) -> HostExposure:
-        """How the predicted step on the target depends on its host (the band's host part, planner/model/bands.py)."""
+        """How the predicted step on the target depends on its host (the band's host part, planner/check/bands.py)."""
         there = self.bound_there
         issue = self.split.host_issue * self.source_step_s / self.step_s if self.split.host_issue and self.step_s \
             else 0.0

@@ -1,6 +1,6 @@
 """The measured figures behind a workload's verdict, in plain words, and the points they come from.
 
-The verdict itself (which bound, judged where) is the plan's (planner/model/judge.py, read through the plan's
+The verdict itself (which bound, judged where) is the plan's (planner/plan/judge.py, read through the plan's
 expected figure); this module only words the evidence at the judged point: its throughput and step, the
 achieved fraction of each ceiling, how throughput grows when the batch doubles, memory headroom and the OOM
 boundary, and torch.compile's gain at the same batch.
@@ -18,7 +18,7 @@ from planner.units import format_bytes, format_duration, format_number, format_p
 
 @dataclass(frozen=True)
 class Verdict:
-    bound: str             # the bound's label (planner/model/bounds.py)
+    bound: str             # the bound's label (planner/plan/bounds.py)
     reason: str            # one sentence: why, with the deciding figures
     evidence: list[str]    # every figure the rules looked at, one line each
     precision: str | None = None

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from planner.model.network import NET_EFFICIENCY
-from planner.model.nodes import NetworkInputs, NodeRow
-from planner.model.ranking import OK
+from planner.rank.nodes import NetworkInputs, NodeRow
+from planner.rank.ranking import OK
 from planner.render.fit import DEFAULT_WIDTH, wrap
+from planner.scaling.network import NET_EFFICIENCY
 
 
 def ok_rows(rows: Iterable[NodeRow], bases: Iterable[str] | None = None) -> list[NodeRow]:

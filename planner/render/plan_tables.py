@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from planner.model.plan import Capacity, Plan
-from planner.model.ranking import OK, UNCHECKED_MARK, UNCHECKED_WORDS, RankedInstance
+from planner.plan.plan import Capacity, Plan
+from planner.rank.ranking import OK, UNCHECKED_MARK, UNCHECKED_WORDS, RankedInstance
 from planner.render.fit import DEFAULT_WIDTH, chunk_columns, fit_table, wrap
 from planner.units import format_count
 

@@ -11,9 +11,9 @@ indent, tables narrow. Rates are short_rate's (10.5M), counts format_count's (1 
 
 from __future__ import annotations
 
-from planner.model.answer import WorkloadAnswer, build_answers
-from planner.model.plan import Plan
-from planner.model.ranking import UNCHECKED_MARK, UNCHECKED_WORDS
+from planner.plan.answer import WorkloadAnswer, build_answers
+from planner.plan.plan import Plan
+from planner.rank.ranking import UNCHECKED_MARK, UNCHECKED_WORDS
 from planner.render.fit import DEFAULT_WIDTH, render_table, wrap, wrap_all
 from planner.render.node_table import ok_rows, render_node_text
 from planner.render.plan_tables import render_capacity_table, render_ranking_table
@@ -48,7 +48,7 @@ def render_plan_lines(plan: Plan, verbose: bool, top: int, width: int) -> list[s
         nodes = ok_rows(plan.node_ranking)
         if nodes:
             lines += ["", "Across nodes (the network between them from the catalog, efficiency from "
-                      "planner/model/network.py; docs/multinode.md):", *render_node_text(nodes, NODE_TOP, width)]
+                      "planner/scaling/network.py; docs/multinode.md):", *render_node_text(nodes, NODE_TOP, width)]
         order = order[1:] if order and order[0] == job.workload else order
     for workload in order:
         lines += render_workload(plan, workload, answers)

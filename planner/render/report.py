@@ -23,7 +23,7 @@ from markupsafe import Markup
 
 from gpuplan_schema.schema import DocumentError, write_bytes_atomic, write_text_atomic
 from planner.charts.base import with_width
-from planner.model.jobs import Job
+from planner.rank.jobs import Job
 from planner.render.filters import register_filters
 from planner.report.frame import Report, build_report_for
 

@@ -4,7 +4,7 @@ throughput to expect with its band, and the instances for a default job of that 
 the time/cost Pareto front as a small chart), each with predicted hours and dollars.
 
 Settings come through `decision_settings.settings_of` (the adapter to the `decide` branch's answers); the
-rankings are computed by the caller once per workload (`planner.model.default_jobs.rank_workload_jobs`).
+rankings are computed by the caller once per workload (`planner.plan.default_jobs.rank_workload_jobs`).
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from gpuplan_schema.payloads import WorkloadPayload
 from gpuplan_schema.results import MachineResults
 from planner.charts.ticks import log_ticks
 from planner.charts.vega import finish, unvalidated
-from planner.model.default_jobs import DEFAULT_SAMPLES, JobRanking
-from planner.model.plan import Plan
-from planner.model.ranking import RankedInstance
-from planner.model.recommend import Recommendation
+from planner.plan.default_jobs import DEFAULT_SAMPLES, JobRanking
+from planner.plan.plan import Plan
+from planner.plan.recommend import Recommendation
+from planner.rank.ranking import RankedInstance
 from planner.report.decision_settings import Settings, settings_of, snippet_python, snippet_yaml
 from planner.report.sections import SectionBase
 from planner.units import unit_label
@@ -192,7 +192,7 @@ def _band(r: RankedInstance, name: str) -> tuple[float, float] | None:
 
 
 def expected_throughput(payload: WorkloadPayload, s: Settings | None) -> Throughput | None:
-    """What the plan expects with its recommended settings (planner/model/expect.py); none where it has none."""
+    """What the plan expects with its recommended settings (planner/plan/expect.py); none where it has none."""
     expected = s.answer.expected if s else None
     if expected is None:
         return None

@@ -1,4 +1,4 @@
-"""The decision page's settings per workload: the measured GPU's answers (planner/model/answer.py), the one
+"""The decision page's settings per workload: the measured GPU's answers (planner/plan/answer.py), the one
 source the terminal's `gpuplan plan` and the snippets read too, so the page cannot say anything the
 recommendations do not. `settings_of(plan)` is the adapter the page and the frame use."""
 
@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner.model.answer import WorkloadAnswer, build_answers
-from planner.model.plan import Plan
-from planner.model.recommend import Recommendation
+from planner.plan.answer import WorkloadAnswer, build_answers
+from planner.plan.plan import Plan
+from planner.plan.recommend import Recommendation
 from planner.report.snippets import build_snippet_python, build_snippet_yaml
 
 

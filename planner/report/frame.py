@@ -21,9 +21,9 @@ from pathlib import Path
 from gpuplan_schema.machine import sanitize_machine_id
 from gpuplan_schema.payloads import PAYLOADS
 from gpuplan_schema.results import MachineResults, load_machine_and_root
-from planner.model.default_jobs import JobRanking
-from planner.model.jobs import Job
-from planner.model.plan import Plan, report_plan
+from planner.plan.default_jobs import JobRanking
+from planner.plan.plan import Plan, report_plan
+from planner.rank.jobs import Job
 from planner.report.ceilings import CeilingsSection, RooflineSection, build_ceilings_section, build_roofline_section
 from planner.report.dataloader import DataloaderSection, build_dataloader_sections
 from planner.report.decision import DecisionSection, build_decision_sections

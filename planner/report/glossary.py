@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from planner.model.bounds import BoundKind
+from planner.plan.bounds import BoundKind
 from planner.report.sections import SectionBase
 
 
@@ -22,7 +22,7 @@ class Term:
         return "term-" + re.sub(r"[^a-z0-9]+", "-", self.term.lower()).strip("-")
 
 
-# The bounds, in the plan's one vocabulary (planner/model/bounds.py): its label and what would help.
+# The bounds, in the plan's one vocabulary (planner/plan/bounds.py): its label and what would help.
 BOUND_TERMS = tuple(Term(kind.label[0].upper() + kind.label[1:], kind.hint[0].upper() + kind.hint[1:] + ".")
                     for kind in BoundKind)
 

@@ -12,10 +12,10 @@ import altair as alt
 
 from gpuplan_schema.results import MachineResults
 from planner.charts.vega import finish, unvalidated
-from planner.model.answer import WorkloadAnswer, answers_of_target
-from planner.model.plan import MAIN_PRECISION, Capacity, Plan
-from planner.model.ranking import RankedInstance
-from planner.model.recommend import Recommendation
+from planner.plan.answer import WorkloadAnswer, answers_of_target
+from planner.plan.plan import MAIN_PRECISION, Capacity, Plan
+from planner.plan.recommend import Recommendation
+from planner.rank.ranking import RankedInstance
 from planner.report.sections import SectionBase
 
 

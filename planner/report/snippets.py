@@ -7,8 +7,8 @@ comes from the answer's `Settings` (the recommendations); nothing is decided her
 
 from __future__ import annotations
 
-from planner.model.answer import ALLOCATOR_ENV, WorkloadAnswer
-from planner.model.presets import settings_yaml_lines
+from planner.plan.answer import ALLOCATOR_ENV, WorkloadAnswer
+from planner.plan.presets import settings_yaml_lines
 
 AUTOCAST = {"bf16": "torch.bfloat16", "fp16": "torch.float16"}
 

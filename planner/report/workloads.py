@@ -16,9 +16,6 @@ from gpuplan_schema.payloads import WorkloadPayload, WorkloadPoint
 from gpuplan_schema.results import MachineResults
 from gpuplan_schema.stats import Stat
 from planner.charts.base import DTYPE_ORDER, build_memory_chart, build_sequence_chart, build_throughput_chart
-from planner.model.answer import WorkloadAnswer, measured_answers
-from planner.model.expect import Expected
-from planner.model.plan import Plan
 from planner.model.workload_verdict import (
     Verdict,
     evidence_lines,
@@ -27,6 +24,9 @@ from planner.model.workload_verdict import (
     main_batch,
     plain_point,
 )
+from planner.plan.answer import WorkloadAnswer, measured_answers
+from planner.plan.expect import Expected
+from planner.plan.plan import Plan
 from planner.report.sections import SectionBase
 from planner.units import unit_label
 

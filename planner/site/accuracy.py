@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 
 from gpuplan_schema.results import MachineResults
 from planner.charts.accuracy import build_accuracy_chart
-from planner.model.accuracy import TARGET_ERROR, WORST_ERROR, AccuracyRow, AccuracySummary, build_summaries, row_key
-from planner.model.coverage import TARGET_COVERAGE, CoverageGroup, overall
-from planner.model.crossarch import MAX_TARGET, MEDIAN_TARGET, CrossCheck, build_crosscheck
-from planner.model.repeatability import RepeatPair, RepeatSummary, repeat_summaries
-from planner.model.scaling_check import ScalingCheck, ScalingSummary, summarize_scaling
+from planner.check.accuracy import TARGET_ERROR, WORST_ERROR, AccuracyRow, AccuracySummary, build_summaries, row_key
+from planner.check.coverage import TARGET_COVERAGE, CoverageGroup, overall
+from planner.check.crossarch import MAX_TARGET, MEDIAN_TARGET, CrossCheck, build_crosscheck
+from planner.check.repeatability import RepeatPair, RepeatSummary, repeat_summaries
+from planner.check.scaling_check import ScalingCheck, ScalingSummary, summarize_scaling
 
 
 @dataclass(frozen=True)

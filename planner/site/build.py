@@ -31,13 +31,12 @@ from gpuplan_templates import TEMPLATES_DIR
 from gpuplan_schema.progress import Progress
 from gpuplan_schema.results import MachineResults, load_results_root
 from gpuplan_schema.schema import DocumentError, utc_now, write_bytes_atomic, write_text_atomic
+from planner.check.accuracy import AccuracyRow, iter_accuracy_tables, site_rows
+from planner.check.coverage import band_coverage
+from planner.check.repeatability import all_repeat_pairs
+from planner.check.scaling_check import check_published_scaling
 from planner.export.frame import machines_frame, to_csv
-from planner.model.accuracy import AccuracyRow, iter_accuracy_tables, site_rows
-from planner.model.coverage import band_coverage
-from planner.model.intra_node import load_link_runs
-from planner.model.plan import report_plan
-from planner.model.repeatability import all_repeat_pairs
-from planner.model.scaling_check import check_published_scaling
+from planner.plan.plan import report_plan
 from planner.render.report import (
     DEFAULT_PAPER,
     HTML_NAME,
@@ -50,6 +49,7 @@ from planner.render.report import (
     vega_javascript,
 )
 from planner.report.frame import Report
+from planner.scaling.intra_node import load_link_runs
 from planner.site.accuracy import build_accuracy_page, build_crosschecks
 from planner.site.index import build_site_index
 from planner.site.jobs import AMOUNTS, JOBS_NAME, build_chooser

@@ -3,7 +3,7 @@ of work; see every catalog instance ranked by predicted time and cost.
 
 Everything is computed here, at build time, and embedded in the page as JSON; the page's small script only
 picks a table and scales it. Per plannable machine × workload × precision the ranking is computed at AMOUNTS
-× the workload's default job (planner/model/default_jobs.py); the script takes the table whose amount is
+× the workload's default job (planner/plan/default_jobs.py); the script takes the table whose amount is
 nearest the one asked (on a log scale) and scales its hours and dollars linearly with the amount (time is
 samples ÷ throughput, so the scaling is exact; the page says so). A machine the planner cannot use (no
 ceilings, only collectives) has no tables.
@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from gpuplan_schema.results import MachineResults
-from planner.model.default_jobs import DEFAULT_AMOUNT, day_samples, default_job_spec
-from planner.model.jobs import DATASETS, PRECISIONS, TOKENS_PER_SAMPLE, parse_job
-from planner.model.plan import JobRanker, Plan
-from planner.model.ranking import OK, RankedInstance
+from planner.plan.default_jobs import DEFAULT_AMOUNT, day_samples, default_job_spec
+from planner.plan.plan import JobRanker, Plan
+from planner.rank.jobs import DATASETS, PRECISIONS, TOKENS_PER_SAMPLE, parse_job
+from planner.rank.ranking import OK, RankedInstance
 
 AMOUNTS = (0.1, 1.0, 10.0)   # × the default job's samples: the tables computed at build time
 JOBS_NAME = "jobs.html"

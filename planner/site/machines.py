@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from gpuplan_schema.results import MachineResults
-from planner.model.plan import Plan
+from planner.plan.plan import Plan
 from planner.render.report import NavLink, render_report_html, render_report_pdf
 from planner.report.frame import Report, build_report
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gpuplan_schema.results import MachineResults
-from planner.model.accuracy import (
+from planner.check.accuracy import (
     LONG_STEP_S,
     TARGET_ERROR,
     WORST_ERROR,
@@ -15,9 +15,9 @@ from planner.model.accuracy import (
     regime_summaries,
     render_markdown,
 )
-from planner.model.coverage import TARGET_COVERAGE, CoverageGroup, band_coverage, overall
-from planner.model.crossarch import MAX_TARGET, MEDIAN_TARGET, CrossCheck, ErrorGroup, build_crosscheck
-from planner.model.repeatability import RepeatPair, all_repeat_pairs, floor_for, repeat_summaries
+from planner.check.coverage import TARGET_COVERAGE, CoverageGroup, band_coverage, overall
+from planner.check.crossarch import MAX_TARGET, MEDIAN_TARGET, CrossCheck, ErrorGroup, build_crosscheck
+from planner.check.repeatability import RepeatPair, all_repeat_pairs, floor_for, repeat_summaries
 
 
 def _pct(value: float | None) -> str:
@@ -101,7 +101,7 @@ def _signed(value: float | None) -> str:
 
 
 def render_coverage(groups: list[CoverageGroup]) -> str:
-    """The bands checked on residuals they were not built from (planner/model/coverage.py), against the targets."""
+    """The bands checked on residuals they were not built from (planner/check/coverage.py), against the targets."""
     inside, n = overall(groups)
     lines = [f"**Bands, held out** (each residual against the band built without its workload or published GPU): "
              f"{inside} of {n} measurements inside their band, {inside / n:.1%} (target ≥ {TARGET_COVERAGE:.0%}: "

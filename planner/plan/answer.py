@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from planner.model.expect import Expected
-from planner.model.plan import Plan, Target
-from planner.model.settings import Settings
+from planner.plan.expect import Expected
+from planner.plan.plan import Plan, Target
+from planner.plan.settings import Settings
 
 ALLOCATOR_ENV = "PYTORCH_CUDA_ALLOC_CONF"
 

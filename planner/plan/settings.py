@@ -1,6 +1,6 @@
 """One workload's recommended settings as typed values, read from its recommendations.
 
-The recommendations (planner/model/recommend.py) are the one source of truth: the balanced preset, the
+The recommendations (planner/plan/recommend.py) are the one source of truth: the balanced preset, the
 answer that `gpuplan plan` prints first and the copy-paste snippets are all `Settings` read from them
 here, so that none of them can say something the recommendations do not.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from planner.model.recommend import DEFAULT_WORKERS, Recommendation
+from planner.plan.recommend import DEFAULT_WORKERS, Recommendation
 
 LOADER_EXTRAS = "pin_memory / persistent_workers / prefetch_factor"
 

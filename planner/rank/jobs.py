@@ -27,7 +27,7 @@ from typing import Any
 from gpuplan_schema.schema import DocumentError
 
 # The collectors' training precisions, and fp8: its step is estimated from bf16's with the matmuls at the
-# measured fp8 rate (planner/model/plan.py checks the measured GPU ran fp8 matmuls).
+# measured fp8 rate (planner/plan/plan.py checks the measured GPU ran fp8 matmuls).
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8")
 
 

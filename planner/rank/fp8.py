@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from planner.model.jobs import Job, JobError
 from planner.model.performance import Rates
+from planner.rank.jobs import Job, JobError
 
 MEASURED_AS = "bf16"
 

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field, replace
 
 from gpuplan_schema.payloads import RooflinePayload, WorkloadPayload, WorkloadPoint
 from planner.model.bound import bound_of
-from planner.model.bounds import PART_KIND, BoundKind
 from planner.model.performance import Prediction, Rates, count_fractions
 from planner.model.split import HALF_SIBLING, PLAIN_VARIANTS, interpolate, roofline_splits, with_measured_host
 from planner.model.workload_verdict import plain_point  # noqa: F401 - re-exported
+from planner.plan.bounds import PART_KIND, BoundKind
 
 NEAR = 2.0              # a profile describes batches within this factor of its own
 GPU_ELASTICITY = 0.75   # step ∝ batch^e: at least this, the GPU's work sets the step

@@ -16,9 +16,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from planner.model.assumed_scaling import Scaling, ScalingProvider, SyncLoad, assumed_scaling
 from planner.model.host import FeedLimit
-from planner.model.jobs import Job
+from planner.rank.jobs import Job
+from planner.scaling.assumed_scaling import Scaling, ScalingProvider, SyncLoad, assumed_scaling
 from planner.specs import GpuSpec, InstanceSpec, load_instances
 
 OK, DOES_NOT_FIT, UNSUPPORTED_PRECISION, NO_PREDICTION = "ok", "does_not_fit", "unsupported_precision", "no_prediction"
@@ -34,7 +34,7 @@ ASSUMPTIONS = [
     "CPU its cloud documents (host_cpu); none of them was measured here, so a step the host sets (a short "
     "step that issues many small kernels) carries the spread two hosts of one GPU type measured apart in its "
     "band, not a rate derived from the CPU's name.",
-    "Bands: hours_low/high and cost_low/high carry the per-GPU prediction's band (planner/model/bands.py); "
+    "Bands: hours_low/high and cost_low/high carry the per-GPU prediction's band (planner/check/bands.py); "
     "GPUs marked unvalidated have no published cross-architecture check.",
 ]
 
@@ -49,7 +49,7 @@ class Estimate:
     batch: int
     max_batch: int | None
     note: str
-    band_low: float = 0.0      # relative band of samples_per_s (planner/model/bands.py)
+    band_low: float = 0.0      # relative band of samples_per_s (planner/check/bands.py)
     band_high: float = 0.0
     validated: bool = True     # a published cross-architecture check covers this GPU (crossarch.py)
     parameters: int | None = None  # the model's, for the gradient its GPUs synchronise (None: unknown)
@@ -95,7 +95,7 @@ class RankedInstance:
     per_gpu_samples_per_s: float | None = None
     scaling_efficiency: float | None = None
     scaling_measured: bool | None = None
-    scaling_low: float | None = None    # the efficiency's band (planner/model/intra_node.py), None: none known
+    scaling_low: float | None = None    # the efficiency's band (planner/scaling/intra_node.py), None: none known
     scaling_high: float | None = None
     samples_per_s: float | None = None
     hours: float | None = None

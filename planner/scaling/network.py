@@ -20,8 +20,8 @@ import statistics
 from dataclasses import dataclass
 
 from gpuplan_schema.payloads import CollectivesPayload, DdpPayload
-from planner.model.assumed_scaling import GRADIENT_BYTES_PER_PARAMETER
-from planner.model.scaling import DDP_BUCKET_BYTES, BusBandwidth, build_bus_bandwidth
+from planner.scaling.assumed_scaling import GRADIENT_BYTES_PER_PARAMETER
+from planner.scaling.scaling import DDP_BUCKET_BYTES, BusBandwidth, build_bus_bandwidth
 
 NET_EFFICIENCY = 0.8       # NCCL's bus bandwidth over the nominal NIC rate (assumed; the emulation measures it)
 ALPHA_NET_S = {"tcp": 30e-6, "rdma": 10e-6}   # one ring step across nodes: TCP stacks vs EFA/IB/RoCE (assumed)

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 
 from gpuplan_schema.payloads import RooflinePayload
-from planner.model.recommend import Recommendation
+from planner.plan.recommend import Recommendation
 
 UNALIGNED_KERNEL = re.compile(r"_align[12](?![0-9])")
 WORTH_SAYING = 0.05  # of the GPU's time: below this, padding is not worth a line

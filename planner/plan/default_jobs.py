@@ -5,7 +5,7 @@ a job a person would plausibly run: ResNet-50 for 100 ImageNet epochs, gpt-small
 workload (the MLP, the rollout, user workloads) gets "a day on this GPU": the samples the measured GPU processes
 in 24 hours at its fastest measured point, rounded to 1, 2 or 5 × 10^k, so that its hours read in hours, not
 seconds; the job's `samples=` states the count. A job the user asked for (`--job`) replaces its workload's
-default. The plan ranks them (planner/model/plan.py: one JobRanker, as `gpuplan plan --job` ranks: bands,
+default. The plan ranks them (planner/plan/plan.py: one JobRanker, as `gpuplan plan --job` ranks: bands,
 scaling, vCPU feed); the report and the site read its rankings.
 """
 
@@ -16,9 +16,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from gpuplan_schema.payloads import WorkloadPayload
-from planner.model.advice import MAIN_PRECISION
-from planner.model.jobs import Job, parse_job
-from planner.model.ranking import OK, RankedInstance
+from planner.plan.advice import MAIN_PRECISION
+from planner.rank.jobs import Job, parse_job
+from planner.rank.ranking import OK, RankedInstance
 
 DAY_S = 24 * 3600
 DEFAULT_SAMPLES = "a day on this GPU"

@@ -1,6 +1,6 @@
 """Data-parallel efficiency inside one instance, from the job's gradient and step and what was measured.
 
-The model across nodes (planner/model/network.py) at one node:
+The model across nodes (planner/scaling/network.py) at one node:
 
     efficiency = c / (c + k · t(1, G, S, link))
 
@@ -16,7 +16,7 @@ Two paths were measured on one 2-GPU machine:
   gradients cross host memory as on cloud PCIe instances without peer-to-peer; used as measured.
 
 The band: published hosts (planner/specs/published_scaling.json) synchronised far slower than the machine we
-measured, each at about one effective bandwidth for every model (planner/model/scaling_check.py); the low end
+measured, each at about one effective bandwidth for every model (planner/check/scaling_check.py); the low end
 of an efficiency is a host at the 10th percentile of that bandwidth over the published rows of its path (9 in
 10 were faster), the high end 1.0 (nothing exposed).
 """
@@ -30,15 +30,15 @@ from pathlib import Path
 
 from gpuplan_schema.payloads import CollectivesPayload, DdpPayload
 from gpuplan_schema.results import MachineResults, load_machine
-from planner.model.assumed_scaling import GRADIENT_BYTES_PER_PARAMETER, Scaling, SyncLoad
-from planner.model.network import (
+from planner.scaling.assumed_scaling import GRADIENT_BYTES_PER_PARAMETER, Scaling, SyncLoad
+from planner.scaling.network import (
     Link,
     OverlapFit,
     all_reduce_time,
     fit_overlap,
     intra_link,
 )
-from planner.model.scaling import build_bus_bandwidth, gpu_ddp_run
+from planner.scaling.scaling import build_bus_bandwidth, gpu_ddp_run
 from planner.specs import GpuSpec, InstanceSpec, match_gpu
 
 NO_P2P_FOLDER = Path("diagnostics") / "ddp-no-p2p"
@@ -126,7 +126,7 @@ class SyncModel:
         note = (f"modelled: {exposed * 1e3:.3g} ms of gradient sync exposed per {load.compute_s * 1e3:.3g} ms step "
                 f"({load.gradient_bytes / 1e9:.3g} GB over {_link_words(path)} at {link.bytes_per_s / 1e9:.3g} GB/s, "
                 f"k {k:.2f}, {whose} on {run.machine}) → {efficiency:.2f} on "
-                f"{n} GPUs{slow} (planner/model/intra_node.py)")
+                f"{n} GPUs{slow} (planner/scaling/intra_node.py)")
         return Scaling(efficiency, note, measured=False, low=low, high=1.0)
 
 

@@ -6,7 +6,7 @@ disagree with its two figures: +10% means the prediction was 10% too high.
 Targets (docs/accuracy.md): median absolute throughput error ≤ 5% over the configurations whose step takes
 ≥ 5 ms on the source (the step a prediction starts from), none over 15%; max batch within 3%. Each row
 carries its regime (the source configuration's bound), so that the errors can be read, and the bands
-built (planner/model/bands.py), per regime.
+built (planner/check/bands.py), per regime.
 """
 
 from __future__ import annotations

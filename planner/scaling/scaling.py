@@ -30,12 +30,12 @@ from gpuplan_schema.payloads import CollectivesPayload, DdpPayload
 from gpuplan_schema.payloads.topology import describe_topology
 from gpuplan_schema.results import MachineResults
 from gpuplan_schema.stats import Stat
-from planner.model.assumed_scaling import Scaling, ScalingProvider, SyncLoad, assumed_scaling
+from planner.scaling.assumed_scaling import Scaling, ScalingProvider, SyncLoad, assumed_scaling
 from planner.specs import InstanceSpec, match_gpu
 from planner.units import short_rate
 
 if TYPE_CHECKING:  # intra_node imports this module
-    from planner.model.intra_node import SyncModel
+    from planner.scaling.intra_node import SyncModel
 
 ASSUMED_EFFICIENCY = 0.875
 ASSUMED_NOTE = "assumed: the seed analyses' 4 GPUs → 3–4× (0.875, the midpoint); not measured on this machine"
@@ -248,7 +248,7 @@ def _and(names: list[str]) -> str:
 def build_scaling(measured: list[MeasuredEfficiency], model: SyncModel | None = None) -> ScalingProvider:
     """The ranking's scaling provider. With the job's load and a measured intra-node model: the job's own DDP
     efficiency where it was measured on the instance's GPU model and count, else the model
-    (planner/model/intra_node.py), each with the band published hosts set. Without them: the lowest
+    (planner/scaling/intra_node.py), each with the band published hosts set. Without them: the lowest
     measured figure of the GPU model (`measured_scaling`), else the labelled assumption."""
     def provider(instance: InstanceSpec, load: SyncLoad | None = None) -> Scaling:
         if instance.gpu_count == 1:

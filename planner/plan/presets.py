@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from planner.model.recommend import Knee
-from planner.model.settings import Settings
+from planner.plan.recommend import Knee
+from planner.plan.settings import Settings
 
 CONSERVATIVE_SHARE = 0.75  # leave a quarter of the default allocator's boundary free
 AGGRESSIVE_MIN_GAIN = 0.02  # a larger batch only for a gain above the ~1 % that repeated runs differ by

@@ -1,7 +1,7 @@
 """The throughput to expect with a workload's recommended settings, its range, and what bounds it there.
 
 The batch sweep runs in one precision (bf16), eager; the precision and torch.compile trials run at the main
-batch. The recommended settings are one measured configuration (planner/model/choice.py) at the sweep's knee,
+batch. The recommended settings are one measured configuration (planner/plan/choice.py) at the sweep's knee,
 so the expectation is, in this order of preference:
 
 - measured: the configuration itself was timed at the recommended batch (its median, its IQR as the range);
@@ -22,11 +22,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from gpuplan_schema.payloads import WorkloadPayload, WorkloadPoint
-from planner.model.bounds import BoundKind
-from planner.model.choice import Choice
-from planner.model.judge import Judgement
 from planner.model.performance import PLAIN_VARIANTS, Prediction
-from planner.model.settings import Settings
+from planner.plan.bounds import BoundKind
+from planner.plan.choice import Choice
+from planner.plan.judge import Judgement
+from planner.plan.settings import Settings
 from planner.units import format_count, short_rate
 
 WIDE = 0.25   # a range wider than ± this says why beside it, wherever it is shown
@@ -42,7 +42,7 @@ class Expected:
     judgement: Judgement    # what bounds the step with these settings, and how that was judged
     how: str = "measured"   # measured, carried or predicted
     gpu_per_s: float | None = None   # what the GPU alone does, where the input pipeline caps the figure
-    band_basis: str = ""    # a prediction's: what its band was built from (planner/model/bands.py)
+    band_basis: str = ""    # a prediction's: what its band was built from (planner/check/bands.py)
 
     @property
     def bound(self) -> str:

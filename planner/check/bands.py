@@ -8,21 +8,21 @@ different reasons, so the band has two parts:
 
 - the GPU part: the middle 90% of the errors of GPU-set predictions (host share under GPU_ONLY) of the same
   kind of jump: same architecture (compute capability major equal, e.g. H100 → H200: the H100 ↔ H200 accuracy
-  rows, planner/model/accuracy.py, both directions) or another one (the published cross-architecture check,
-  planner/model/crossarch.py). With e = predicted / measured − 1 the measurement lay at 1 / (1 + e) of the
+  rows, planner/check/accuracy.py, both directions) or another one (the published cross-architecture check,
+  planner/check/crossarch.py). With e = predicted / measured − 1 the measurement lay at 1 / (1 + e) of the
   prediction, so low = p95 of (1 − 1 / (1 + e)) and high = p95 of (1 / (1 + e) − 1) (nearest rank): 5% of the
   residuals beyond each side, so nine in ten inside (a p90 on each side leaves one in ten out on each: eight in
   ten inside, which is what the held-out check found);
 - the host part: how far the predicted step moves on a host S slower or faster (`HostExposure.steps`: the host's
   part of the step and its issue time scale, the GPU's work does not), where S is the 90th percentile of the
-  spreads measured between two hosts of one GPU type for a host-set step (planner/model/repeatability.py, scope
+  spreads measured between two hosts of one GPU type for a host-set step (planner/check/repeatability.py, scope
   "another host"): the host of a rented machine is unknown until it is rented, and 9 in 10 such steps moved by
   less than S between two of them.
 
     high = max(FLOOR, gpu_high + 1 / faster − 1)        low = max(FLOOR, gpu_low + 1 − 1 / slower)
 
 So a GPU-bound step keeps a narrow band and a host-bound one gets the spread measured there. Nothing comparable
-measured: ±NO_COMPARABLE, labelled "no comparable measurement". planner/model/coverage.py checks the bands on
+measured: ±NO_COMPARABLE, labelled "no comparable measurement". planner/check/coverage.py checks the bands on
 residuals they were not built from, and the accuracy page publishes what it finds.
 """
 
@@ -33,10 +33,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from gpuplan_schema.results import MachineResults
-from planner.model.accuracy import iter_accuracy_tables
-from planner.model.crossarch import CrossCheck, build_crosscheck
+from planner.check.accuracy import iter_accuracy_tables
+from planner.check.crossarch import CrossCheck, build_crosscheck
+from planner.check.repeatability import ANOTHER_LEND, all_repeat_pairs
 from planner.model.performance import HostExposure, Prediction
-from planner.model.repeatability import ANOTHER_LEND, all_repeat_pairs
 
 FLOOR = 0.03
 NO_COMPARABLE = 0.50

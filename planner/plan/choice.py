@@ -10,7 +10,7 @@ the same settings. The recommendation is one configuration that was measured, ne
 measured apart (fp16 eager +22 % and bf16 compiled +36 % say nothing of fp16 compiled).
 
 A trial at the main batch speaks for the recommended batch only where both are in one regime
-(planner/model/judge.py `same_regime`): a gain measured where the host sets a 30 ms step says nothing of a
+(planner/plan/judge.py `same_regime`): a gain measured where the host sets a 30 ms step says nothing of a
 GPU-bound step at 64× the batch. Otherwise the sweep's own configuration is kept, and the reason says so.
 """
 

@@ -14,9 +14,9 @@ import math
 from dataclasses import dataclass
 
 from gpuplan_schema.payloads import WorkloadPayload, WorkloadPoint
-from planner.model.choice import Choice, Trial, ties
 from planner.model.dataloader_verdict import FeedVerdict
 from planner.model.memory import SAFETY_MARGIN, MemoryFit
+from planner.plan.choice import Choice, Trial, ties
 from planner.units import format_count, short_rate
 
 KNEE = 0.05            # the knee: the smallest batch within 5% of the best measured throughput

@@ -1,7 +1,7 @@
 """The intra-node scaling model held against published multi-GPU rows, and the band those rows set.
 
 For each published row (planner/specs/published_scaling.json, excluded ones left out) the model of
-planner/model/intra_node.py gives the efficiency of the host's GPUs at the host's own 1-GPU step and the
+planner/scaling/intra_node.py gives the efficiency of the host's GPUs at the host's own 1-GPU step and the
 model's gradient; its error is predicted ÷ published − 1. A row's host bandwidth is the ring bytes each GPU
 sends (2 (N−1)/N × the gradient) over the sync the host exposed (its N-GPU step − its 1-GPU step): one host
 keeps about the same figure for every model (2-5 GB/s on Lambda's A100 hosts, 20-200 GB/s on its H100 SXM5
@@ -23,8 +23,8 @@ from dataclasses import dataclass, replace
 import numpy
 
 from gpuplan_schema.results import MachineResults
-from planner.model.assumed_scaling import GRADIENT_BYTES_PER_PARAMETER, SyncLoad, assumed_efficiency
-from planner.model.intra_node import (
+from planner.scaling.assumed_scaling import GRADIENT_BYTES_PER_PARAMETER, SyncLoad, assumed_efficiency
+from planner.scaling.intra_node import (
     SLOW_HOST_QUANTILE,
     LinkRun,
     SyncModel,

@@ -19,7 +19,7 @@ Why these factors:
 
 These factors ignore the model: a larger gradient (gpt-small's 163 M parameters against ResNet-50's
 26 M) or a shorter step exposes more of the all-reduce. They stand only where no multi-GPU run was
-measured at all; otherwise planner/model/intra_node.py models the job's own gradient and step. Treat
+measured at all; otherwise planner/scaling/intra_node.py models the job's own gradient and step. Treat
 multi-GPU figures from the assumed factors as ±15 % (the band they carry).
 """
 
@@ -75,7 +75,7 @@ def assumed_scaling(instance: InstanceSpec, load: SyncLoad | None = None) -> Sca
         return Scaling(1.0, "one GPU: no data-parallel overhead", measured=False)
     efficiency, factors = assumed_efficiency(n, instance.gpu_interconnect)
     return Scaling(efficiency, f"assumed, not measured: {factors} → {efficiency:.2f} on {n} GPUs "
-                               f"(see planner/model/assumed_scaling.py)", measured=False,
+                               f"(see planner/scaling/assumed_scaling.py)", measured=False,
                    low=efficiency * (1 - ASSUMED_SPREAD), high=min(1.0, efficiency * (1 + ASSUMED_SPREAD)))
 
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuplan_schema.payloads import RooflinePayload, WorkloadPayload
-from planner.model.choice import Choice, choose
 from planner.model.dataloader_verdict import FeedVerdict
-from planner.model.judge import Judgement, judge, same_regime
 from planner.model.memory import fit_memory
 from planner.model.performance import Rates
-from planner.model.presets import Bounds, Preset, build_presets
-from planner.model.recommend import (
+from planner.model.workload_verdict import main_batch
+from planner.plan.choice import Choice, choose
+from planner.plan.judge import Judgement, judge, same_regime
+from planner.plan.presets import Bounds, Preset, build_presets
+from planner.plan.recommend import (
     Knee,
     Recommendation,
     find_knee,
@@ -22,8 +23,7 @@ from planner.model.recommend import (
     recommend_precision,
     recommend_variants,
 )
-from planner.model.settings import Settings, settings_from
-from planner.model.workload_verdict import main_batch
+from planner.plan.settings import Settings, settings_from
 from planner.specs import GpuSpec
 
 MAIN_PRECISION = "bf16"  # the precision the batch sweeps run in (collectors/core/profiles.py)

@@ -1,5 +1,5 @@
 """The one vocabulary for what bounds a step: every output (plan text and JSON, the report, the site) names a
-bound with these words and only these, read from the plan's judgement (planner/model/judge.py).
+bound with these words and only these, read from the plan's judgement (planner/plan/judge.py).
 
     math          matrix math at the tensor-core (or FMA) roof takes most of the step
     memory        moving bytes at the memory-bandwidth roof takes most of the step

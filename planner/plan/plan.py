@@ -15,22 +15,13 @@ from functools import cached_property
 from gpuplan_schema.payloads import Allocator, RooflinePayload, WorkloadPayload
 from gpuplan_schema.results import MachineResults
 from gpuplan_schema.schema import DocumentError
-from planner.model.accuracy import comparable
-from planner.model.advice import MAIN_PRECISION, REFERENCE_BATCH, advise_workload  # noqa: F401 - re-exported
-from planner.model.alignment import recommend_alignment
-from planner.model.assumed_scaling import ScalingProvider
-from planner.model.bands import BandTable, band_table_for, measured_band, with_band
-from planner.model.choice import Choice
-from planner.model.crossarch import CrossCheck, build_crosscheck
+from planner.check.accuracy import comparable
+from planner.check.bands import BandTable, band_table_for, measured_band, with_band
+from planner.check.crossarch import CrossCheck, build_crosscheck
+from planner.check.scaling_check import build_sync_model
 from planner.model.dataloader_verdict import build_feed_verdicts
-from planner.model.default_jobs import JobRanking, rank_default_jobs
-from planner.model.expect import Expected, build_expected, cap_by_input, exact_prediction, knee_prediction
-from planner.model.fp8 import as_fp8, measured_precision, require_fp8
 from planner.model.host import feed_limit, load_feed
-from planner.model.jobs import Job, parse_job
-from planner.model.judge import judge, judge_on_target, plain_point
 from planner.model.memory import MemoryFit, fit_memory
-from planner.model.nodes import NodeRow, build_node_ranking
 from planner.model.performance import (
     Prediction,
     Rates,
@@ -40,13 +31,22 @@ from planner.model.performance import (
     run_precision,
     target_rates,
 )
-from planner.model.presets import Preset, render_presets_yaml
-from planner.model.ranking import ASSUMPTIONS, Estimate, Predictor, RankedInstance, no_feed_limit, rank_instances
-from planner.model.recommend import Recommendation
-from planner.model.scaling import build_scaling, gather_efficiencies
-from planner.model.scaling_check import build_sync_model
-from planner.model.settings import Settings
 from planner.model.split import PLAIN_VARIANTS, machine_rooflines, sibling_compile_points
+from planner.plan.advice import MAIN_PRECISION, REFERENCE_BATCH, advise_workload  # noqa: F401 - re-exported
+from planner.plan.alignment import recommend_alignment
+from planner.plan.choice import Choice
+from planner.plan.default_jobs import JobRanking, rank_default_jobs
+from planner.plan.expect import Expected, build_expected, cap_by_input, exact_prediction, knee_prediction
+from planner.plan.judge import judge, judge_on_target, plain_point
+from planner.plan.presets import Preset, render_presets_yaml
+from planner.plan.recommend import Recommendation
+from planner.plan.settings import Settings
+from planner.rank.fp8 import as_fp8, measured_precision, require_fp8
+from planner.rank.jobs import Job, parse_job
+from planner.rank.nodes import NodeRow, build_node_ranking
+from planner.rank.ranking import ASSUMPTIONS, Estimate, Predictor, RankedInstance, no_feed_limit, rank_instances
+from planner.scaling.assumed_scaling import ScalingProvider
+from planner.scaling.scaling import build_scaling, gather_efficiencies
 from planner.specs import GpuSpec, load_gpu_catalog, match_gpu
 from planner.specs.require import require_target
 from planner.units import format_count, short_rate
@@ -302,7 +302,7 @@ def build_predictor(source: Source, job: Job):  # noqa: ANN201 - a Predictor
         raise PlanError(f"--job {job.spec!r}", f"no {job.workload} results on {source.machine.machine}; "
                                                f"{'closest' if close else 'measured'}: {', '.join(close or names)}")
     require_fp8(job, source.rates, source.machine.machine)
-    precision = measured_precision(job)  # fp8: bf16's points, matmuls at the fp8 rate (planner/model/fp8.py)
+    precision = measured_precision(job)  # fp8: bf16's points, matmuls at the fp8 rate (planner/rank/fp8.py)
 
     def predict(gpu: GpuSpec) -> Estimate | None:
         fit = fit_memory(payload, precision, source.spec.memory_bytes)
@@ -410,7 +410,7 @@ def build_feed(source: Source, job: Job):  # noqa: ANN201 - a FeedProvider
 
 
 def plan_to_json(plan: Plan) -> dict:
-    from planner.model.answer import answers_of_target  # answer reads the plan: imported here, not at the top
+    from planner.plan.answer import answers_of_target  # answer reads the plan: imported here, not at the top
 
     return {
         "schema_version": PLAN_SCHEMA_VERSION,

@@ -1,7 +1,7 @@
 """Do the bands hold? Each measured truth the planner could have predicted, checked against the band it would
 have been given without it.
 
-The bands (planner/model/bands.py) are built from measured residuals, so checking a band against the residuals
+The bands (planner/check/bands.py) are built from measured residuals, so checking a band against the residuals
 it was built from would hold by construction. Here every residual is checked against the band table built
 without its own group: without its workload for the H100 ↔ H200 rows (both directions, which mirror each
 other), without its GPU for the published cross-architecture rows. The share inside is the coverage a user can
@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gpuplan_schema.results import MachineResults
-from planner.model.bands import BandTable, Residual, build_band_table
-from planner.model.crossarch import CrossCheck
+from planner.check.bands import BandTable, Residual, build_band_table
+from planner.check.crossarch import CrossCheck
 
 TARGET_COVERAGE = 0.90
 HALF_WIDTH_TARGET = {"GPU-bound": 0.06, "host-bound": 0.15}

@@ -2,7 +2,7 @@
 
 Each node count becomes a virtual catalog entry (`replace(instance, gpu_count=G·n, price ×n)`) and a
 scaling provider that knows its nodes: efficiency(n) = efficiency(1 node, as the ranking would give it)
-× the network factor ddp_efficiency(n) / ddp_efficiency(1) of planner/model/network.py, with the
+× the network factor ddp_efficiency(n) / ddp_efficiency(1) of planner/scaling/network.py, with the
 compute step of the job's own per-GPU prediction. Node counts double up to MAX_NODES, and stop after
 the first count whose network factor is below MIN_EFFICIENCY.
 
@@ -17,9 +17,18 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from gpuplan_schema.results import MachineResults
-from planner.model.assumed_scaling import Scaling, ScalingProvider, SyncLoad, assumed_scaling
-from planner.model.jobs import Job
-from planner.model.network import (
+from planner.rank.jobs import Job
+from planner.rank.ranking import (
+    OK,
+    Estimate,
+    FeedProvider,
+    Predictor,
+    RankedInstance,
+    no_feed_limit,
+    rank_instances,
+)
+from planner.scaling.assumed_scaling import Scaling, ScalingProvider, SyncLoad, assumed_scaling
+from planner.scaling.network import (
     GRADIENT_BYTES_PER_PARAMETER,
     Link,
     MeasuredNode,
@@ -29,16 +38,7 @@ from planner.model.network import (
     intra_links,
     network_link,
 )
-from planner.model.ranking import (
-    OK,
-    Estimate,
-    FeedProvider,
-    Predictor,
-    RankedInstance,
-    no_feed_limit,
-    rank_instances,
-)
-from planner.model.scaling import gpu_ddp_run
+from planner.scaling.scaling import gpu_ddp_run
 from planner.specs import GpuSpec, InstanceSpec, load_gpu_catalog, load_instances, match_gpu
 
 MAX_NODES = 16
@@ -115,7 +115,7 @@ def expand_nodes(job: Job, predict: Predictor, inputs: NetworkInputs, *,
             return one
         factor = network_factor(inputs, original, n, estimate.batch / estimate.samples_per_s)
         return Scaling(one.efficiency * factor, f"{one.note}; × {factor:.3f} for {n} nodes over "
-                       f"{_network_text(original)} (planner/model/network.py)", one.measured,
+                       f"{_network_text(original)} (planner/scaling/network.py)", one.measured,
                        *(None if b is None else b * factor for b in (one.low, one.high)))
 
     specs = [spec if n == 1 else replace(spec, name=name, gpu_count=spec.gpu_count * n,

@@ -1,0 +1,1 @@
+"""The model held against measurements and published tables, and the error bands those residuals set."""

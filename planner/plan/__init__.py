@@ -1,0 +1,1 @@
+"""The recommendations and the plan: settings, presets, the judged bound, the expected figure, the answer."""

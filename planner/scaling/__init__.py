@@ -1,0 +1,1 @@
+"""Several GPUs and nodes: measured and assumed data-parallel efficiency, the intra-node and network models."""
