@@ -283,3 +283,27 @@ def test_on_another_gpu_the_expected_figure_is_the_recommended_configurations_ow
     assert "torch.compile: the configuration recommended" in expected.basis
     resnet = h200.expected["resnet50"]
     assert h200.settings["resnet50"].batch == 512 and "for bf16 compiled over bf16" in resnet.basis
+
+
+def test_the_ranking_reads_the_plans_answer_on_every_gpu_the_plan_shows():
+    """A default job runs at its workload's recommended precision; on every GPU the plan has a line for, each
+    ranked instance's per-GPU batch and figure are that line's (before the loader's cap, which the ranking applies
+    per instance): TXL on an L40S once ranked at 151 segments/s while the plan's line said 402, dlrm-small at batch
+    16,384 while the plan recommended 1,048,576. An fp8 job starts from the same answer and is never slower."""
+    machine = load_machine(FROZEN / "h100-80gb")
+    plan = build_plan(machine, ["H100 SXM", "H200 SXM", "A100 80GB SXM", "L40S"], rank_defaults=True)
+    targets = {t.gpu.name: t for t in plan.targets if t.gpu_count == 1}
+    checked = 0
+    for workload, ranking in plan.jobs.items():
+        for row in ranking.rows:
+            target = targets.get(row.gpu)
+            expected = target.gpu_expected.get(workload) if target else None
+            if row.status != "ok" or expected is None or ranking.job.precision != target.settings[workload].precision:
+                continue
+            assert row.batch_per_gpu == target.settings[workload].batch
+            assert row.per_gpu_samples_per_s == pytest.approx(expected.throughput_per_s)
+            checked += 1
+    assert checked > 50
+    fp8 = build_plan(machine, ["H100 SXM"], parse_job("gpt-small fp8 tokens=10B"))
+    bf16 = {r.instance: r.hours for r in plan.jobs["gpt-small"].rows if r.status == "ok"}
+    assert all(r.hours <= bf16[r.instance] * (1 + 1e-9) for r in fp8.ranking if r.status == "ok" and r.instance in bf16)

@@ -8,7 +8,7 @@ A user workload file is never executed here: the plan reads documents only.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
@@ -92,6 +92,10 @@ class Target:
     preset_values: dict[str, list[Preset]] = field(default_factory=dict)  # workload → the presets, typed
     choices: dict[str, Choice] = field(default_factory=dict)             # workload → the trials chosen from
     validated: bool = True   # False: no published cross-architecture check covers this GPU
+    # workload → the expected figure before the measured loader's cap: what the GPU does with the settings. The
+    # ranking reads it (each instance's own vCPUs set its feed there), so a job at the recommended precision is
+    # ranked at the plan's settings and figure, not at a knee of its own
+    gpu_expected: dict[str, Expected] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -212,6 +216,7 @@ def build_source_target(source: Source, name: str, count: int) -> Target:
             base = plain_point(payload, advice.knee.batch, MAIN_PRECISION)
             expected = build_expected(payload, advice.settings, advice.choice, base, advice.judgement)
             if expected:
+                target.gpu_expected[payload.workload] = expected
                 target.expected[payload.workload] = cap_by_input(expected, *input_feed(source, advice.settings))
     return target
 
@@ -253,6 +258,7 @@ def build_target(source: Source, name: str, gpu: GpuSpec, count: int, measured: 
             expected = build_expected(payload, settings, choice, None, there, pred,
                                       exact_prediction(predictions, settings))
             if expected:
+                target.gpu_expected[payload.workload] = expected
                 target.expected[payload.workload] = cap_by_input(expected, *input_feed(source, settings))
     return target
 
@@ -294,7 +300,14 @@ def _same_arch(a: GpuSpec, b: GpuSpec) -> bool:
     return (a.compute_capability or "").split(".")[0] == (b.compute_capability or "").split(".")[0]
 
 
-def build_predictor(source: Source, job: Job):  # noqa: ANN201 - a Predictor
+# (GPU, workload, job, its safe batch there) → the plan's answer as a ranking estimate, or None (plan_answers)
+AnswerFn = Callable[[GpuSpec, WorkloadPayload, Job, int | None], Estimate | None]
+
+
+def build_predictor(source: Source, job: Job, answers: AnswerFn | None = None):  # noqa: ANN201 - a Predictor
+    """One GPU's estimate for `job`. Where the plan (`answers`, from plan_answers) recommends the job's precision
+    for its workload, the estimate is the plan's answer on that GPU (the same settings, batch, figure and band as
+    the plan's line for it); else the knee of the job's precision's measured points predicted there."""
     payload = next((w for w in source.machine.workloads if w.workload == job.workload), None)
     if payload is None:
         names = [w.workload for w in source.machine.workloads]
@@ -304,9 +317,15 @@ def build_predictor(source: Source, job: Job):  # noqa: ANN201 - a Predictor
     require_fp8(job, source.rates, source.machine.machine)
     precision = measured_precision(job)  # fp8: bf16's points, matmuls at the fp8 rate (planner/rank/fp8.py)
 
+    # an fp8 job starts from the bf16 job's answer: the plan's, times what the fp8 matmul rate gains at the knee
+    as_measured = replace(job, precision=precision) if precision != job.precision else job
+
     def predict(gpu: GpuSpec) -> Estimate | None:
         fit = fit_memory(payload, precision, source.spec.memory_bytes)
         safe = fit.safe_batch(gpu.memory_bytes) if fit else None
+        answer = answers(gpu, payload, as_measured, safe) if answers else None
+        if answer is not None and as_measured is job:
+            return answer
         rates = as_fp8(target_rates(source.rates, source.spec, gpu), job)
         # the plain variants and torch.compile where measured (the plan recommends it where it gains); for an
         # fp8 job the points ran in bf16 and only the target's matmul rate is fp8's
@@ -321,6 +340,14 @@ def build_predictor(source: Source, job: Job):  # noqa: ANN201 - a Predictor
         if not predicted:
             return _does_not_fit(payload, job, safe)
         knee = predicted_knee(predicted)
+        if answer is not None:  # fp8: the bf16 answer × the knee's fp8 gain over its own bf16 step
+            point = next(p for p in candidates if (p.batch, p.variant) == (knee.batch, knee.variant))
+            bf16 = predict_point(point, payload, source.rates, target_rates(source.rates, source.spec, gpu), same_arch,
+                                 source.rooflines, gpu)
+            gain = max(1.0, knee.throughput_per_s / bf16.throughput_per_s) if bf16 else 1.0
+            return replace(answer, samples_per_s=answer.samples_per_s * gain,
+                           note=f"{answer.note}; × {gain:.2f} with its matmuls at the fp8 rate (its bf16 step at "
+                                f"batch {knee.batch}, {knee.variant}, predicted both ways)")
         validated = gpu.name in source.validated
         note = (f"from {source.machine.machine}'s batch {knee.batch} ({knee.variant}), "
                 f"{knee.bound_there.name}-bound there, "
@@ -330,6 +357,31 @@ def build_predictor(source: Source, job: Job):  # noqa: ANN201 - a Predictor
         return Estimate(knee.throughput_per_s, knee.batch, safe if safe and safe >= knee.batch else None, note,
                         knee.band_low, knee.band_high, validated, payload.parameters)
     return predict
+
+
+def plan_answers(source: Source, measured: Target) -> AnswerFn:
+    """The plan's answer on any GPU as a ranking estimate: its target built once per GPU model and kept for
+    every job ranked after (the measured GPU's own target for it), read where it recommends the job's precision
+    for the job's workload."""
+    targets: dict[str, Target] = {}
+
+    def answer(gpu: GpuSpec, payload: WorkloadPayload, job: Job, safe: int | None) -> Estimate | None:
+        if gpu.name not in targets:
+            targets[gpu.name] = measured if gpu.name == source.spec.name else \
+                build_target(source, gpu.name, gpu, 1, measured)
+        target = targets[gpu.name]
+        settings, expected = target.settings.get(job.workload), target.gpu_expected.get(job.workload)
+        if settings is None or expected is None or settings.precision != job.precision or \
+                not expected.throughput_per_s or (safe is not None and settings.batch > safe):
+            return None
+        t = expected.throughput_per_s
+        validated = gpu.name in source.validated
+        note = (f"the plan's answer on {gpu.name}: batch {settings.batch}, {settings.precision}"
+                f"{', torch.compile' if settings.torch_compile else ''}; {expected.basis}"
+                f"{'' if validated else ', unvalidated'}")
+        return Estimate(t, settings.batch, safe, note, max(0.0, 1 - expected.low_per_s / t),
+                        max(0.0, expected.high_per_s / t - 1), validated, payload.parameters)
+    return answer
 
 
 def _does_not_fit(payload: WorkloadPayload, job: Job, safe: int | None) -> Estimate | None:
@@ -355,7 +407,7 @@ def build_plan(machine: MachineResults, targets: list[str] | None = None, job: J
                      else build_target(source, label, gpu, count, built[0]))
     if job is None and not rank_defaults:
         return Plan(machine.machine, source.spec, built, None, [], check)
-    ranker = JobRanker(source, build_scaling(gather_efficiencies(measured), build_sync_model(measured)))
+    ranker = JobRanker(source, build_scaling(gather_efficiencies(measured), build_sync_model(measured)), built[0])
     precisions = {w: s.precision for w, s in built[0].settings.items()}
     jobs = rank_default_jobs(machine.workloads, ranker.rank, job, precisions) if rank_defaults else {}
     asked = job is not None
@@ -364,7 +416,7 @@ def build_plan(machine: MachineResults, targets: list[str] | None = None, job: J
         job = jobs[default].job if default in jobs else None
     if job is None:
         return Plan(machine.machine, source.spec, built, None, [], check, jobs=jobs, ranker=ranker)
-    predict = build_predictor(source, job)
+    predict = build_predictor(source, job, ranker.answers)
     ranking = jobs[job.workload].rows if job.workload in jobs else ranker.rank(job, predict)
     nodes = build_node_ranking(job, predict, machines, scaling=ranker.scaling, feed=build_feed(source, job))
     return Plan(machine.machine, source.spec, built, job, ranking, check, ASSUMPTIONS, nodes, jobs, asked, ranker)
@@ -392,16 +444,23 @@ class JobRanker:
 
     source: Source
     scaling: ScalingProvider
+    measured: Target | None = None   # the source's own target: jobs at its recommended precision rank at its answers
+
+    @cached_property
+    def answers(self) -> AnswerFn | None:
+        """The plan's answers, each GPU's built once for every job this ranker ranks."""
+        return plan_answers(self.source, self.measured) if self.measured is not None else None
 
     def rank(self, job: Job, predict: Predictor | None = None) -> list[RankedInstance]:
-        return rank_instances(job, predict or build_predictor(self.source, job), scaling=self.scaling,
+        return rank_instances(job, predict or build_predictor(self.source, job, self.answers), scaling=self.scaling,
                               feed=build_feed(self.source, job))
 
 
 def build_ranker(machine: MachineResults, measured: Sequence[MachineResults] = ()) -> JobRanker:
     """Raises PlanError for a machine the planner cannot use."""
     source, _ = prepare_source(machine, all_machines(machine, measured))
-    return JobRanker(source, build_scaling(gather_efficiencies(measured), build_sync_model(measured)))
+    return JobRanker(source, build_scaling(gather_efficiencies(measured), build_sync_model(measured)),
+                     build_source_target(source, source.spec.name, 1))
 
 
 def build_feed(source: Source, job: Job):  # noqa: ANN201 - a FeedProvider
