@@ -97,6 +97,11 @@ class Target:
     # ranked at the plan's settings and figure, not at a knee of its own
     gpu_expected: dict[str, Expected] = field(default_factory=dict)
 
+    def keep_expected(self, workload: str, expected: Expected, feed: tuple[float | None, str]) -> None:
+        """The GPU's figure with the settings, and the figure the measured loader (`feed`, input_feed) caps it at."""
+        self.gpu_expected[workload] = expected
+        self.expected[workload] = cap_by_input(expected, *feed)
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -216,8 +221,7 @@ def build_source_target(source: Source, name: str, count: int) -> Target:
             base = plain_point(payload, advice.knee.batch, MAIN_PRECISION)
             expected = build_expected(payload, advice.settings, advice.choice, base, advice.judgement)
             if expected:
-                target.gpu_expected[payload.workload] = expected
-                target.expected[payload.workload] = cap_by_input(expected, *input_feed(source, advice.settings))
+                target.keep_expected(payload.workload, expected, input_feed(source, advice.settings))
     return target
 
 
@@ -258,8 +262,7 @@ def build_target(source: Source, name: str, gpu: GpuSpec, count: int, measured: 
             expected = build_expected(payload, settings, choice, None, there, pred,
                                       exact_prediction(predictions, settings))
             if expected:
-                target.gpu_expected[payload.workload] = expected
-                target.expected[payload.workload] = cap_by_input(expected, *input_feed(source, settings))
+                target.keep_expected(payload.workload, expected, input_feed(source, settings))
     return target
 
 
@@ -324,7 +327,7 @@ def build_predictor(source: Source, job: Job, answers: AnswerFn | None = None): 
         fit = fit_memory(payload, precision, source.spec.memory_bytes)
         safe = fit.safe_batch(gpu.memory_bytes) if fit else None
         answer = answers(gpu, payload, as_measured, safe) if answers else None
-        if answer is not None and as_measured is job:
+        if answer is not None and precision == job.precision:
             return answer
         rates = as_fp8(target_rates(source.rates, source.spec, gpu), job)
         # the plain variants and torch.compile where measured (the plan recommends it where it gains); for an
@@ -359,16 +362,16 @@ def build_predictor(source: Source, job: Job, answers: AnswerFn | None = None): 
     return predict
 
 
-def plan_answers(source: Source, measured: Target) -> AnswerFn:
-    """The plan's answer on any GPU as a ranking estimate: its target built once per GPU model and kept for
-    every job ranked after (the measured GPU's own target for it), read where it recommends the job's precision
-    for the job's workload."""
-    targets: dict[str, Target] = {}
+def plan_answers(source: Source, built: Sequence[Target]) -> AnswerFn:
+    """The plan's answer on any GPU as a ranking estimate, read where it recommends the job's precision for the
+    job's workload. `built`: the plan's targets, the measured GPU's first; a one-GPU target among them is the one
+    read (the plan's line and the ranking are one computation), another GPU's is built once and kept for every
+    job ranked after."""
+    targets = {t.gpu.name: t for t in reversed(built) if t.gpu_count == 1}  # the first of a GPU wins
 
     def answer(gpu: GpuSpec, payload: WorkloadPayload, job: Job, safe: int | None) -> Estimate | None:
         if gpu.name not in targets:
-            targets[gpu.name] = measured if gpu.name == source.spec.name else \
-                build_target(source, gpu.name, gpu, 1, measured)
+            targets[gpu.name] = build_target(source, gpu.name, gpu, 1, built[0])
         target = targets[gpu.name]
         settings, expected = target.settings.get(job.workload), target.gpu_expected.get(job.workload)
         if settings is None or expected is None or settings.precision != job.precision or \
@@ -407,7 +410,7 @@ def build_plan(machine: MachineResults, targets: list[str] | None = None, job: J
                      else build_target(source, label, gpu, count, built[0]))
     if job is None and not rank_defaults:
         return Plan(machine.machine, source.spec, built, None, [], check)
-    ranker = JobRanker(source, build_scaling(gather_efficiencies(measured), build_sync_model(measured)), built[0])
+    ranker = JobRanker(source, build_scaling(gather_efficiencies(measured), build_sync_model(measured)), tuple(built))
     precisions = {w: s.precision for w, s in built[0].settings.items()}
     jobs = rank_default_jobs(machine.workloads, ranker.rank, job, precisions) if rank_defaults else {}
     asked = job is not None
@@ -444,12 +447,12 @@ class JobRanker:
 
     source: Source
     scaling: ScalingProvider
-    measured: Target | None = None   # the source's own target: jobs at its recommended precision rank at its answers
+    targets: tuple[Target, ...] = ()   # the plan's, the measured GPU's first: jobs at its precisions rank at them
 
     @cached_property
     def answers(self) -> AnswerFn | None:
-        """The plan's answers, each GPU's built once for every job this ranker ranks."""
-        return plan_answers(self.source, self.measured) if self.measured is not None else None
+        """The plan's answers, each GPU's target built once for every job this ranker ranks."""
+        return plan_answers(self.source, self.targets) if self.targets else None
 
     def rank(self, job: Job, predict: Predictor | None = None) -> list[RankedInstance]:
         return rank_instances(job, predict or build_predictor(self.source, job, self.answers), scaling=self.scaling,
@@ -460,7 +463,7 @@ def build_ranker(machine: MachineResults, measured: Sequence[MachineResults] = (
     """Raises PlanError for a machine the planner cannot use."""
     source, _ = prepare_source(machine, all_machines(machine, measured))
     return JobRanker(source, build_scaling(gather_efficiencies(measured), build_sync_model(measured)),
-                     build_source_target(source, source.spec.name, 1))
+                     (build_source_target(source, source.spec.name, 1),))
 
 
 def build_feed(source: Source, job: Job):  # noqa: ANN201 - a FeedProvider
