@@ -191,7 +191,8 @@ def _add_plan(sub: Any) -> None:
                    help="rank every catalog instance for a job: 'resnet50 bf16 samples=128116700', "
                         "'gpt-small bf16 tokens=10B', 'resnet50 fp16 epochs=90 dataset=imagenet', 'resnet50 bf16 "
                         "dataset=coco-2017' (one epoch) or 'gpt-small fp8 dataset=openwebtext' (fp8 where the "
-                        "measured GPU ran fp8 matmuls)")
+                        "measured GPU ran fp8 matmuls); a bf16 job runs fp16 (autocast + GradScaler) on a GPU "
+                        "without bf16 (V100, T4), marked ‡")
     p.add_argument("--json", action="store_true", help="print the plan document (docs/plan.md) instead of text")
     p.add_argument("--verbose", action="store_true",
                    help="after the answer and the tables, every figure and reason (capacity, recommendations, presets)")

@@ -65,7 +65,8 @@
     ok.forEach(function (r, n) {
       var meta = data.instances[r[0]], tr = document.createElement("tr");
       var band = r[6] !== null ? " (" + hours(r[6] * k) + "–" + hours(r[7] * k) + ")" : "";
-      var cells = [String(n + 1), meta[0] + " · " + meta[1] + (r[8] ? " · † unchecked" : ""), meta[2],
+      var cells = [String(n + 1), meta[0] + " · " + meta[1] + (r[8] ? " · † unchecked" : "") +
+                   (r[10] ? " · ‡ runs " + r[10] : ""), meta[2],
                    fmt(r[2]), hours(r[3] * k) + band, dollars(r[4] * k), "$" + meta[3].toFixed(2),
                    r[5] ? "yes" : ""];
       cells.forEach(function (text, c) {
@@ -77,6 +78,8 @@
       tr.setAttribute("data-instance", meta[0]);
       body.appendChild(tr);
     });
+    var standIn = ok.filter(function (r) { return r[10]; });
+    el("job-stand-in").textContent = standIn.length ? data.stand_in_words[precision.value] + "." : "";
     var cannot = best.rows.length - ok.length;
     el("job-cannot").textContent = cannot ? cannot + " more catalog instances cannot run this job (their GPU " +
       "lacks the precision, or memory, or has no prediction)." : "";

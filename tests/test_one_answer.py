@@ -23,10 +23,12 @@ from planner.plan.choice import Trial, choose, ties
 from planner.plan.judge import elasticity, judge
 from planner.plan.plan import build_plan, report_plan
 from planner.rank.jobs import parse_job
+from planner.render.node_table import ok_rows, render_node_markdown, render_node_text
 from planner.render.plan_text import render_plan_text
 from planner.render.report import render_report_html
 from planner.report.decision import DecisionSection
 from planner.report.frame import build_report, build_report_for
+from planner.report.plan import InstancesSection
 from planner.site.index import build_site_index, workload_names
 from planner.site.jobs import build_chooser
 from planner.units import short_rate
@@ -113,6 +115,49 @@ def test_an_unchecked_gpu_is_marked_on_every_screen(capsys):
     names = [m[0] for m in chooser.instances]
     flagged = {names[r[0]] for t in chooser.tables.values() for r in t["rows"] if r[1] and r[8]}
     assert instance in flagged and not any("H100" in n and "B200" not in n for n in flagged if "p5." in n)
+
+
+def test_a_gpu_that_runs_the_jobs_stand_in_precision_is_marked_on_every_screen(capsys):
+    """A bf16 job on a T4 or V100 runs fp16 (the plan's answer there): the plan text marks its rows ‡ with the
+    footnote, at 80 columns too; the JSON says `precision` fp16, `stand_in_for` bf16; the report's instance table, its
+    decision page's picks, the time/cost chart, the job chooser and 'Across nodes' say it runs fp16. No other row
+    carries the mark."""
+    machine, measured = load_machine_and_root(FROZEN / "h100-80gb")
+    job = parse_job("resnet50 bf16 epochs=100 dataset=imagenet")
+    plan = report_plan(machine, job, measured)
+    marked = {r.instance for r in plan.ranking if r.stand_in_for}
+    assert marked and {r.gpu for r in plan.ranking if r.instance in marked} >= {"T4", "V100 SXM2 16GB"}
+    assert all(r.status == "ok" and r.precision == "fp16" for r in plan.ranking if r.instance in marked)
+    assert all(r.precision == "bf16" for r in plan.ranking if r.status == "ok" and r.instance not in marked)
+    footnote = "‡ no bf16 on this GPU: it runs fp16 autocast with loss scaling (GradScaler), the plan's answer there"
+    text = render_plan_text(plan, top=200, width=400)
+    rows = [line for line in text.splitlines() if line.startswith("   ") and " × " in line and "$" in line]
+    assert rows and all(("‡" in line) == any(f"{i}  " in line for i in marked) for line in rows)
+    assert footnote in text and "unsupported precision" not in text
+    narrow = render_plan_text(plan, top=200, width=80)
+    assert max(map(len, narrow.splitlines())) <= 80 and "‡ no bf16 on this GPU" in " ".join(narrow.split())
+    data = plan_json(FROZEN / "h100-80gb", capsys, "--job", job.spec)
+    stand_ins = {(r["precision"], r["stand_in_for"]) for r in data["ranking"] if r["instance"] in marked}
+    assert stand_ins == {("fp16", "bf16")}
+    report = build_report(machine, plan, measured)
+    page = render_report_html(report).splitlines()
+    t4 = next(r.instance for r in plan.ranking if r.gpu == "T4")
+    at = next(i for i, line in enumerate(page) if line.startswith(f"<tr><td>{t4} "))
+    assert "× T4" in page[at + 1] and "‡ runs fp16, no bf16" in page[at + 1]
+    picks = [p for s in report.sections if isinstance(s, DecisionSection) for b in s.blocks if b.workload == "resnet50"
+             for p in b.picks]
+    assert any(p.instance in marked for p in picks)
+    assert all((p.stand_in == "runs fp16, no bf16") == (p.instance in marked) for p in picks)
+    chart = next(s.chart for s in report.sections if isinstance(s, InstancesSection))
+    assert {d["gpus"] for d in chart["datasets"]["instances"] if d["instance"] == t4} == {"1 × T4 (runs fp16, no bf16)"}
+    chooser = build_chooser([(machine, plan)])
+    names = [m[0] for m in chooser.instances]
+    table = chooser.tables[f"{machine.machine}|resnet50|bf16|1"]
+    assert {names[r[0]] for r in table["rows"] if r[1] and r[10] == "fp16"} == marked
+    assert chooser.stand_in_words["bf16"] == footnote and "stand_in_words" in chooser.to_json()
+    nodes = ok_rows(plan.node_ranking, {r.base for r in plan.node_ranking if r.ranked.stand_in_for})
+    assert nodes and footnote in render_node_markdown(nodes)
+    assert footnote in " ".join(" ".join(render_node_text(nodes, 3, 80)).split())
 
 
 def test_vit_b16_is_judged_where_the_plan_runs_it_not_at_its_main_batch():
@@ -289,21 +334,33 @@ def test_the_ranking_reads_the_plans_answer_on_every_gpu_the_plan_shows():
     """A default job runs at its workload's recommended precision; on every GPU the plan has a line for, each
     ranked instance's per-GPU batch and figure are that line's (before the loader's cap, which the ranking applies
     per instance): TXL on an L40S once ranked at 151 segments/s while the plan's line said 402, dlrm-small at batch
-    16,384 while the plan recommended 1,048,576. An fp8 job starts from the same answer and is never slower."""
+    16,384 while the plan recommended 1,048,576. On a GPU without bf16 (V100, T4) the plan's line runs a bf16 job in
+    fp16: the ranking ranks it there too, at that line, its row saying it runs fp16 (it once listed every V100 and T4
+    instance as 'unsupported precision' beside a plan line that ran it). An fp8 job starts from the same answer and
+    is never slower."""
     machine = load_machine(FROZEN / "h100-80gb")
-    plan = build_plan(machine, ["H100 SXM", "H200 SXM", "A100 80GB SXM", "L40S"], rank_defaults=True)
+    plan = build_plan(machine, ["H100 SXM", "H200 SXM", "A100 80GB SXM", "L40S", "T4", "V100 SXM2 16GB"],
+                      rank_defaults=True)
     targets = {t.gpu.name: t for t in plan.targets if t.gpu_count == 1}
-    checked = 0
+    measured = plan.targets[0].settings
+    checked, stand_ins = 0, 0
     for workload, ranking in plan.jobs.items():
         for row in ranking.rows:
             target = targets.get(row.gpu)
-            expected = target.gpu_expected.get(workload) if target else None
-            if row.status != "ok" or expected is None or ranking.job.precision != target.settings[workload].precision:
+            if target is None or ranking.job.precision != measured[workload].precision:
+                continue  # the plan's line is for its workload's recommended precision
+            settings, expected = target.settings.get(workload), target.gpu_expected.get(workload)
+            assert (row.status == "ok") == (expected is not None), (workload, row.instance, row.reason)
+            if expected is None:
                 continue
-            assert row.batch_per_gpu == target.settings[workload].batch
+            assert row.batch_per_gpu == settings.batch and row.precision == settings.precision
             assert row.per_gpu_samples_per_s == pytest.approx(expected.throughput_per_s)
+            assert row.stand_in_for == (ranking.job.precision if settings.precision != ranking.job.precision else None)
             checked += 1
-    assert checked > 50
+            if row.gpu in ("T4", "V100 SXM2 16GB") and ranking.job.precision == "bf16":
+                assert row.precision == "fp16" and row.reason.startswith(f"no bf16 on {row.gpu}: runs fp16 autocast")
+                stand_ins += 1
+    assert checked > 50 and stand_ins > 20
     fp8 = build_plan(machine, ["H100 SXM"], parse_job("gpt-small fp8 tokens=10B"))
     bf16 = {r.instance: r.hours for r in plan.jobs["gpt-small"].rows if r.status == "ok"}
     assert all(r.hours <= bf16[r.instance] * (1 + 1e-9) for r in fp8.ranking if r.status == "ok" and r.instance in bf16)

@@ -36,8 +36,11 @@ H100_IMAGES_PER_S = 2616.0       # ResNet-50 AMP on an H100 SXM (gpu-facts.md, L
 BYTES_FIXED, BYTES_PER_SAMPLE = 2e9, 0.1e9
 
 
-def by_bf16(gpu: GpuSpec) -> Estimate:
-    """A simple, real predictor: throughput in proportion to dense bf16, memory = fixed + per sample."""
+def by_bf16(gpu: GpuSpec) -> Estimate | None:
+    """A simple, real predictor: throughput in proportion to dense bf16, memory = fixed + per sample; none on a GPU
+    without bf16 (it is asked there too: fp16 stands in for bf16)."""
+    if "bf16" not in gpu.flops_per_s:
+        return None
     max_batch = max(0, int((gpu.memory_bytes - BYTES_FIXED) // BYTES_PER_SAMPLE))
     return Estimate(samples_per_s=H100_IMAGES_PER_S * gpu.flops_per_s["bf16"] / 989e12,
                     batch=max(1, min(256, max_batch)), max_batch=max_batch, note="dense-bf16 ratio to H100")
@@ -187,8 +190,34 @@ def test_precisions_a_gpu_lacks_and_missing_predictions_are_listed_not_dropped()
         instance("t4", "T4"), instance("a10g", "A10G"), instance("h100", "H100 SXM")])
     assert [(r.instance, r.status) for r in ranked] == [
         ("h100", OK), ("t4", UNSUPPORTED_PRECISION), ("a10g", NO_PREDICTION)]
-    assert ranked[1].reason == "T4 has no bf16 tensor cores (GPU catalog); fp16 runs there"
-    assert "T4" not in calls  # never asked to predict a precision the GPU lacks
+    assert ranked[1].reason == ("T4 has no bf16 tensor cores (GPU catalog); it would run fp16 instead, but nothing "
+                                "predicts this job in fp16 there")
+    assert "T4" in calls and ranked[1].precision is None  # asked (fp16 stands in for bf16), but no estimate came
+
+
+def test_a_gpu_without_the_jobs_precision_is_ranked_only_where_the_estimate_runs_its_stand_in():
+    """A bf16 job on a T4 runs fp16 autocast with loss scaling: ranked where the predictor says so (the plan's answer
+    there), its row naming the precision it runs; an estimate that claims the job's own precision, or another
+    precision than the stand-in, does not rank a GPU that lacks it. fp8 has no stand-in: no GPU without it is asked."""
+    def predict(precision):
+        return lambda gpu: Estimate(500.0, 32, 64, "the plan's answer on T4", precision=precision)
+
+    t4, a100 = instance("t4", "T4"), instance("a100", "A100 80GB SXM")
+    (row,) = rank_instances(IMAGENET_100, predict("fp16"), instances=[t4])
+    assert row.status == OK and row.samples_per_s == 500.0 and row.batch_per_gpu == 32
+    assert (row.precision, row.stand_in_for) == ("fp16", "bf16")
+    assert row.reason.startswith("no bf16 on T4: runs fp16 autocast with loss scaling (GradScaler); the plan's answer")
+    assert row.to_dict()["precision"] == "fp16" and row.to_dict()["stand_in_for"] == "bf16"
+    for claimed in (None, "bf16", "fp32"):
+        (row,) = rank_instances(IMAGENET_100, predict(claimed), instances=[t4])
+        assert row.status == UNSUPPORTED_PRECISION and row.precision is None and row.stand_in_for is None
+    (h100,) = rank_instances(IMAGENET_100, by_bf16, instances=[instance("h100", "H100 SXM")])
+    assert (h100.status, h100.precision, h100.stand_in_for) == (OK, "bf16", None)
+    calls = []
+    fp8 = parse_job("resnet50 fp8 samples=1e6")
+    (row,) = rank_instances(fp8, lambda gpu: calls.append(gpu.name), instances=[a100])
+    assert calls == [] and row.status == UNSUPPORTED_PRECISION
+    assert row.reason == "A100 80GB SXM has no fp8 tensor cores (GPU catalog), and no precision stands in for fp8"
 
 
 def test_fp16_and_fp32_run_on_every_gpu():

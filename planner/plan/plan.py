@@ -310,7 +310,8 @@ AnswerFn = Callable[[GpuSpec, WorkloadPayload, Job, int | None], Estimate | None
 def build_predictor(source: Source, job: Job, answers: AnswerFn | None = None):  # noqa: ANN201 - a Predictor
     """One GPU's estimate for `job`. Where the plan (`answers`, from plan_answers) recommends the job's precision
     for its workload, the estimate is the plan's answer on that GPU (the same settings, batch, figure and band as
-    the plan's line for it); else the knee of the job's precision's measured points predicted there."""
+    the plan's line for it; on a GPU without the precision, its stand-in: a bf16 job runs fp16 on a V100); else the
+    knee of the job's precision's measured points predicted there."""
     payload = next((w for w in source.machine.workloads if w.workload == job.workload), None)
     if payload is None:
         names = [w.workload for w in source.machine.workloads]
@@ -364,9 +365,10 @@ def build_predictor(source: Source, job: Job, answers: AnswerFn | None = None): 
 
 def plan_answers(source: Source, built: Sequence[Target]) -> AnswerFn:
     """The plan's answer on any GPU as a ranking estimate, read where it recommends the job's precision for the
-    job's workload. `built`: the plan's targets, the measured GPU's first; a one-GPU target among them is the one
-    read (the plan's line and the ranking are one computation), another GPU's is built once and kept for every
-    job ranked after."""
+    job's workload, or runs that precision's stand-in on a GPU without it (a bf16 job in fp16 on a V100 or T4: the
+    plan's line there, so the ranking says the same; the estimate names the precision it runs). `built`: the
+    plan's targets, the measured GPU's first; a one-GPU target among them is the one read (the plan's line and the
+    ranking are one computation), another GPU's is built once and kept for every job ranked after."""
     targets = {t.gpu.name: t for t in reversed(built) if t.gpu_count == 1}  # the first of a GPU wins
 
     def answer(gpu: GpuSpec, payload: WorkloadPayload, job: Job, safe: int | None) -> Estimate | None:
@@ -374,7 +376,8 @@ def plan_answers(source: Source, built: Sequence[Target]) -> AnswerFn:
             targets[gpu.name] = build_target(source, gpu.name, gpu, 1, built[0])
         target = targets[gpu.name]
         settings, expected = target.settings.get(job.workload), target.gpu_expected.get(job.workload)
-        if settings is None or expected is None or settings.precision != job.precision or \
+        runs = run_precision(job.precision, gpu.flops_per_s)  # the job's, or what stands in for it there
+        if settings is None or expected is None or settings.precision != runs or \
                 not expected.throughput_per_s or (safe is not None and settings.batch > safe):
             return None
         t = expected.throughput_per_s
@@ -383,7 +386,8 @@ def plan_answers(source: Source, built: Sequence[Target]) -> AnswerFn:
                 f"{', torch.compile' if settings.torch_compile else ''}; {expected.basis}"
                 f"{'' if validated else ', unvalidated'}")
         return Estimate(t, settings.batch, safe, note, max(0.0, 1 - expected.low_per_s / t),
-                        max(0.0, expected.high_per_s / t - 1), validated, payload.parameters)
+                        max(0.0, expected.high_per_s / t - 1), validated, payload.parameters,
+                        runs if runs != job.precision else None)
     return answer
 
 

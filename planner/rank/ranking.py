@@ -2,7 +2,10 @@
 time/cost Pareto front, and the instances that cannot run the job, each with its reason.
 
 Model-agnostic: the caller supplies `predict(gpu) -> Estimate | None`, one GPU's throughput for
-the job's workload and precision and the largest batch that fits, from whatever model it has.
+the job's workload and precision and the largest batch that fits, from whatever model it has. A GPU without
+the job's precision is asked too where it has the precision that stands in for it (STAND_IN: a V100 runs a
+bf16 job in fp16 autocast with loss scaling); it is ranked only where the estimate says it runs that stand-in
+(`Estimate.precision`), and its row says so (`RankedInstance.precision`, `stand_in_for`, STAND_IN_MARK).
 This module only multiplies: instance throughput = per-GPU throughput × GPUs × data-parallel
 efficiency, or what its vCPUs' loader workers feed where that is less (`feed`, planner/model/host.py);
 hours = samples / throughput / 3600; cost = hours × on-demand price per hour
@@ -17,6 +20,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from planner.model.host import FeedLimit
+from planner.model.performance import run_precision
 from planner.rank.jobs import Job
 from planner.scaling.assumed_scaling import Scaling, ScalingProvider, SyncLoad, assumed_scaling
 from planner.specs import GpuSpec, InstanceSpec, load_instances
@@ -53,6 +57,8 @@ class Estimate:
     band_high: float = 0.0
     validated: bool = True     # a published cross-architecture check covers this GPU (crossarch.py)
     parameters: int | None = None  # the model's, for the gradient its GPUs synchronise (None: unknown)
+    precision: str | None = None   # what the GPU runs the job in where it lacks the job's precision (fp16 for a
+                                   # bf16 job on a V100); None: the job's own
 
     def __post_init__(self) -> None:
         # A bad estimate is a bug in the predictor, not bad user input: fail loudly.
@@ -66,6 +72,15 @@ class Estimate:
 
 UNCHECKED_MARK = "†"
 UNCHECKED_WORDS = "† no published benchmark checks the prediction for this GPU"
+STAND_IN_MARK = "‡"
+# How a GPU runs the stand-in of a precision it lacks (the workloads' precision variants, DESIGN.md)
+STAND_IN_HOW = {"fp16": "fp16 autocast with loss scaling (GradScaler)", "fp32": "plain fp32 (no TF32)"}
+
+
+def stand_in_words(job_precision: str, runs: str) -> str:
+    """The ‡ footnote: what a marked row runs in place of the job's precision."""
+    return (f"{STAND_IN_MARK} no {job_precision} on this GPU: it runs {STAND_IN_HOW.get(runs, runs)}, the plan's "
+            "answer there")
 
 Predictor = Callable[[GpuSpec], Estimate | None]
 # The input pipeline's limit on an instance (planner/model/host.py), None where none is measured.
@@ -110,11 +125,19 @@ class RankedInstance:
     feed_samples_per_s: float | None = None  # what the vCPUs' loader workers feed, where measured
     validated: bool | None = None       # False: no published check covers this GPU
     host_cpu: str | None = None         # the host CPU the cloud documents (InstanceSpec.host_cpu.label)
+    precision: str | None = None        # what the row runs the job in: the job's, or its stand-in; None: cannot
+    stand_in_for: str | None = None     # the job's precision where the GPU lacks it and runs `precision` instead
 
     @property
     def unchecked(self) -> bool:
         """No published cross-architecture check covers this GPU: every output marks it with † (UNCHECKED_MARK)."""
         return self.validated is False
+
+    @property
+    def stand_in(self) -> str:
+        """'runs fp16, no bf16' where the GPU lacks the job's precision and runs its stand-in (every output marks the
+        row with ‡, STAND_IN_MARK, and says this), else ''."""
+        return f"runs {self.precision}, no {self.stand_in_for}" if self.stand_in_for else ""
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "unchecked": self.unchecked}
@@ -131,7 +154,7 @@ def rank_instances(job: Job, predict: Predictor, *, instances: Iterable[Instance
     ranked = []
     for instance in load_instances() if instances is None else instances:
         gpu = instance.gpu_spec
-        if gpu.name not in estimates and _supports(gpu, job.precision):
+        if gpu.name not in estimates and run_precision(job.precision, gpu.flops_per_s):
             estimates[gpu.name] = predict(gpu)
         ranked.append(rank_one(job, instance, estimates.get(gpu.name), scaling, feed(instance)))
     front = {id(r) for r in pareto_front(ranked)}
@@ -146,9 +169,12 @@ def rank_one(job: Job, instance: InstanceSpec, estimate: Estimate | None, scalin
                 gpu_count=instance.gpu_count, price_usd_per_hour=instance.price_usd_per_hour,
                 price_date=instance.price_date, price_note=instance.price_note,
                 host_cpu=instance.host_cpu.label if instance.host_cpu else None)
-    if not _supports(gpu, job.precision):
-        return RankedInstance(**base, status=UNSUPPORTED_PRECISION,
-                              reason=f"{gpu.name} has no {job.precision} tensor cores (GPU catalog); fp16 runs there")
+    runs = _runs(job, gpu, estimate)
+    if runs is None:
+        return RankedInstance(**base, status=UNSUPPORTED_PRECISION, reason=_unsupported(job, gpu))
+    if runs != job.precision:
+        base.update(stand_in_for=job.precision)
+    base.update(precision=runs)
     if estimate is None:
         return RankedInstance(**base, status=NO_PREDICTION, reason=f"no prediction for {gpu.name}")
     fits = estimate.max_batch is None or estimate.max_batch >= job.min_batch_per_gpu
@@ -165,8 +191,8 @@ def rank_one(job: Job, instance: InstanceSpec, estimate: Estimate | None, scalin
     hours = job.samples / samples_per_s / 3600
     # an input-bound instance runs at the loader's rate, whatever the GPU band says
     low, high = (0.0, 0.0) if input_bound else combined_band(estimate, scale)
-    reason = f"{estimate.note}; {scale.note}" + (f"; input-bound: {limit.note}{_cores(instance)}"
-                                                  if input_bound and limit else "")
+    reason = _stand_in(job, gpu, runs) + f"{estimate.note}; {scale.note}" + \
+        (f"; input-bound: {limit.note}{_cores(instance)}" if input_bound and limit else "")
     return RankedInstance(
         **base, status=OK, reason=reason, batch_per_gpu=estimate.batch,
         max_batch_per_gpu=estimate.max_batch, per_gpu_samples_per_s=estimate.samples_per_s,
@@ -208,6 +234,28 @@ def _supports(gpu: GpuSpec, precision: str) -> bool:
     # fp32 runs everywhere; tf32 and bf16 need the tensor-core rate in the catalog (T4 and V100
     # have neither); fp16 is on every catalog GPU.
     return precision == "fp32" or precision in gpu.flops_per_s
+
+
+def _runs(job: Job, gpu: GpuSpec, estimate: Estimate | None) -> str | None:
+    """The precision the GPU runs the job in: the job's where it has it; else the stand-in, where the estimate
+    says it runs that (it was predicted in it); None: it cannot run the job."""
+    if _supports(gpu, job.precision):
+        return job.precision
+    stand_in = run_precision(job.precision, gpu.flops_per_s)
+    return stand_in if stand_in and estimate is not None and estimate.precision == stand_in else None
+
+
+def _unsupported(job: Job, gpu: GpuSpec) -> str:
+    lacks = f"{gpu.name} has no {job.precision} tensor cores (GPU catalog)"
+    stand_in = run_precision(job.precision, gpu.flops_per_s)
+    if stand_in is None:
+        return f"{lacks}, and no precision stands in for {job.precision}"
+    return f"{lacks}; it would run {stand_in} instead, but nothing predicts this job in {stand_in} there"
+
+
+def _stand_in(job: Job, gpu: GpuSpec, runs: str) -> str:
+    """The reason's first words on a row that runs the job's stand-in."""
+    return "" if runs == job.precision else f"no {job.precision} on {gpu.name}: runs {STAND_IN_HOW.get(runs, runs)}; "
 
 
 def _does_not_fit(job: Job, gpu: GpuSpec, max_batch: int | None) -> str:

@@ -13,7 +13,7 @@ import re
 from collections import Counter
 
 from planner.plan.plan import Capacity, Plan
-from planner.rank.ranking import OK, UNCHECKED_MARK, UNCHECKED_WORDS, RankedInstance
+from planner.rank.ranking import OK, STAND_IN_MARK, UNCHECKED_MARK, UNCHECKED_WORDS, RankedInstance, stand_in_words
 from planner.render.fit import DEFAULT_WIDTH, chunk_columns, fit_table, wrap
 from planner.units import format_count
 
@@ -73,7 +73,7 @@ RANKING_DROP = (8, 4, 6, 7)  # narrow: what limits first, then the ranges, then 
 
 
 def ranking_row(r: RankedInstance) -> list[str]:
-    flag = f" {UNCHECKED_MARK}" if r.unchecked else ""
+    flag = (f" {UNCHECKED_MARK}" if r.unchecked else "") + (f" {STAND_IN_MARK}" if r.stand_in_for else "")
     nodes = getattr(r, "nodes", None) or getattr(r, "node_count", None)
     gpus = f"{r.gpu_count} × {r.gpu}{flag}" + (f" ({nodes} nodes)" if nodes and nodes > 1 else "")
     hours = _range(getattr(r, "hours_low", None), getattr(r, "hours_high", None), ",.1f")
@@ -117,6 +117,9 @@ def render_ranking_table(plan: Plan, top: int, width: int = DEFAULT_WIDTH) -> li
              " range)"] if "eff." not in dropped else []
     if any(r.unchecked for r in shown):
         notes.append(UNCHECKED_WORDS)
+    stand_in = next((r for r in shown if r.stand_in_for), None)
+    if stand_in and stand_in.stand_in_for:
+        notes.append(stand_in_words(stand_in.stand_in_for, stand_in.precision or ""))
     if dropped:
         notes.append(f"left out at {width} columns: {', '.join(dict.fromkeys(dropped))} (a wider terminal shows them)")
     kin = plan.unchecked_notes_for(r.gpu for r in shown if r.unchecked)

@@ -40,6 +40,7 @@ class Pick:
     cost_band: tuple[float, float] | None
     unvalidated: bool
     unchecked_note: str = ""   # how the checked GPUs of its architecture fared (Plan.unchecked_notes)
+    stand_in: str = ""         # 'runs fp16, no bf16' where the GPU runs the job's stand-in (RankedInstance.stand_in)
 
     @property
     def hours_text(self) -> str:
@@ -183,7 +184,7 @@ def pick(role: str, r: RankedInstance, notes: dict[str, str]) -> Pick:
     cost = _band(r, "cost")
     note = notes.get(r.gpu, "") if r.unchecked else ""
     return Pick(role, r.instance, r.provider, f"{r.gpu_count} × {r.gpu}", r.hours or 0.0, r.cost_usd or 0.0,
-                hours, cost, r.unchecked, note)
+                hours, cost, r.unchecked, note, r.stand_in)
 
 
 def _band(r: RankedInstance, name: str) -> tuple[float, float] | None:

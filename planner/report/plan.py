@@ -83,7 +83,8 @@ def build_time_cost_chart(rows: list[RankedInstance], width: int | str = "contai
     ok = [r for r in rows if r.status == "ok" and r.hours and r.cost_usd]
     if not ok:
         return None
-    data = [{"instance": r.instance, "provider": r.provider, "gpus": f"{r.gpu_count} × {r.gpu}",
+    data = [{"instance": r.instance, "provider": r.provider,
+             "gpus": f"{r.gpu_count} × {r.gpu}" + (f" ({r.stand_in})" if r.stand_in else ""),
              "hours": r.hours, "cost": r.cost_usd, "front": "Pareto front" if r.pareto else "dominated"} for r in ok]
     chart = alt.Chart(alt.NamedData("instances")).mark_point(filled=True, size=60).encode(
         x=alt.X("hours:Q", scale=alt.Scale(type="log"), title="Hours (predicted)"),

@@ -18,7 +18,7 @@ from gpuplan_schema.results import MachineResults
 from planner.plan.default_jobs import DEFAULT_AMOUNT, day_samples, default_job_spec
 from planner.plan.plan import JobRanker, Plan
 from planner.rank.jobs import DATASETS, PRECISIONS, TOKENS_PER_SAMPLE, parse_job
-from planner.rank.ranking import OK, RankedInstance
+from planner.rank.ranking import OK, RankedInstance, stand_in_words
 
 AMOUNTS = (0.1, 1.0, 10.0)   # × the default job's samples: the tables computed at build time
 JOBS_NAME = "jobs.html"
@@ -33,10 +33,11 @@ class ChooserData:
     tables: dict[str, dict]   # "machine|workload|precision|index" → {samples, rows}
     datasets: dict[str, int]
     unchecked_notes: dict[str, str] = field(default_factory=dict)  # GPU → its plan's note (Plan.unchecked_notes)
+    stand_in_words: dict[str, str] = field(default_factory=dict)   # job precision → the ‡ footnote of its rows
 
     def to_json(self) -> dict:
         return {"instances": self.instances, "workloads": self.workloads, "tables": self.tables,
-                "datasets": self.datasets}
+                "datasets": self.datasets, "stand_in_words": self.stand_in_words}
 
 
 def default_amount(workload: str, samples: float) -> dict:
@@ -54,6 +55,7 @@ def build_chooser(planned: Sequence[tuple[MachineResults, Plan | None]]) -> Choo
     instances: dict[str, int] = {}
     rows_meta: list[list] = []
     shown: set[str] = set()  # the GPUs the chooser can show
+    stand_ins: dict[str, str] = {}  # job precision → the ‡ footnote, where a row runs its stand-in
     workloads, tables = [], {}
     for machine, plan in planned:
         ranker = plan.ranker if plan else None
@@ -65,8 +67,8 @@ def build_chooser(planned: Sequence[tuple[MachineResults, Plan | None]]) -> Choo
             for precision in PRECISIONS:
                 if not any(p.precision == precision and p.status == "ok" for p in payload.points):
                     continue
-                computed = [_table(ranker, payload.workload, precision, base * k, instances, rows_meta, shown)
-                            for k in AMOUNTS]
+                computed = [_table(ranker, payload.workload, precision, base * k, instances, rows_meta, shown,
+                                   stand_ins) for k in AMOUNTS]
                 if not any(t["rows"] and t["rows"][0][1] == 1 for t in computed):
                     continue  # no instance runs it at this precision
                 precisions.append(precision)
@@ -78,28 +80,31 @@ def build_chooser(planned: Sequence[tuple[MachineResults, Plan | None]]) -> Choo
                                   "tokens_per_sample": TOKENS_PER_SAMPLE.get(payload.workload),
                                   "default": default_amount(payload.workload, base)})
     notes = {g: words for _, plan in planned if plan for g, words in plan.unchecked_notes.items() if g in shown}
-    return ChooserData(rows_meta, workloads, tables, dict(DATASETS), dict(sorted(notes.items())))
+    return ChooserData(rows_meta, workloads, tables, dict(DATASETS), dict(sorted(notes.items())), stand_ins)
 
 
 def _table(ranker: JobRanker, workload: str, precision: str, samples: float, index: dict[str, int],
-           meta: list[list], gpus: set[str]) -> dict:
+           meta: list[list], gpus: set[str], stand_ins: dict[str, str]) -> dict:
     job = parse_job(f"{workload} {precision} samples={samples:.6g}")
     ranked = ranker.rank(job)
     gpus.update(r.gpu for r in ranked)
+    stand_ins.update((r.stand_in_for, stand_in_words(r.stand_in_for, r.precision or "")) for r in ranked
+                     if r.status == OK and r.stand_in_for)
     return {"samples": job.samples, "rows": [_row(r, index, meta) for r in ranked]}
 
 
 def _row(r: RankedInstance, index: dict[str, int], meta: list[list]) -> list:
-    """[instance, ok (1/0), samples/s, hours, cost, pareto, hours low, hours high, unvalidated, reason if not ok]."""
+    """[instance, ok (1/0), samples/s, hours, cost, pareto, hours low, hours high, unvalidated, reason if not ok,
+    the precision run in the job's place where the GPU lacks it ('fp16' for bf16 on a V100; '' otherwise)]."""
     key = f"{r.provider}/{r.instance}"
     if key not in index:
         index[key] = len(meta)
         meta.append([r.instance, r.provider, f"{r.gpu_count} × {r.gpu}", r.price_usd_per_hour])
     if r.status != OK:
-        return [index[key], 0, None, None, None, 0, None, None, 0, r.status.replace("_", " ")]
+        return [index[key], 0, None, None, None, 0, None, None, 0, r.status.replace("_", " "), ""]
     low, high = getattr(r, "hours_low", None), getattr(r, "hours_high", None)
     return [index[key], 1, _round(r.samples_per_s), _round(r.hours), _round(r.cost_usd), int(r.pareto),
-            _round(low), _round(high), int(r.unchecked), ""]
+            _round(low), _round(high), int(r.unchecked), "", (r.precision or "") if r.stand_in_for else ""]
 
 
 def _round(x: float | None) -> float | None:
