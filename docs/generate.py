@@ -57,6 +57,7 @@ GENERATORS: dict[str, Callable[[list[MachineResults]], str]] = {
     "accuracy-scaling": tables.accuracy_scaling,
     "accuracy-repeatability": tables.accuracy_repeatability,
     "host-noise": tables.host_noise,
+    "recommended-check": tables.recommended_check,
     "below-roof-candidates": tables.below_roof_candidates,
     "accuracy-h100-h200": tables.accuracy_tables,
     "collectives": tables.collectives,

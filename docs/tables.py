@@ -326,14 +326,19 @@ def accuracy_regimes(machines: list[MachineResults]) -> str:
     return render_regimes(iter_accuracy_tables([_by(machines, SOURCE), _by(machines, TARGET)]))
 
 
+def _script(name: str):  # noqa: ANN202 - a module
+    """A benchmarks/ script, loaded from its file (scripts are not a package)."""
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = sys.modules.setdefault(spec.name, importlib.util.module_from_spec(spec))  # type: ignore[union-attr,arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]  (registered first: a dataclass looks itself up)
+    return module
+
+
 def below_roof_candidates(machines: list[MachineResults]) -> str:
     """Each candidate model of the below-roof part on the published rows and the H100 ↔ H200 pair
     (benchmarks/below_roof_candidates.py, a script: loaded from its file)."""
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / "below_roof_candidates.py"
-    spec = importlib.util.spec_from_file_location("below_roof_candidates", path)
-    module = sys.modules.setdefault(spec.name, importlib.util.module_from_spec(spec))  # type: ignore[union-attr,arg-type]
-    spec.loader.exec_module(module)  # type: ignore[union-attr]  (registered first: its dataclass looks itself up)
-    return module.render_candidates(machines)
+    return _script("below_roof_candidates").render_candidates(machines)
 
 
 def accuracy_repeatability(machines: list[MachineResults]) -> str:
@@ -368,6 +373,29 @@ def host_noise(machines: list[MachineResults]) -> str:
                      "–", "–", "–", "–"])
     return _table(["machine", "step", "rounds", "1-s rounds: step", "median per condition", "thread CPU / wall",
                    "steal ticks", "cgroup throttled"], rows)
+
+
+RECOMMENDED_CHECK = Path("diagnostics") / "recommended-check-2026-11-27"
+# Each file is one device call; calls 1-2 ran on one lent H100, every later file on a machine lent afresh
+LENDS = {"lend 1": ("recommended-h100.json",), "lends 2-3": ("carry-h100.json", "recommended-h100-after.json"),
+         "lend 4": ("recommended-h100-second.json",)}
+
+
+def recommended_check(machines: list[MachineResults]) -> str:
+    """benchmarks/recommended_check.py's runs: the plan's answers timed on the H100 at the settings recommended,
+    before and after the rule that a trial's gain is not carried to a batch it was not timed at."""
+    check = _script("recommended_check")
+    folder = _by(machines, SOURCE).folder / RECOMMENDED_CHECK
+    timed = {lend: check.timings([folder / f for f in files]) for lend, files in LENDS.items()}
+    before = check.compare(json.loads((folder / "configs-before.json").read_text())["rows"], timed["lend 1"])
+    after_rows = json.loads((folder / "configs-after.json").read_text())["rows"]
+    # the answers' configurations: each timed once on lend 1, 2 or 3 (whichever first ran it), and again on lend 4
+    earlier = {**timed["lend 1"], **timed["lends 2-3"]}
+    after = check.compare(after_rows, earlier, timed["lend 4"])
+    return ("**Before**: the plan's answers that carried a trial's gain to another batch, timed on lend 1.\n\n"
+            + check.markdown([r for r in before if r["how"] == "carried"], ["lend 1"])
+            + "\n**After**: every answer a configuration timed at the batch recommended, each timed on one of lends "
+            "1-3 and again on lend 4.\n\n" + check.markdown(after, ["lends 1-3", "lend 4"]))
 
 
 def accuracy_crossarch(machines: list[MachineResults]) -> str:

@@ -327,7 +327,30 @@ def test_on_another_gpu_the_expected_figure_is_the_recommended_configurations_ow
     assert expected.high_per_s == pytest.approx(own.throughput_per_s * (1 + own.band_high))
     assert "torch.compile: the configuration recommended" in expected.basis
     resnet = h200.expected["resnet50"]
-    assert h200.settings["resnet50"].batch == 512 and "for bf16 compiled over bf16" in resnet.basis
+    assert h200.settings["resnet50"].batch == 256 and "the configuration recommended" in resnet.basis
+
+
+def test_a_trials_gain_is_never_carried_to_a_batch_it_was_not_timed_at():
+    """A compile or precision trial timed at one batch says nothing of another: timed on an H100 (results/h100-80gb/
+    diagnostics/recommended-check-2026-11-27), BERT-base's compile gain was +30 % at its trial batch and +5 % at the
+    knee, dlrm-small's fp32 ×1.07 of bf16 at 16,384 and ×0.73 at the knee, so the plan's carried figures read 26 % and
+    43 % above what those settings did. On every GPU the plan shows, a setting that differs from the sweep's plain
+    run (torch.compile, another precision) is recommended at the batch its trial was timed at, and no expected figure
+    is carried; where the trial's batch does not fit or is predicted slower than the sweep's knee, the sweep's plain
+    configuration is the answer (gpt-small on a T4)."""
+    plan = build_plan(load_machine(FROZEN / "h100-80gb"), ["H100 SXM", "H200 SXM", "T4"])
+    choices = plan.targets[0].choices
+    for target in plan.targets:
+        for workload, settings in target.settings.items():
+            expected, chosen = target.gpu_expected.get(workload), choices[workload].chosen
+            assert expected is None or expected.how in ("measured", "predicted"), (target.name, workload, expected)
+            if settings.torch_compile:
+                assert chosen is not None and chosen.compiled and settings.batch == chosen.point.batch, \
+                    (target.name, workload)
+    t4 = next(t for t in plan.targets if t.gpu.name == "T4")
+    assert not t4.settings["gpt-small"].torch_compile and t4.settings["gpt-small"].batch != 32
+    batch = next(r for r in plan.targets[0].recommendations if r.workload == "resnet50" and r.setting == "batch_size")
+    assert batch.choice == "256" and "timed at" in batch.reason and "not carried" in batch.reason
 
 
 def test_the_ranking_reads_the_plans_answer_on_every_gpu_the_plan_shows():

@@ -3,14 +3,14 @@ from them (the recommendations are the one source; settings.py and presets.py on
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpuplan_schema.payloads import RooflinePayload, WorkloadPayload
 from planner.model.dataloader_verdict import FeedVerdict
 from planner.model.memory import fit_memory
 from planner.model.performance import Rates
-from planner.model.workload_verdict import main_batch
-from planner.plan.choice import Choice, choose
+from planner.model.workload_verdict import main_batch, plain_point
+from planner.plan.choice import Choice, Trial, choose, ties
 from planner.plan.judge import Judgement, judge, same_regime
 from planner.plan.presets import Bounds, Preset, build_presets
 from planner.plan.recommend import (
@@ -25,6 +25,7 @@ from planner.plan.recommend import (
 )
 from planner.plan.settings import Settings, settings_from
 from planner.specs import GpuSpec
+from planner.units import short_rate
 
 MAIN_PRECISION = "bf16"  # the precision the batch sweeps run in (collectors/core/profiles.py)
 REFERENCE_BATCH = {"gpt-small": 32, "resnet50": 256, "mlp-stgan": 4096, "conv-rollout": 40}
@@ -52,6 +53,34 @@ def judge_choice(payload: WorkloadPayload, knee: Knee | None, supports_bf16: boo
     return choose(payload, MAIN_PRECISION, supports_bf16, applies), at_knee, why
 
 
+def at_a_timed_batch(payload: WorkloadPayload, knee: Knee | None, choice: Choice, judgement: Judgement | None,
+                     rooflines: list[RooflinePayload], rates: Rates | None
+                     ) -> tuple[Knee | None, Choice, Judgement | None, str]:
+    """The recommendation is a configuration timed at the batch recommended: a trial's gain is not carried to a
+    batch it was not timed at. Timed on an H100 on 2026-11-27 (benchmarks/recommended_check.py): BERT-base's
+    torch.compile gained +30 % at its trial batch (160) and +5 % at the knee (320); dlrm-small's fp32 ran ×1.07
+    bf16's at 16,384 and ×0.73 at the knee (1,048,576), both pairs "in one regime". So where the chosen trial ran
+    at another batch than the knee, the faster of the two measured configurations is recommended: the trial at its
+    own batch, or the sweep's at the knee (the simpler where they tie). Returns (knee, choice, judgement, why the
+    trial is not taken)."""
+    chosen = choice.chosen
+    if knee is None or not choice.applies or chosen is None or chosen is choice.baseline \
+            or choice.baseline is None or chosen.point.batch == knee.batch:
+        return knee, choice, judgement, ""
+    batch = chosen.point.batch
+    at_knee = plain_point(payload, knee.batch, MAIN_PRECISION)
+    # a tie (within the two timings' spread) keeps the simpler configuration, as choice.py does at one batch
+    if chosen.throughput > knee.throughput_per_s and not (at_knee and ties(chosen, Trial(at_knee))):
+        at_trial = payload.sweep_throughput(MAIN_PRECISION).get(batch, choice.baseline.throughput)
+        moved = Knee(batch, at_trial, knee.best_batch, knee.best_throughput_per_s, knee.capped_by_memory,
+                     timed=chosen.name, timed_per_s=chosen.throughput, sweep_knee=knee)
+        return moved, choice, judge(payload, batch, MAIN_PRECISION, rooflines, rates), ""
+    why = (f"{chosen.name} was timed at batch {batch}, not at {knee.batch}, where the sweep is as fast or faster "
+           f"({short_rate(knee.throughput_per_s)} against {short_rate(chosen.throughput)} {payload.unit}/s); a gain "
+           f"is not carried to a batch it was not timed at")
+    return knee, replace(choice, chosen=choice.baseline, applies=False), judgement, why
+
+
 def advise_workload(spec: GpuSpec, payload: WorkloadPayload, fits: dict, feed: FeedVerdict | None,
                     cores: int | None, rooflines: list[RooflinePayload] = (), rates: Rates | None = None
                     ) -> WorkloadAdvice:
@@ -61,6 +90,8 @@ def advise_workload(spec: GpuSpec, payload: WorkloadPayload, fits: dict, feed: F
     sweep_fit = fits.get((payload.workload, MAIN_PRECISION))
     knee = find_knee(payload, MAIN_PRECISION, sweep_fit.safe_batch(card) if sweep_fit else None)
     choice, judgement, why = judge_choice(payload, knee, spec.supports_bf16, list(rooflines), rates)
+    if not why:
+        knee, choice, judgement, why = at_a_timed_batch(payload, knee, choice, judgement, list(rooflines), rates)
     precision = recommend_precision(payload, choice, why)
     chosen = precision.choice if precision else MAIN_PRECISION
     fit = fits.get((payload.workload, chosen)) or sweep_fit

@@ -11,7 +11,9 @@ measured apart (fp16 eager +22 % and bf16 compiled +36 % say nothing of fp16 com
 
 A trial at the main batch speaks for the recommended batch only where both are in one regime
 (planner/plan/judge.py `same_regime`): a gain measured where the host sets a 30 ms step says nothing of a
-GPU-bound step at 64× the batch. Otherwise the sweep's own configuration is kept, and the reason says so.
+GPU-bound step at 64× the batch. Otherwise the sweep's own configuration is kept, and the reason says so. Nor is
+one regime enough to carry a trial's gain to another batch (advice.py `at_a_timed_batch`): the configuration
+recommended is timed at the batch recommended.
 """
 
 from __future__ import annotations

@@ -6,8 +6,9 @@ so the expectation is, in this order of preference:
 
 - measured: the configuration itself was timed at the recommended batch (its median, its IQR as the range);
 - carried: the sweep's figure at the recommended batch × the chosen configuration's measured ratio over the
-  sweep's own at the main batch, where the two batches are in one regime (choice.py says when); the range
-  adds the two measurements' spreads;
+  sweep's own at the main batch (the range adds the two measurements' spreads). The plan no longer recommends
+  such a configuration (advice.py `at_a_timed_batch`: a gain timed at one batch was 26 % and 43 % off at
+  another); the path stays for a payload whose trial point is missing at the batch it names;
 - predicted, on another GPU: the prediction of the recommended configuration itself where the source timed it at
   the recommended batch (a torch.compile trial predicted with its own host share: compiling removes most of the
   host's issue time, so an eager twin's host band does not apply to it); else the prediction at the recommended

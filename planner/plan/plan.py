@@ -253,9 +253,12 @@ def build_target(source: Source, name: str, gpu: GpuSpec, count: int, measured: 
         if rec is None or base is None or precision is None:
             continue  # the GPU has neither the recommended precision nor its stand-in: no answer, not a wrong one
         settings = replace(base.with_batch(int(rec.choice)), precision=precision)
-        target.settings[payload.workload] = settings
         pred = knee_prediction(predictions, payload.workload, sweep, settings.batch)  # type: ignore[arg-type]
         choice = measured.choices.get(payload.workload)
+        if pred and choice:
+            settings, choice, pred = at_a_timed_batch_there(source, gpu, fits, payload, settings, choice, pred,
+                                                            predictions, sweep, target.recommendations)
+        target.settings[payload.workload] = settings
         if pred and choice:
             judged = judge(payload, settings.batch, MAIN_PRECISION, source.rooflines, source.rates)  # type: ignore
             there = judge_on_target(judged, pred, source.machine.machine)
@@ -264,6 +267,34 @@ def build_target(source: Source, name: str, gpu: GpuSpec, count: int, measured: 
             if expected:
                 target.keep_expected(payload.workload, expected, input_feed(source, settings))
     return target
+
+
+def at_a_timed_batch_there(source: Source, gpu: GpuSpec, fits: dict, payload: WorkloadPayload, settings: Settings,
+                           choice: Choice, knee: Prediction, predictions: list[Prediction], sweep: str,
+                           recs: list[Recommendation]) -> tuple[Settings, Choice, Prediction]:
+    """On another GPU as on the measured one (advice.at_a_timed_batch): the chosen trial is predicted at the batch it
+    was timed at, never carried to the knee predicted there. The faster of the two predictions is the answer: the
+    trial's configuration at its own batch (where it fits), whose batch then replaces the knee's in `recs`, or the
+    sweep's plain configuration at the knee."""
+    chosen = choice.chosen
+    if not choice.applies or chosen is None or choice.baseline is None or chosen is choice.baseline \
+            or chosen.point.batch == settings.batch:
+        return settings, choice, knee
+    batch = chosen.point.batch
+    fit = fits.get((payload.workload, settings.precision)) or fits.get((payload.workload, MAIN_PRECISION))
+    timed = exact_prediction(predictions, settings.with_batch(batch))
+    plain = knee_prediction(predictions, payload.workload, sweep, batch)
+    if timed and plain and (fit is None or batch <= fit.safe_batch(gpu.memory_bytes)) \
+            and timed.throughput_per_s > knee.throughput_per_s:
+        at = next(i for i, r in enumerate(recs) if r.workload == payload.workload and r.setting == "batch_size")
+        recs[at] = replace(recs[at], value=str(batch), choice=str(batch), reason=(
+            f"the batch {chosen.name} was timed at on {source.machine.machine}: predicted "
+            f"{short_rate(timed.throughput_per_s)} {payload.unit}/s here, more than the sweep's predicted knee "
+            f"({short_rate(knee.throughput_per_s)} at batch {format_count(knee.batch)}); a gain is not carried to a "
+            f"batch it was not timed at"))
+        return settings.with_batch(batch), choice, plain
+    return replace(settings, precision=sweep, torch_compile=False), replace(choice, chosen=choice.baseline,
+                                                                           applies=False), knee
 
 
 def build_target_batches(source: Source, gpu: GpuSpec, fits: dict, predictions: list[Prediction],

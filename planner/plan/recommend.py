@@ -49,11 +49,17 @@ class Recommendation:
 
 @dataclass(frozen=True)
 class Knee:
+    """The batch recommended: the sweep's knee, or the batch a faster trial was timed at (advice.at_a_timed_batch:
+    then `timed` names the trial, `timed_per_s` is its figure and `sweep_knee` the knee it beat)."""
+
     batch: int
-    throughput_per_s: float
+    throughput_per_s: float     # the sweep's (plain, MAIN_PRECISION) at `batch`
     best_batch: int
     best_throughput_per_s: float
     capped_by_memory: bool
+    timed: str = ""
+    timed_per_s: float | None = None
+    sweep_knee: Knee | None = None
 
 
 def sweep_throughput(payload: WorkloadPayload, precision: str) -> dict[int, float]:
@@ -114,11 +120,8 @@ def recommend_batch(payload: WorkloadPayload, knee: Knee, fit: MemoryFit | None,
         memory = (f"; the memory model puts the boundary at {format_count(fit.max_batch(card_bytes))} "
                   f"({'measured' if fit.usable_measured else 'assumed usable memory'}), {SAFETY_MARGIN:.0%} margin "
                   f"→ at most {format_count(fit.safe_batch(card_bytes))}")
-    out = [Recommendation(payload.workload, "batch_size", str(knee.batch),
-                          f"the throughput knee of the {sweep_precision} sweep: {short_rate(knee.throughput_per_s)} "
-                          f"{payload.unit}/s, within {KNEE:.0%} of the best measured ("
-                          f"{short_rate(knee.best_throughput_per_s)} at batch {format_count(knee.best_batch)}){memory}",
-                          str(knee.batch))]
+    out = [Recommendation(payload.workload, "batch_size", str(knee.batch), _batch_reason(payload, knee, sweep_precision)
+                          + memory, str(knee.batch))]
     if knee.batch > reference:
         ratio = knee.batch / reference
         out.append(Recommendation(payload.workload, "learning_rate",
@@ -132,6 +135,18 @@ def recommend_batch(payload: WorkloadPayload, knee: Knee, fit: MemoryFit | None,
                                   f"to keep the reference global batch of {reference} at batch {knee.batch}, "
                                   f"accumulate {steps} micro-batches per optimizer step (the learning rate stays)"))
     return out
+
+
+def _batch_reason(payload: WorkloadPayload, knee: Knee, sweep_precision: str) -> str:
+    unit = payload.unit
+    sweep = knee.sweep_knee or knee
+    words = (f"the throughput knee of the {sweep_precision} sweep: {short_rate(sweep.throughput_per_s)} {unit}/s at "
+             f"batch {format_count(sweep.batch)}, within {KNEE:.0%} of the best measured "
+             f"({short_rate(sweep.best_throughput_per_s)} at batch {format_count(sweep.best_batch)})")
+    if not knee.timed or knee.timed_per_s is None:
+        return words
+    return (f"the batch {knee.timed} was timed at: {short_rate(knee.timed_per_s)} {unit}/s, more than {words}; "
+            f"its gain is not carried to a batch it was not timed at")
 
 
 def recommend_variants(payload: WorkloadPayload, precision: str, choice: Choice) -> list[Recommendation]:
