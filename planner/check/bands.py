@@ -91,6 +91,18 @@ class BandTable:
         return Band(low, high, basis)
 
 
+    def host_band(self, host: HostExposure) -> Band:
+        """A configuration measured on this GPU type, as another host of it would run it: no GPU part (the GPU was
+        measured), the host part as a prediction's, at least FLOOR (timed again on other H100s, the plan's measured
+        answers moved by up to 4 %, one by 10 %: docs/accuracy.md, "At the settings the plan recommends")."""
+        slower, faster = host.steps(self.host_spread)
+        low, high = max(FLOOR, 1 - 1 / slower), max(FLOOR, 1 / faster - 1)
+        basis = f"another host of this GPU type: at least ±{FLOOR:.0%}"
+        if slower - 1 >= 0.005:
+            basis += f", −{1 - 1 / slower:.0%}/+{1 / faster - 1:.0%} on a host {self.host_spread:.0%} slower or faster"
+        return Band(low, high, basis)
+
+
 def gpu_set(host: HostExposure) -> bool:
     """The GPU sets the step and a host of another speed barely moves it: its residual is the GPU part's."""
     return host.part < GPU_ONLY and not host.limited and host.issue < 1 - GPU_ONLY

@@ -150,6 +150,14 @@ def predicted_as_recommended(payload: WorkloadPayload, p: Prediction, judgement:
                     band_basis=p.band_basis)
 
 
+def on_another_host(expected: Expected, low: float, high: float, basis: str) -> Expected:
+    """A measured figure's range as a user renting the same GPU type meets it: its own repeat spread or what another
+    host of the type moves it by (bands.BandTable.host_band), whichever is wider."""
+    t = expected.throughput_per_s
+    return replace(expected, low_per_s=min(expected.low_per_s, t * (1 - low)),
+                   high_per_s=max(expected.high_per_s, t * (1 + high)), band_basis=basis)
+
+
 def cap_by_input(expected: Expected, feed_per_s: float | None, feed_what: str) -> Expected:
     """The figure the measured input pipeline allows: where it feeds less than the GPU takes, that, input-bound."""
     if feed_per_s is None or feed_per_s >= expected.throughput_per_s:

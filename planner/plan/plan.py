@@ -36,7 +36,14 @@ from planner.plan.advice import MAIN_PRECISION, REFERENCE_BATCH, advise_workload
 from planner.plan.alignment import recommend_alignment
 from planner.plan.choice import Choice
 from planner.plan.default_jobs import JobRanking, rank_default_jobs
-from planner.plan.expect import Expected, build_expected, cap_by_input, exact_prediction, knee_prediction
+from planner.plan.expect import (
+    Expected,
+    build_expected,
+    cap_by_input,
+    exact_prediction,
+    knee_prediction,
+    on_another_host,
+)
 from planner.plan.judge import judge, judge_on_target, plain_point
 from planner.plan.presets import Preset, render_presets_yaml
 from planner.plan.recommend import Recommendation
@@ -220,6 +227,11 @@ def build_source_target(source: Source, name: str, count: int) -> Target:
         if advice.knee and advice.judgement:
             base = plain_point(payload, advice.knee.batch, MAIN_PRECISION)
             expected = build_expected(payload, advice.settings, advice.choice, base, advice.judgement)
+            own = exact_prediction(predictions, advice.settings) or \
+                knee_prediction(predictions, payload.workload, MAIN_PRECISION, advice.knee.batch)
+            if expected and own:
+                band = source.bands.host_band(own.host_there)
+                expected = on_another_host(expected, band.low, band.high, band.basis)
             if expected:
                 target.keep_expected(payload.workload, expected, input_feed(source, advice.settings))
     return target
