@@ -97,7 +97,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     timed: dict[tuple, list[dict]] = {_key(c): [] for c in configs}
     if args.out.exists():  # a run cut short goes on: what it timed is kept, each pass resumes where it stopped
         for c in json.loads(args.out.read_text())["configurations"]:
-            timed[_key(c)] = c["timed"] if _key(c) in timed else []
+            if _key(c) in timed:  # a configuration this file no longer asks for is left out, not carried along
+                timed[_key(c)] = c["timed"]
     started = time.perf_counter()
     for n in range(args.passes):
         for i, config in enumerate(configs, 1):

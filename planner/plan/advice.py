@@ -3,7 +3,7 @@ from them (the recommendations are the one source; settings.py and presets.py on
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from gpuplan_schema.payloads import RooflinePayload, WorkloadPayload
 from planner.model.dataloader_verdict import FeedVerdict
@@ -63,10 +63,10 @@ def at_a_timed_batch(payload: WorkloadPayload, knee: Knee | None, choice: Choice
     at another batch than the knee, the faster of the two measured configurations is recommended: the trial at its
     own batch, or the sweep's at the knee (the simpler where they tie). Returns (knee, choice, judgement, why the
     trial is not taken)."""
-    chosen = choice.chosen
-    if knee is None or not choice.applies or chosen is None or chosen is choice.baseline \
-            or choice.baseline is None or chosen.point.batch == knee.batch:
+    if knee is None or not choice.timed_elsewhere(knee.batch):
         return knee, choice, judgement, ""
+    chosen = choice.chosen
+    assert chosen is not None  # timed_elsewhere says so
     batch = chosen.point.batch
     at_knee = plain_point(payload, knee.batch, MAIN_PRECISION)
     # a tie (within the two timings' spread) keeps the simpler configuration, as choice.py does at one batch
@@ -78,7 +78,7 @@ def at_a_timed_batch(payload: WorkloadPayload, knee: Knee | None, choice: Choice
     why = (f"{chosen.name} was timed at batch {batch}, not at {knee.batch}, where the sweep is as fast or faster "
            f"({short_rate(knee.throughput_per_s)} against {short_rate(chosen.throughput)} {payload.unit}/s); a gain "
            f"is not carried to a batch it was not timed at")
-    return knee, replace(choice, chosen=choice.baseline, applies=False), judgement, why
+    return knee, choice.sweeps_own(), judgement, why
 
 
 def advise_workload(spec: GpuSpec, payload: WorkloadPayload, fits: dict, feed: FeedVerdict | None,

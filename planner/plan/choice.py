@@ -18,7 +18,7 @@ recommended is timed at the batch recommended.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpuplan_schema.payloads import WorkloadPayload, WorkloadPoint
 from planner.model.split import COMPILED, PLAIN_VARIANTS
@@ -95,6 +95,16 @@ class Choice:
     @property
     def tied(self) -> bool:
         return self.chosen is not None and self.best is not None and self.chosen is not self.best
+
+    def timed_elsewhere(self, batch: int) -> bool:
+        """A trial other than the sweep's own was chosen, and it was timed at another batch than `batch`: its gain
+        says nothing there (advice.at_a_timed_batch)."""
+        return self.applies and self.chosen is not None and self.baseline is not None \
+            and self.chosen is not self.baseline and self.chosen.point.batch != batch
+
+    def sweeps_own(self) -> Choice:
+        """The sweep's own configuration kept, the trials not applied."""
+        return replace(self, chosen=self.baseline, applies=False)
 
 
 def choose(payload: WorkloadPayload, sweep_precision: str, supports_bf16: bool, applies: bool) -> Choice:

@@ -288,10 +288,10 @@ def at_a_timed_batch_there(source: Source, gpu: GpuSpec, fits: dict, payload: Wo
     was timed at, never carried to the knee predicted there. The faster of the two predictions is the answer: the
     trial's configuration at its own batch (where it fits), whose batch then replaces the knee's in `recs`, or the
     sweep's plain configuration at the knee."""
-    chosen = choice.chosen
-    if not choice.applies or chosen is None or choice.baseline is None or chosen is choice.baseline \
-            or chosen.point.batch == settings.batch:
+    if not choice.timed_elsewhere(settings.batch):  # type: ignore[arg-type]
         return settings, choice, knee
+    chosen = choice.chosen
+    assert chosen is not None  # timed_elsewhere says so
     batch = chosen.point.batch
     fit = fits.get((payload.workload, settings.precision)) or fits.get((payload.workload, MAIN_PRECISION))
     timed = exact_prediction(predictions, settings.with_batch(batch))
@@ -305,8 +305,7 @@ def at_a_timed_batch_there(source: Source, gpu: GpuSpec, fits: dict, payload: Wo
             f"({short_rate(knee.throughput_per_s)} at batch {format_count(knee.batch)}); a gain is not carried to a "
             f"batch it was not timed at"))
         return settings.with_batch(batch), choice, plain
-    return replace(settings, precision=sweep, torch_compile=False), replace(choice, chosen=choice.baseline,
-                                                                           applies=False), knee
+    return replace(settings, precision=sweep, torch_compile=False), choice.sweeps_own(), knee
 
 
 def build_target_batches(source: Source, gpu: GpuSpec, fits: dict, predictions: list[Prediction],
