@@ -230,19 +230,14 @@ def ranking_to_json(ranked: Iterable[RankedInstance]) -> list[dict[str, Any]]:
     return [r.to_dict() for r in ranked]
 
 
-def _supports(gpu: GpuSpec, precision: str) -> bool:
-    # fp32 runs everywhere; tf32 and bf16 need the tensor-core rate in the catalog (T4 and V100
-    # have neither); fp16 is on every catalog GPU.
-    return precision == "fp32" or precision in gpu.flops_per_s
-
-
 def _runs(job: Job, gpu: GpuSpec, estimate: Estimate | None) -> str | None:
-    """The precision the GPU runs the job in: the job's where it has it; else the stand-in, where the estimate
-    says it runs that (it was predicted in it); None: it cannot run the job."""
-    if _supports(gpu, job.precision):
-        return job.precision
-    stand_in = run_precision(job.precision, gpu.flops_per_s)
-    return stand_in if stand_in and estimate is not None and estimate.precision == stand_in else None
+    """The precision the GPU runs the job in (run_precision: fp32 runs everywhere; tf32 and bf16 need the
+    tensor-core rate in the catalog, which T4 and V100 lack): the job's where it has it; else the stand-in, where
+    the estimate says it runs that (it was predicted in it); None: it cannot run the job."""
+    runs = run_precision(job.precision, gpu.flops_per_s)
+    if runs == job.precision:
+        return runs
+    return runs if runs and estimate is not None and estimate.precision == runs else None
 
 
 def _unsupported(job: Job, gpu: GpuSpec) -> str:
