@@ -19,8 +19,8 @@ from planner.specs.published import (
 )
 
 CATALOG_NAMES = {spec.name for spec in load_gpu_catalog()}
-LAMBDA_AT_COMMIT = re.compile(
-    r"^https://github\.com/lambdal/deeplearning-benchmark/blob/[0-9a-f]{40}/pytorch/[\w.-]+\.csv#L\d+$")
+# a line of a file of a GitHub repository at a commit (Lambda's CSVs, Any-Winter-4079's comparison script)
+FILE_LINE_AT_COMMIT = re.compile(r"^https://github\.com/[\w.-]+/[\w.-]+/blob/[0-9a-f]{40}/[\w./-]+#L\d+$")
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +56,7 @@ def test_sources_are_urls_and_rows_cite_a_line_at_a_commit(tables):
         assert t.precision in PRECISIONS and t.task == "training"
         assert t.stack.strip() and t.source.strip() and t.notes.strip()
         for r in t.rows:
-            assert LAMBDA_AT_COMMIT.match(r.cite), r.cite
+            assert FILE_LINE_AT_COMMIT.match(r.cite), r.cite
             assert r.cite.split("#")[0] == t.url, (t.id, r.cite)
 
 
@@ -137,6 +137,7 @@ def _set(path, value):
     (_set(("tables", 5, "retrieved"), "23/11/2026"), "tables[5].retrieved", "must be a date"),
     (_set(("tables", 1, "id"), "lambda-v1-resnet50-amp"), "tables[1].id", "names an earlier table too"),
     (_set(("kind",), "gpus"), "kind", "must be 'published_throughput'"),
+    (_set(("tables", 0, "compiled"), "yes"), "tables[0].compiled", "must be true or false, not 'yes'"),
 ])
 def test_a_bad_file_gives_one_line_naming_file_and_field(tmp_path, change, field, problem):
     path = _write(tmp_path, change)
@@ -154,3 +155,11 @@ def test_a_file_that_is_not_json_says_where(tmp_path):
     path.write_text('{"schema_version": 1,', encoding="utf-8")
     with pytest.raises(CatalogError, match=r"published_throughput.json: not valid JSON .*line 1"):
         load_published(path)
+
+
+def test_a_table_ran_eager_unless_it_says_compiled(tables, tmp_path):
+    """`compiled` may be left out (false); the tables of Any-Winter-4079's compiled script say true, Lambda's none."""
+    assert {t.id for t in tables if t.compiled} == {"anywinter-gpt2-124m-bf16-bs32", "anywinter-gpt2-124m-bf16-bs64"}
+    assert all(not t.compiled for t in tables if t.url.startswith("https://github.com/lambdal/"))
+    path = _write(tmp_path, _set(("tables", 0, "compiled"), True))
+    assert load_published(path)[0].compiled

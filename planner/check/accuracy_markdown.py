@@ -80,7 +80,7 @@ def render_crosscheck(check: CrossCheck) -> str:
     lines += ["", "| table | GPU | our precision, batch | regime | published ratio | predicted | error | TFLOPS ratio "
               "error | bandwidth ratio error | stack | informed the model |", "|---" * 11 + "|"]
     for r in check.rows:
-        lines.append(f"| {r.table} | {r.gpu} | {r.precision}, {r.batch} | {r.bound} | {r.published_ratio:.3f} | "
+        lines.append(f"| {r.table} | {r.gpu} | {r.setting} | {r.bound} | {r.published_ratio:.3f} | "
                      f"{r.predicted_ratio:.3f} | {r.error:+.1%} | {_signed(r.naive_error('flops'))} | "
                      f"{_signed(r.naive_error('bandwidth'))} | {'table' if r.same_stack else 'other build'} | "
                      f"{'yes' if r.informed else 'no: only checked'} |")

@@ -23,7 +23,12 @@ Which tables compare: those whose model gpuplan defines the same way.
   Bahdanau attention, a 31,800-word classifier, label smoothing 0.1) on Lambda's News Commentary en-de, tokens/s of
   source + target; ours is the step of the average length bucket, synthetic sentences. The published "fp32" ran
   cuDNN's LSTMs in TF32 (cudnn.allow_tf32, on by default); the published fp16 is apex O2, ours autocast.
-Our point is the published batch where we measured it, else the nearest measured plain-variant batch.
+- GPT-2 124M bf16 → our `nanogpt` (examples/nanogpt.py) at bf16: Any-Winter-4079's nanoGPT-style script (tied head,
+  vocabulary 50,304, flash attention, fused AdamW), one micro-batch where theirs accumulates 2**19 tokens an optimizer
+  step (the clip and the accumulation it adds: under 1 % of a step on an H100, the workload's docstring says how).
+Our point is the published batch where we measured it, else the nearest measured batch, of the plain variants; of the
+torch.compile trials where the table says `compiled` (its published step was compiled: ours starts from our compiled
+step, its measured time and host share, though still split between the roofs as its eager twin, planner/model/split.py).
 The ratio error is predicted ratio / published ratio − 1. Beside it, the naive answers on the same rows:
 one datasheet ratio, dense TFLOPS of the precision or memory bandwidth.
 """
@@ -37,15 +42,16 @@ from typing import Literal
 
 from gpuplan_schema.payloads import WorkloadPayload, WorkloadPoint
 from gpuplan_schema.results import MachineResults
-from planner.model.performance import HostExposure, iter_predictions, measured_rates, run_precision, target_rates
-from planner.model.split import PLAIN_VARIANTS, machine_rooflines
+from planner.model import performance
+from planner.model.performance import HostExposure, measured_rates, run_precision, target_rates
+from planner.model.split import COMPILED, PLAIN_VARIANTS, machine_rooflines
 from planner.specs import GpuSpec, match_gpu
 from planner.specs.published import PublishedRow, PublishedTable, load_published
 
 # Issue 25's goals over every published row used: the median |ratio error| and the largest one.
 MEDIAN_TARGET = 0.08
 MAX_TARGET = 0.20
-PRECISIONS_OF = {"amp": ("bf16", "fp16"), "tf32": ("tf32",), "fp32": ("tf32",)}
+PRECISIONS_OF = {"amp": ("bf16", "fp16"), "bf16": ("bf16", "fp16"), "tf32": ("tf32",), "fp32": ("tf32",)}
 
 
 @dataclass(frozen=True)
@@ -64,10 +70,16 @@ class CrossRow:
     host: HostExposure = HostExposure()  # how the predicted step depended on its host (Prediction.host_there)
     family: str = ""             # the published model (resnet50, bert-base-squad, …)
     informed: str | None = None  # what the row changed in the model (PublishedRow.informed); None: only checked
+    variant: str = "default"     # our point's: a plain variant, or `compile` where the table ran compiled
 
     @property
     def error(self) -> float:
         return self.predicted_ratio / self.published_ratio - 1
+
+    @property
+    def setting(self) -> str:
+        """Our point as the accuracy tables show it: 'bf16, 32', or 'bf16 compiled, 32' for a torch.compile trial."""
+        return f"{self.precision}{' compiled' if self.variant == COMPILED else ''}, {self.batch}"
 
     def naive_error(self, by: str) -> float | None:
         ratio = self.naive_flops_ratio if by == "flops" else self.naive_bandwidth_ratio
@@ -178,9 +190,13 @@ class CrossCheck:
                 "not_comparable": self.not_comparable}
 
 
-def _nearest(payload: WorkloadPayload, precision: str, batch: int | None) -> WorkloadPoint | None:
+def _nearest(payload: WorkloadPayload, precision: str, batch: int | None,
+             compiled: bool = False) -> WorkloadPoint | None:
+    """Our measured point nearest the published batch (the larger of two as near): a plain variant's, or a
+    torch.compile trial's for a table that ran compiled (none: no point, never an eager one in its place)."""
+    variants = (COMPILED,) if compiled else PLAIN_VARIANTS
     points = [p for p in payload.points if p.precision == precision and p.status == "ok" and p.step_s
-              and p.variant in PLAIN_VARIANTS and p.seq_len is None and p.sweep not in ("probe", "repeat")]
+              and p.variant in variants and p.seq_len is None and p.sweep not in ("probe", "repeat")]
     return min(points, key=lambda p: (abs(p.batch - (batch or p.batch)), -p.batch), default=None)
 
 
@@ -191,24 +207,24 @@ def _row(table: PublishedTable, gpu: GpuSpec, published: PublishedRow, ratio: fl
     ours = PRECISIONS_OF[table.precision]
     precision = next((p for p in ours if p in gpu.flops_per_s), None) \
         or next((p for p in ours if run_precision(p, gpu.flops_per_s)), None)
-    point = _nearest(payload, precision, published.batch) if precision else None
+    point = _nearest(payload, precision, published.batch, table.compiled) if precision else None
     if point is None:
         return None
     rates = measured_rates(source.ceilings)  # type: ignore[arg-type]
-    one = WorkloadPayload(**{**payload.__dict__, "points": [point]})
     same_arch = (gpu.compute_capability or "")[:1] == (source_spec.compute_capability or "")[:1]
-    predicted = iter_predictions(one, rates, target_rates(rates, source_spec, gpu), same_arch,
-                                 machine_rooflines(source), gpu)
-    if not predicted:
+    # with the whole document: a compiled point's memory share is its plain twin's (performance.count_fractions);
+    # called through the module, where benchmarks/below_roof_candidates.py swaps in its candidates
+    p = performance.predict_point(point, payload, rates, target_rates(rates, source_spec, gpu), same_arch,
+                                  machine_rooflines(source), gpu)
+    if p is None:
         return None
-    p = predicted[0]
     run = run_precision(precision, gpu.flops_per_s)
     naive_f = gpu.flops_per_s[run] / source_spec.flops_per_s[precision] \
         if run in gpu.flops_per_s and precision in source_spec.flops_per_s else None
     naive_b = gpu.memory_bandwidth_bytes_per_s / source_spec.memory_bandwidth_bytes_per_s
     return CrossRow(table.id, gpu.name, precision, point.batch, published.batch, ratio, p.step_s and
                     point.step_s.median / p.step_s, naive_f, naive_b, published.same_stack,  # type: ignore[union-attr]
-                    p.bound, p.host_there, table.model, published.informed)
+                    p.bound, p.host_there, table.model, published.informed, point.variant)
 
 
 def build_crosscheck(source: MachineResults, tables: list[PublishedTable] | None = None) -> CrossCheck | None:
@@ -236,6 +252,7 @@ def build_crosscheck(source: MachineResults, tables: list[PublishedTable] | None
             if row:
                 rows.append(row)
             else:
+                start = "torch.compile point" if table.compiled else "point"
                 skipped.append((table.id, gpu.name, f"no {'/'.join(PRECISIONS_OF[table.precision])} on {gpu.name} "
-                                                    "in the catalog, or no measured point to start from"))
+                                                    f"in the catalog, or no measured {start} to start from"))
     return CrossCheck(source.machine, source_spec.name, rows, not_comparable, skipped)

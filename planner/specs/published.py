@@ -5,7 +5,8 @@ published table that measured an H100 (or H200) and other GPUs with one software
 ratio target / H100 to hold those predictions against. Each table is one source and one stack;
 numbers are transcribed exactly as published, each row citing the file and line it came from.
 A row whose stack differs from its table's names its own `stack` and is left out of `ratios` unless
-asked for. A bad field stops with one line naming the file and the field, e.g.
+asked for. A table whose published step ran under torch.compile says `"compiled": true` (absent:
+false). A bad field stops with one line naming the file and the field, e.g.
 `planner/specs/published_throughput.json: tables[3].rows[1].throughput_per_s: must be a number > 0, not -5`.
 """
 
@@ -21,11 +22,13 @@ from planner.specs.gpus import SPECS_DIR, load_gpu_catalog, match_gpu
 PUBLISHED_FILE = SPECS_DIR / "published_throughput.json"
 SCHEMA_VERSION = 1
 KIND = "published_throughput"
-PRECISIONS = ("amp", "tf32", "fp32")
+PRECISIONS = ("amp", "tf32", "fp32", "bf16")
 TASKS = ("training",)
 # The GPUs we measure on: every table needs one of them, measured with the table's own stack.
 REFERENCE_GPUS = ("H100 SXM", "H200 SXM")
 _OPTIONAL_ROW_FIELDS = ("stack", "note", "informed")
+# Table fields a table may leave out, with the value it then has.
+_OPTIONAL_TABLE_FIELDS = {"compiled": False}
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,7 @@ class PublishedTable:
     batch: int | None  # the per-GPU batch where the whole table used one, else None (see rows)
     notes: str
     rows: tuple[PublishedRow, ...]
+    compiled: bool = False  # the published step ran under torch.compile: compared with our torch.compile trials
 
     def row(self, gpu: str) -> PublishedRow | None:
         """The row of a catalog GPU (any name or alias the catalog knows), or None."""
@@ -102,7 +106,10 @@ def _read_row(path: Path, where: str, entry: dict[str, Any], catalog_names: set[
 
 
 def _read_table(path: Path, where: str, entry: dict[str, Any], catalog_names: set[str]) -> PublishedTable:
+    entry = _OPTIONAL_TABLE_FIELDS | entry
     reader = EntryReader(path, where, entry, TABLE_FIELDS)
+    if not isinstance(entry["compiled"], bool):
+        raise reader.fail("compiled", f"must be true or false, not {entry['compiled']!r}")
     raw_rows = entry["rows"]
     if not isinstance(raw_rows, list) or not raw_rows:
         raise reader.fail("rows", "must be a non-empty list")
@@ -124,7 +131,8 @@ def _read_table(path: Path, where: str, entry: dict[str, Any], catalog_names: se
         id=reader.text("id"), source=reader.text("source"), url=_url(reader, "url"),
         retrieved=reader.date("retrieved"), stack=reader.text("stack"), model=reader.text("model"),
         task=reader.choice("task", TASKS), precision=reader.choice("precision", PRECISIONS),
-        unit=reader.text("unit"), batch=batch, notes=reader.text("notes"), rows=tuple(rows))
+        unit=reader.text("unit"), batch=batch, notes=reader.text("notes"), rows=tuple(rows),
+        compiled=entry["compiled"])
 
 
 def read_published(path: Path | str) -> list[PublishedTable]:
