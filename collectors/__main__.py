@@ -130,7 +130,8 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument("--profile", choices=sorted(PROFILES), default="quick",
                         help="how much of the workload sweeps to run: quick (main points, about a minute on "
                              "an H100), standard (bf16 sweep to the OOM boundary, variants, every precision at "
-                             "the main batch; at most 5 min), capacity (standard plus the OOM boundary at every "
+                             "the main batch and again, with torch.compile, at the sweep's throughput knee; "
+                             "about 5 min), capacity (standard plus the OOM boundary at every "
                              "precision), full (everything at every precision) (default: quick). A run reuses the "
                              "points a workload's document already holds: an interrupted run resumes, and "
                              "capacity after standard only adds the boundaries. For "

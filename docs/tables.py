@@ -378,7 +378,7 @@ def host_noise(machines: list[MachineResults]) -> str:
 RECOMMENDED_CHECK = Path("diagnostics") / "recommended-check-2026-11-27"
 # Each file is one device call; calls 1-2 ran on one lent H100, every later file on a machine lent afresh
 LENDS = {"lend 1": ("recommended-h100.json",), "lends 2-3": ("carry-h100.json", "recommended-h100-after.json"),
-         "lend 4": ("recommended-h100-second.json",)}
+         "lend 4": ("recommended-h100-second.json",), "lend 5": ("recommended-h100-knee.json",)}
 
 
 def recommended_check(machines: list[MachineResults]) -> str:
@@ -389,13 +389,20 @@ def recommended_check(machines: list[MachineResults]) -> str:
     timed = {lend: check.timings([folder / f for f in files]) for lend, files in LENDS.items()}
     before = check.compare(json.loads((folder / "configs-before.json").read_text())["rows"], timed["lend 1"])
     after_rows = json.loads((folder / "configs-after.json").read_text())["rows"]
-    # the answers' configurations: each timed once on lend 1, 2 or 3 (whichever first ran it), and again on lend 4
-    earlier = {**timed["lend 1"], **timed["lends 2-3"]}
+    # the answers' configurations: each timed once on lend 1, 2, 3 or 5 (whichever first ran it; lend 5 the answers
+    # the trials at the knee brought), and again on lend 4 where lend 4 ran it
+    earlier = {**timed["lend 1"], **timed["lends 2-3"], **timed["lend 5"]}
     after = check.compare(after_rows, earlier, timed["lend 4"])
+    # the H200's: one lend of an H200 (cut by its time limit: the configurations it reached, in the file's order)
+    h200 = check.timings([_by(machines, TARGET).folder / RECOMMENDED_CHECK / "recommended-h200.json"])
+    on_h200 = check.compare([r for r in after_rows if r["gpu"] == "H200 SXM"], h200)
     return ("**Before**: the plan's answers that carried a trial's gain to another batch, timed on lend 1.\n\n"
             + check.markdown([r for r in before if r["how"] == "carried"], ["lend 1"])
             + "\n**After**: every answer a configuration timed at the batch recommended, each timed on one of lends "
-            "1-3 and again on lend 4.\n\n" + check.markdown(after, ["lends 1-3", "lend 4"]))
+            "1-3 or 5 and again on lend 4 where it was an answer then.\n\n"
+            + check.markdown(after, ["lends 1-3, 5", "lend 4"])
+            + "\n**On an H200** (lend 6, results/h200/diagnostics/recommended-check-2026-11-27/): the answers of both "
+            "plans there, as far as one call reached.\n\n" + check.markdown(on_h200, ["lend 6"]))
 
 
 def accuracy_crossarch(machines: list[MachineResults]) -> str:

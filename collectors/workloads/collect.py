@@ -32,6 +32,7 @@ from collectors.workloads.sweep_plan import (
 from collectors.workloads.training import Variant, precision_unsupported
 from gpuplan_schema.machine import sanitize_machine_id
 from gpuplan_schema.payloads import OomBoundary, WorkloadPayload, WorkloadPoint
+from gpuplan_schema.payloads.workloads import knee_batch
 from gpuplan_schema.progress import Progress
 from gpuplan_schema.schema import DocumentError, load_document
 
@@ -39,9 +40,14 @@ from gpuplan_schema.schema import DocumentError, load_document
 # document stays valid (those fields None); a rerun continues it, reusing only its probes (load_earlier).
 # 4: the points whose step the host's speed moves are timed again, interleaved (collectors/workloads/steady.py). A
 # version 3 document's points are all reused; a rerun adds the steady timing.
-NAME, VERSION = "workloads", "5"
+# 6: the main batch's trials (each precision's plain trial, torch.compile at the detail precisions) timed again at
+# the batch sweep's knee where it is not the main batch (sweep "knee"): a trial's gain at the main batch said
+# +30 % for BERT-base compiled at 160 and +5 % at its knee, 320 (benchmarks/recommended_check.py, 2026-11-27), so
+# the plan recommends only a configuration timed at the batch it recommends. A version 5 document's points are
+# all reused; a rerun adds the knee's.
+NAME, VERSION = "workloads", "6"
 PROBES_REUSED_FROM = ("2",)
-POINTS_REUSED_FROM = ("3", "4")
+POINTS_REUSED_FROM = ("3", "4", "5")
 FRESH_PROCESS_DEVICES = ("cuda",)  # where boundaries are searched in a process of their own
 
 
@@ -68,13 +74,28 @@ def iter_precision(name: str, workload: Workload, precision: str, plan: SweepPla
         for point in iter_batch_sweep(workload, precision, plan, ctx, progress):
             measured.append(point)
             yield point  # saved at once: a run killed mid-sweep keeps the sweep's finished points
+    if ctx.knee is None and precision in plan.profile.sweep_precisions:  # the first swept precision's: the plan's
+        ctx.knee = knee_batch({p.batch: p.throughput_per_s for p in measured
+                               if p.status == "ok" and p.throughput_per_s})
     measured.append(measure_point(workload, precision, plan.main_batch, ctx, "variant",
                                   trial_variant(workload, precision, plan.profile)))
     yield measured[-1]
+    yield from iter_knee_trials(workload, precision, plan, ctx)
     if precision in plan.profile.boundary_precisions:
         yield from iter_boundaries(name, workload, precision, measured, plan, ctx, progress, hint)
     if precision in plan.profile.detail_precisions:
         yield from iter_detail(name, workload, precision, plan, ctx)
+
+
+def iter_knee_trials(workload: Workload, precision: str, plan: SweepPlan, ctx: Context) -> Iterator[WorkloadPoint]:
+    """The main batch's trials of `precision` again at the batch sweep's knee, where that is another batch (profiles
+    with `knee_trials`): its plain trial, and torch.compile at a detail precision on a GPU, as at the main batch."""
+    knee = ctx.knee
+    if not plan.profile.knee_trials or knee is None or knee == plan.main_batch:
+        return
+    yield measure_point(workload, precision, knee, ctx, "knee", trial_variant(workload, precision, plan.profile))
+    if plan.profile.compile and ctx.device.type == "cuda" and precision in plan.profile.detail_precisions:
+        yield measure_point(workload, precision, knee, ctx, "knee", Variant(compile=True))
 
 
 def iter_boundaries(name: str, workload: Workload, precision: str, measured: list[WorkloadPoint], plan: SweepPlan,
@@ -179,6 +200,7 @@ def iter_workload_payloads(name: str, profile: profiles.Profile, ctx: Context, p
     ctx.earlier = {p.key: p for p in (earlier.points if earlier else [])}
     ctx.earlier_boundaries = {(b.precision, b.allocator): b for b in (earlier.boundaries if earlier else [])}
     ctx.reused = 0
+    ctx.knee = None
     before = earlier.elapsed_s if earlier else 0.0
     parameters = sum(p.numel() for p in workload.model.parameters())
     points: list[WorkloadPoint] = []
@@ -252,8 +274,10 @@ def load_earlier(path: Path, device: torch.device) -> tuple[WorkloadPayload | No
     if not isinstance(payload, WorkloadPayload) or payload.device != device.type:
         return None, f"{path}: measured on another device type; measuring afresh"
     if version in POINTS_REUSED_FROM:
-        again = "its boundaries searched again in fresh processes" + (
-            "" if version == "4" else ", the points the host's speed moves timed again")
+        again = {"3": "its boundaries searched again in fresh processes, the points the host's speed moves timed "
+                      "again, the trials at the sweep's knee added",
+                 "4": "its boundaries searched again in fresh processes, the trials at the sweep's knee added",
+                 "5": "the trials at the sweep's knee added"}[version]
         return replace(payload, complete=False), (f"{path}: made by workloads collector {version}: its points "
                                                   f"are reused, {again}")
     if version != VERSION:

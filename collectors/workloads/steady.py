@@ -50,7 +50,7 @@ class SteadyTiming:
 
 def needs_steady(point: WorkloadPoint) -> bool:
     """Whether the host's speed moves this point's step (module docstring), and it is not timed so yet."""
-    if point.status != "ok" or point.sweep not in ("batch", "variant", "repeat") or point.seq_len is not None:
+    if point.status != "ok" or point.sweep not in ("batch", "variant", "knee", "repeat") or point.seq_len is not None:
         return False
     if point.steady_rounds or not point.gpu_busy_s or point.step_s is None:
         return False

@@ -45,6 +45,7 @@ class Context:
     earlier_boundaries: dict[tuple[str, str], OomBoundary] = field(default_factory=dict)  # by (precision, allocator)
     reused: int = 0
     point_timeout_s: float | None = None  # a point still running after this is an error (collectors/core/time_limit.py)
+    knee: int | None = None  # the current workload's batch-sweep knee, once swept: its trials are timed there too
 
     def recall(self, base: dict) -> WorkloadPoint | None:
         found = self.earlier.get(point_key(**base))

@@ -45,6 +45,16 @@ PLAIN_VARIANTS = ("default", "no_cudnn_benchmark")
 KNEE = 0.05   # the throughput knee: the smallest batch within this of the best measured
 
 
+def knee_batch(throughput: dict[int, float], tolerance: float = KNEE) -> int | None:
+    """The smallest batch within `tolerance` of the best throughput measured (batch → samples/s); None if empty.
+    The one definition of the knee: the plan's recommended batch, the batch the roofline collector profiles and
+    the one the workloads collector times its trials at again (sweep "knee")."""
+    if not throughput:
+        return None
+    best = max(throughput.values())
+    return min(b for b, t in throughput.items() if t >= (1 - tolerance) * best)
+
+
 def point_key(sweep: str, precision: str, batch: int, variant: str, seq_len: int | None = None) -> tuple:
     """What makes two points the same configuration (WorkloadPoint.key; the collector also keys points it is
     about to measure by it)."""
@@ -53,8 +63,10 @@ def point_key(sweep: str, precision: str, batch: int, variant: str, seq_len: int
 
 @dataclass(frozen=True)
 class WorkloadPoint:
-    """One measured configuration. `sweep` says why it was measured: batch, sequence, variant, repeat, or
-    probe (an untimed run of the out-of-memory boundary search: status and peak memory only).
+    """One measured configuration. `sweep` says why it was measured: batch, sequence, variant (a trial at the
+    main batch), knee (the same trials at the batch sweep's knee, where it is not the main batch: workloads
+    collector 6), repeat, or probe (an untimed run of the out-of-memory boundary search: status and peak memory
+    only).
 
     Host and device shares of a timed step (collectors/core/host_time.py; None in documents of workloads
     collector 2 and before, and for probes): `host_issue_s` is the host's wall time to issue one step
@@ -63,7 +75,7 @@ class WorkloadPoint:
     host runs ahead of the GPU; more: it waits for it inside the step, so host_issue_s ≈ step_s).
     """
 
-    sweep: Literal["batch", "sequence", "variant", "repeat", "probe"]
+    sweep: Literal["batch", "sequence", "variant", "knee", "repeat", "probe"]
     precision: str
     batch: int
     variant: str
@@ -157,11 +169,8 @@ class WorkloadPayload:
         """The throughput knee of the batch sweep: the smallest batch within `tolerance` of the best measured
         (among batches up to `limit`). The batch the planner recommends, and the one the roofline collector
         profiles so that the bound is judged where the user will run."""
-        thr = {b: t for b, t in self.sweep_throughput(precision).items() if limit is None or b <= limit}
-        if not thr:
-            return None
-        best = max(thr.values())
-        return min(b for b, t in thr.items() if t >= (1 - tolerance) * best)
+        return knee_batch({b: t for b, t in self.sweep_throughput(precision).items() if limit is None or b <= limit},
+                          tolerance)
 
     def expandable_gain(self, precision: str) -> float | None:
         """How much larger the boundary searched with expandable segments is than the default allocator's

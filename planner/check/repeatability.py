@@ -61,7 +61,9 @@ class RepeatSummary:
 def _configurations(points: Iterable[WorkloadPoint]) -> dict[tuple, list[WorkloadPoint]]:
     out: dict[tuple, list[WorkloadPoint]] = {}
     for p in points:
-        if p.status == "ok" and p.step_s and p.sweep != "probe":
+        # not the knee's trials: a resumed document gains them on another lend (workloads collector 6 over a
+        # version 5 document, 2026-11-27), so they are not timed again "in one collection"
+        if p.status == "ok" and p.step_s and p.sweep not in ("probe", "knee"):
             out.setdefault((p.precision, p.batch, p.variant, p.seq_len), []).append(p)
     return out
 

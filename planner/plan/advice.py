@@ -53,28 +53,58 @@ def judge_choice(payload: WorkloadPayload, knee: Knee | None, supports_bf16: boo
     return choose(payload, MAIN_PRECISION, supports_bf16, applies), at_knee, why
 
 
+def knee_choice(payload: WorkloadPayload, knee: Knee | None, supports_bf16: bool) -> Choice | None:
+    """The choice among the trials timed again at the knee (workloads collector 6), where they were; else None."""
+    if knee is None:
+        return None
+    found = choose(payload, MAIN_PRECISION, supports_bf16, True, sweep="knee")
+    if found.chosen is None or found.chosen.point.batch != knee.batch:
+        return None  # timed at another knee (the memory margin moved this one): says nothing here
+    return found
+
+
+def timed_choice(payload: WorkloadPayload, knee: Knee | None, choice: Choice, judgement: Judgement | None, why: str,
+                 supports_bf16: bool, rooflines: list[RooflinePayload], rates: Rates | None
+                 ) -> tuple[Knee | None, Choice, Judgement | None, str]:
+    """The configuration recommended, timed at the batch recommended. Where the trials were timed again at the knee,
+    the choice among them (no regime question: they ran there), unless the main batch's chosen trial is faster
+    (at_a_timed_batch then moves the batch to it); else at_a_timed_batch on the main batch's trials alone."""
+    at_knee = knee_choice(payload, knee, supports_bf16)
+    if at_knee is None:
+        return at_a_timed_batch(payload, knee, choice, judgement, rooflines, rates) if not why \
+            else (knee, choice, judgement, why)
+    if why or not choice.timed_elsewhere(knee.batch):  # type: ignore[union-attr]
+        return knee, at_knee, judgement, ""
+    return at_a_timed_batch(payload, knee, choice, judgement, rooflines, rates, at_knee)
+
+
 def at_a_timed_batch(payload: WorkloadPayload, knee: Knee | None, choice: Choice, judgement: Judgement | None,
-                     rooflines: list[RooflinePayload], rates: Rates | None
+                     rooflines: list[RooflinePayload], rates: Rates | None, at_knee: Choice | None = None
                      ) -> tuple[Knee | None, Choice, Judgement | None, str]:
     """The recommendation is a configuration timed at the batch recommended: a trial's gain is not carried to a
     batch it was not timed at. Timed on an H100 on 2026-11-27 (benchmarks/recommended_check.py): BERT-base's
     torch.compile gained +30 % at its trial batch (160) and +5 % at the knee (320); dlrm-small's fp32 ran ×1.07
     bf16's at 16,384 and ×0.73 at the knee (1,048,576), both pairs "in one regime". So where the chosen trial ran
     at another batch than the knee, the faster of the two measured configurations is recommended: the trial at its
-    own batch, or the sweep's at the knee (the simpler where they tie). Returns (knee, choice, judgement, why the
-    trial is not taken)."""
+    own batch, or the sweep's at the knee (the simpler where they tie); or, given `at_knee` (the trials timed again
+    at the knee), that choice's configuration there (the knee's where they tie). Returns (knee, choice, judgement,
+    why the trial is not taken)."""
     if knee is None or not choice.timed_elsewhere(knee.batch):
         return knee, choice, judgement, ""
     chosen = choice.chosen
     assert chosen is not None  # timed_elsewhere says so
     batch = chosen.point.batch
-    at_knee = plain_point(payload, knee.batch, MAIN_PRECISION)
+    rival = at_knee.chosen if at_knee else None
+    there = rival.point if rival else plain_point(payload, knee.batch, MAIN_PRECISION)
+    there_per_s = rival.throughput if rival else knee.throughput_per_s
     # a tie (within the two timings' spread) keeps the simpler configuration, as choice.py does at one batch
-    if chosen.throughput > knee.throughput_per_s and not (at_knee and ties(chosen, Trial(at_knee))):
+    if chosen.throughput > there_per_s and not (there and ties(chosen, Trial(there))):
         at_trial = payload.sweep_throughput(MAIN_PRECISION).get(batch, choice.baseline.throughput)
         moved = Knee(batch, at_trial, knee.best_batch, knee.best_throughput_per_s, knee.capped_by_memory,
                      timed=chosen.name, timed_per_s=chosen.throughput, sweep_knee=knee)
         return moved, choice, judge(payload, batch, MAIN_PRECISION, rooflines, rates), ""
+    if at_knee is not None:
+        return knee, at_knee, judgement, ""
     why = (f"{chosen.name} was timed at batch {batch}, not at {knee.batch}, where the sweep is as fast or faster "
            f"({short_rate(knee.throughput_per_s)} against {short_rate(chosen.throughput)} {payload.unit}/s); a gain "
            f"is not carried to a batch it was not timed at")
@@ -90,8 +120,8 @@ def advise_workload(spec: GpuSpec, payload: WorkloadPayload, fits: dict, feed: F
     sweep_fit = fits.get((payload.workload, MAIN_PRECISION))
     knee = find_knee(payload, MAIN_PRECISION, sweep_fit.safe_batch(card) if sweep_fit else None)
     choice, judgement, why = judge_choice(payload, knee, spec.supports_bf16, list(rooflines), rates)
-    if not why:
-        knee, choice, judgement, why = at_a_timed_batch(payload, knee, choice, judgement, list(rooflines), rates)
+    knee, choice, judgement, why = timed_choice(payload, knee, choice, judgement, why, spec.supports_bf16,
+                                                list(rooflines), rates)
     precision = recommend_precision(payload, choice, why)
     chosen = precision.choice if precision else MAIN_PRECISION
     fit = fits.get((payload.workload, chosen)) or sweep_fit

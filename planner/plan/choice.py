@@ -9,6 +9,9 @@ simplest is kept (COST: fp32 < tf32 < bf16 < fp16, eager < compiled), so that tw
 the same settings. The recommendation is one configuration that was measured, never a product of gains
 measured apart (fp16 eager +22 % and bf16 compiled +36 % say nothing of fp16 compiled).
 
+Where the collector timed the same trials again at the sweep's knee (sweep "knee", workloads collector 6), the
+choice is made there, among configurations timed at the batch recommended (advice.py `timed_choice`).
+
 A trial at the main batch speaks for the recommended batch only where both are in one regime
 (planner/plan/judge.py `same_regime`): a gain measured where the host sets a 30 ms step says nothing of a
 GPU-bound step at 64× the batch. Otherwise the sweep's own configuration is kept, and the reason says so. Nor is
@@ -62,11 +65,13 @@ def ties(a: Trial, b: Trial) -> bool:
     return abs(a.throughput / b.throughput - 1) <= max(TIE_FLOOR, a.spread + b.spread)
 
 
-def trials(payload: WorkloadPayload, sweep_precision: str, supports_bf16: bool = True) -> list[Trial]:
-    """One plain trial per precision at the main batch (the faster of its plain variants) and the compiled one."""
+def trials(payload: WorkloadPayload, sweep_precision: str, supports_bf16: bool = True,
+           sweep: str = "variant") -> list[Trial]:
+    """One plain trial per precision (the faster of its plain variants) and the compiled one: at the main batch
+    (`sweep` "variant"), or at the sweep's knee ("knee": the same trials timed again there, workloads collector 6)."""
     best: dict[str, WorkloadPoint] = {}
     for p in payload.points:
-        if p.sweep != "variant" or p.status != "ok" or not p.throughput_per_s or p.seq_len is not None:
+        if p.sweep != sweep or p.status != "ok" or not p.throughput_per_s or p.seq_len is not None:
             continue
         if p.precision == "bf16" and not supports_bf16:
             continue
@@ -107,8 +112,9 @@ class Choice:
         return replace(self, chosen=self.baseline, applies=False)
 
 
-def choose(payload: WorkloadPayload, sweep_precision: str, supports_bf16: bool, applies: bool) -> Choice:
-    found = trials(payload, sweep_precision, supports_bf16)
+def choose(payload: WorkloadPayload, sweep_precision: str, supports_bf16: bool, applies: bool,
+           sweep: str = "variant") -> Choice:
+    found = trials(payload, sweep_precision, supports_bf16, sweep)
     baseline = next((t for t in found if t.precision == sweep_precision and not t.compiled), None)
     if not found:
         return Choice(None, None, None, applies, [])

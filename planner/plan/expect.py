@@ -86,10 +86,11 @@ def spread(point: WorkloadPoint | None) -> float:
 
 
 def exact_trial(payload: WorkloadPayload, settings: Settings) -> WorkloadPoint | None:
-    """The recommended configuration itself, timed at the recommended batch (a trial at the main batch)."""
+    """The recommended configuration itself, timed at the recommended batch (a trial at the main batch or knee)."""
     want = "compile" if settings.torch_compile else None
-    return next((p for p in payload.points if p.sweep == "variant" and p.status == "ok" and p.batch == settings.batch
-                 and p.precision == settings.precision and p.seq_len is None and p.throughput_per_s
+    return next((p for p in payload.points if p.sweep in ("variant", "knee") and p.status == "ok"
+                 and p.batch == settings.batch and p.precision == settings.precision and p.seq_len is None
+                 and p.throughput_per_s
                  and (p.variant == want if want else p.variant in PLAIN_VARIANTS)), None)
 
 

@@ -157,9 +157,12 @@ def recommend_variants(payload: WorkloadPayload, precision: str, choice: Choice)
         return []
     out = []
     compiled = next((t for t in choice.candidates if t.compiled), None)
-    if compiled and compiled.point.step_s and base.step_s:
-        gain = compiled.throughput / base.throughput_per_s - 1  # type: ignore[operator]
-        saved = base.step_s.median - compiled.point.step_s.median
+    # compiled against eager at the batch both were timed at (the knee's trials, where the choice was made there)
+    eager = next((t.point for t in choice.candidates if t.precision == precision and not t.compiled), base) \
+        if compiled and compiled.point.sweep == "knee" else base
+    if compiled and compiled.point.step_s and eager.step_s:
+        gain = compiled.throughput / eager.throughput_per_s - 1  # type: ignore[operator]
+        saved = eager.step_s.median - compiled.point.step_s.median
         even = ""
         if saved > 0 and compiled.point.compile_s:
             even = f"; it pays back its {compiled.point.compile_s:.0f} s of compiling after " \
@@ -169,7 +172,8 @@ def recommend_variants(payload: WorkloadPayload, precision: str, choice: Choice)
             "measured at another regime's batch" if not choice.applies else
             f"{choice.chosen.name} ties with it or beats it and is simpler" if choice.chosen else "")
         out.append(Recommendation(payload.workload, "torch_compile", "yes" if on else "no",
-                                  f"measured {gain:+.0%} throughput in {precision} at batch {base.batch}{even}{why}",
+                                  f"measured {gain:+.0%} throughput in {precision} at batch {compiled.point.batch}"
+                                  f"{even}{why}",
                                   "true" if on else "false", gain))
     for variant, setting, on_means in (("contiguous", "channels_last", "channels_last"),
                                        ("no_cudnn_benchmark", "cudnn_benchmark", "autotuning")):

@@ -1,0 +1,104 @@
+"""The main batch's trials timed again at the batch sweep's knee (workloads collector 6), and the plan choosing
+among configurations timed at the batch it recommends. Timed on an H100 (results/h100-80gb/diagnostics/
+recommended-check-2026-11-27): BERT-base's torch.compile gained +30 % at its trial batch (160) and +5 % at its
+knee (320); ResNet-50 compiled ran 5768 images/s at its knee (512) and 5303 at its trial batch (256), so the no-carry
+rule alone recommended the slower of the two. Real tiny collections on the CPU through the collector's generators."""
+
+from __future__ import annotations
+
+import io
+import shutil
+from dataclasses import replace
+
+import pytest
+import torch
+from paths import FROZEN, REPO
+
+from collectors.core import profiles
+from collectors.workloads.collect import iter_knee_trials, iter_workload_payloads
+from collectors.workloads.sweep import Context
+from collectors.workloads.sweep_plan import build_sweep_plan, instantiate
+from gpuplan_schema.payloads import WorkloadPayload
+from gpuplan_schema.progress import Progress
+from gpuplan_schema.results import load_machine
+from planner.plan.plan import build_plan
+from planner.units import format_count
+
+KNEE_FIXTURES = REPO / "tests" / "fixtures" / "knee-trials"
+
+CPU = torch.device("cpu")
+
+
+def quiet() -> Progress:
+    return Progress("test", total=1, stream=io.StringIO())
+
+
+@pytest.fixture(scope="module")
+def collected() -> WorkloadPayload:
+    *_, last = iter_workload_payloads("mlp-stgan", profiles.PROFILES["standard"], Context(CPU), quiet())
+    return last
+
+
+def test_a_standard_collection_times_every_precisions_trial_again_at_its_sweeps_knee(collected):
+    """Where the bf16 sweep's knee is not the main batch, each precision's trial runs there too, as `knee` points;
+    where it is, none (they would be the main batch's trials again)."""
+    main = next(p.batch for p in collected.points if p.sweep == "variant")
+    knee = collected.sweep_knee("bf16")
+    at_knee = [p for p in collected.points if p.sweep == "knee"]
+    if knee == main:
+        assert not at_knee
+        return
+    assert {p.precision for p in at_knee} == {"bf16", "fp32"}  # the CPU's precisions, each once
+    assert all(p.batch == knee and p.status == "ok" and p.throughput_per_s for p in at_knee)
+    trials = {p.precision: p.variant for p in collected.points if p.sweep == "variant" and p.batch == main}
+    assert {p.precision: p.variant for p in at_knee} == trials  # the same configurations as the main batch's
+
+
+def test_knee_trials_run_only_where_the_knee_is_another_batch_and_the_profile_asks():
+    ctx = Context(CPU)
+    workload = instantiate("mlp-stgan", CPU)
+    plan = build_sweep_plan("mlp-stgan", workload, profiles.PROFILES["standard"], CPU)
+    ctx.knee = plan.main_batch
+    assert list(iter_knee_trials(workload, "bf16", plan, ctx)) == []
+    ctx.knee = 2 * plan.main_batch
+    quick = replace(plan, profile=replace(plan.profile, knee_trials=False))
+    assert list(iter_knee_trials(workload, "bf16", quick, ctx)) == []
+    (point,) = iter_knee_trials(workload, "bf16", plan, ctx)  # no torch.compile on a CPU
+    assert (point.sweep, point.batch, point.precision, point.status) == ("knee", 2 * plan.main_batch, "bf16", "ok")
+    assert point.step_s is not None and point.throughput_per_s == pytest.approx(point.batch / point.step_s.median)
+
+
+@pytest.fixture(scope="module")
+def with_knee_trials(tmp_path_factory):
+    """The frozen H100 machine with resnet50's and vit-tiny's documents of workloads collector 6 in place."""
+    folder = tmp_path_factory.mktemp("knee") / "h100-80gb"
+    shutil.copytree(FROZEN / "h100-80gb", folder)
+    for name in ("resnet50", "vit-tiny"):
+        shutil.copy(KNEE_FIXTURES / f"workload-{name}.json", folder / f"workload-{name}.json")
+    return load_machine(folder)
+
+
+def test_the_plan_recommends_the_fastest_configuration_timed_at_the_batch_it_recommends(with_knee_trials):
+    """ResNet-50: compiled at the knee (512) ran 5824 images/s, compiled at the trial batch (256) 5303, the
+    sweep's plain run at 512 4126: the answer is compiled at 512, measured there, its reason naming the figures
+    at 512. ViT-tiny: its trials at batch 64 were host-bound (no regime to carry them from), but at the knee (2048)
+    compiled ran 17,951 against 12,042 eager: compiled at 2048, where before the knee trials the plan kept eager
+    bf16. On another GPU the same configuration is predicted at its batch."""
+    plan = build_plan(with_knee_trials, ["H100 SXM", "H200 SXM"])
+    here, there = plan.targets[0], plan.targets[1]
+    for name, batch in (("resnet50", 512), ("vit-tiny", 2048)):
+        s, e = here.settings[name], here.gpu_expected[name]
+        payload = next(w for w in with_knee_trials.workloads if w.workload == name)
+        timed = next(p for p in payload.points if p.sweep == "knee" and p.variant == "compile")
+        assert (s.batch, s.precision, s.torch_compile) == (batch, "bf16", True), name
+        assert e.how == "measured" and e.throughput_per_s == pytest.approx(timed.throughput_per_s), name
+        assert f"batch {format_count(batch)}" in e.basis
+        best = max(p.throughput_per_s for p in payload.points if p.status == "ok" and p.throughput_per_s
+                   and p.batch <= batch and p.sweep in ("variant", "knee", "batch"))
+        assert timed.throughput_per_s == best  # nothing timed at or below the batch recommended ran faster
+        compile_rec = next(r for r in here.recommendations if r.workload == name and r.setting == "torch_compile")
+        assert compile_rec.choice == "true" and f"at batch {format_count(batch)}" in compile_rec.reason
+        t = there.settings[name]
+        assert t.torch_compile and there.gpu_expected[name].how == "predicted", name
+    old = build_plan(load_machine(FROZEN / "h100-80gb"), ["H100 SXM"]).targets[0]
+    assert not old.settings["vit-tiny"].torch_compile and old.settings["resnet50"].batch == 256
