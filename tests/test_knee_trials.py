@@ -22,6 +22,9 @@ from gpuplan_schema.payloads import WorkloadPayload
 from gpuplan_schema.progress import Progress
 from gpuplan_schema.results import load_machine
 from planner.plan.plan import build_plan
+from planner.plan.presets import Bounds, aggressive_preset
+from planner.plan.settings import LoaderSettings, Settings
+from planner.report.dataloader import build_dataloader_sections
 from planner.units import format_count
 
 KNEE_FIXTURES = REPO / "tests" / "fixtures" / "knee-trials"
@@ -73,7 +76,7 @@ def with_knee_trials(tmp_path_factory):
     """The frozen H100 machine with resnet50's and vit-tiny's documents of workloads collector 6 in place."""
     folder = tmp_path_factory.mktemp("knee") / "h100-80gb"
     shutil.copytree(FROZEN / "h100-80gb", folder)
-    for name in ("resnet50", "vit-tiny"):
+    for name in ("resnet50", "vit-tiny", "bert-base-squad"):
         shutil.copy(KNEE_FIXTURES / f"workload-{name}.json", folder / f"workload-{name}.json")
     return load_machine(folder)
 
@@ -102,3 +105,69 @@ def test_the_plan_recommends_the_fastest_configuration_timed_at_the_batch_it_rec
         assert t.torch_compile and there.gpu_expected[name].how == "predicted", name
     old = build_plan(load_machine(FROZEN / "h100-80gb"), ["H100 SXM"]).targets[0]
     assert not old.settings["vit-tiny"].torch_compile and old.settings["resnet50"].batch == 256
+
+
+def test_the_loader_is_set_against_the_configuration_recommended(with_knee_trials):
+    """ResNet-50's answer is compiled at 512 (5824 images/s on the GPU); the loader's verdict once quoted the main
+    batch's eager run (bf16, batch 256, 3908) beside it. The plan's loader verdict, its num_workers reason and the
+    report's input-pipeline section now set the measured loader against the answer's own GPU rate."""
+    plan = build_plan(with_knee_trials, ["H100 SXM"])
+    here = plan.targets[0]
+    s, expected, feed = here.settings["resnet50"], here.gpu_expected["resnet50"], here.feeds["resnet50"]
+    assert (feed.precision, feed.batch, feed.compiled) == (s.precision, s.batch, s.torch_compile) == ("bf16", 512, True)
+    assert feed.gpu_samples_per_s == pytest.approx(expected.throughput_per_s)
+    workers = next(r for r in here.recommendations if r.workload == "resnet50" and r.setting == "num_workers")
+    assert "resnet50 at bf16, compiled, batch 512" in workers.reason
+    (section,) = build_dataloader_sections(with_knee_trials, plan)
+    assert [v for v in section.verdicts if v.workload == "resnet50"] == [feed]
+    assert not here.feeds["gpt-small"].applies  # not an image workload: the JPEG loader says nothing of it
+
+
+def test_on_a_card_the_knees_trial_does_not_fit_the_same_configuration_timed_at_the_main_batch_is_predicted(
+        with_knee_trials):
+    """ResNet-50 compiled was chosen at its knee (512), which does not fit a 16 GB card; compiled was timed at 256
+    too. On a T4 and a V100 16GB the answer is compiled at 256, predicted faster than the plain sweep's knee there
+    (it fell back to the plain sweep's knee once the choice was made at 512: −13 % on the T4, −17 % on a V100)."""
+    plan = build_plan(with_knee_trials, ["H100 SXM", "T4", "V100 SXM2 16GB"])
+    for target in plan.targets[1:]:
+        s, e = target.settings["resnet50"], target.gpu_expected["resnet50"]
+        assert (s.batch, s.torch_compile) == (256, True), target.gpu.name
+        plain = next(p for p in target.predictions if p.workload == "resnet50" and p.variant in ("default",
+                     "no_cudnn_benchmark") and p.precision == s.precision and p.batch < 256 and p.seq_len is None)
+        assert e.how == "predicted" and e.throughput_per_s > plain.throughput_per_s
+
+
+def test_the_knees_choice_reads_only_the_trials_at_the_knee(with_knee_trials):
+    """A document can hold trials at an earlier knee too (a larger profile extended the sweep, or the steady timing
+    moved the knee): one faster compiled point at another batch must neither hide the knee's trials nor join them."""
+    machine = with_knee_trials
+    payload = next(w for w in machine.workloads if w.workload == "resnet50")
+    compiled = next(p for p in payload.points if p.sweep == "knee" and p.variant == "compile")
+    stray = replace(compiled, batch=1024, throughput_per_s=compiled.throughput_per_s * 1.02)
+    doc = machine.documents["workload-resnet50"]
+    documents = {**machine.documents, "workload-resnet50": replace(doc, payload=replace(payload, points=[
+        *payload.points, stray]))}
+    plan = build_plan(replace(machine, documents=documents), ["H100 SXM"])
+    s = plan.targets[0].settings["resnet50"]
+    assert (s.batch, s.torch_compile) == (512, True)
+    assert plan.targets[0].gpu_expected["resnet50"].throughput_per_s == pytest.approx(compiled.throughput_per_s)
+
+
+def test_a_trial_beating_the_knees_trials_names_what_it_beat(with_knee_trials):
+    """BERT-base compiled at 160 (1570) beats everything timed at its knee, 320 (compiled 1322): the batch's
+    reason names that rival, not the sweep's eager figure."""
+    plan = build_plan(with_knee_trials, ["H100 SXM"])
+    here = plan.targets[0]
+    assert (here.settings["bert-base-squad"].batch, here.settings["bert-base-squad"].torch_compile) == (160, True)
+    batch = next(r for r in here.recommendations if r.workload == "bert-base-squad" and r.setting == "batch_size")
+    assert "bf16 compiled at the bf16 sweep's knee, batch 320: 1322" in batch.reason, batch.reason
+
+
+def test_the_aggressive_preset_never_adds_compile_to_a_precision_it_was_not_timed_in():
+    """gnmt's answer is fp16 eager at 2048 (faster than bf16 compiled there): compile was timed in bf16 only, so
+    the aggressive preset does not offer fp16 + compile, a combination nothing measured."""
+    loader = LoaderSettings(2, 2, True, True, False, "a default")
+    fp16 = Settings("gnmt", "fp16", 2048, False, 0.06, None, None, None, loader)
+    assert not aggressive_preset(fp16, None, Bounds(None, None, None), "bf16").settings.torch_compile
+    bf16 = replace(fp16, precision="bf16")
+    assert aggressive_preset(bf16, None, Bounds(None, None, None), "bf16").settings.torch_compile

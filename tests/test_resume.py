@@ -28,7 +28,17 @@ def quiet() -> Progress:
 
 
 def keys(payload: WorkloadPayload) -> list[tuple]:
-    return [point_key(p.sweep, p.precision, p.batch, p.variant, p.seq_len) for p in payload.points]
+    """The points' configurations, but the trials at the knee: which batch is the knee depends on the run's own
+    timings, so two runs can put them at different batches (`at_its_knee` checks them)."""
+    assert at_its_knee(payload)
+    return [point_key(p.sweep, p.precision, p.batch, p.variant, p.seq_len) for p in payload.points if p.sweep != "knee"]
+
+
+def at_its_knee(payload: WorkloadPayload) -> bool:
+    """Every trial at the knee was timed at the knee of the run's own bf16 sweep, once per precision."""
+    at_knee = [p for p in payload.points if p.sweep == "knee"]
+    return all(p.batch == payload.sweep_knee("bf16") for p in at_knee) \
+        and len({p.precision for p in at_knee}) == len(at_knee)
 
 
 def save(folder: Path, stem: str, payload: WorkloadPayload) -> None:

@@ -274,10 +274,10 @@ def load_earlier(path: Path, device: torch.device) -> tuple[WorkloadPayload | No
     if not isinstance(payload, WorkloadPayload) or payload.device != device.type:
         return None, f"{path}: measured on another device type; measuring afresh"
     if version in POINTS_REUSED_FROM:
-        again = {"3": "its boundaries searched again in fresh processes, the points the host's speed moves timed "
-                      "again, the trials at the sweep's knee added",
-                 "4": "its boundaries searched again in fresh processes, the trials at the sweep's knee added",
-                 "5": "the trials at the sweep's knee added"}[version]
+        knee = "the trials at the sweep's knee added where the profile times them and the knee is another batch"
+        again = {"3": f"its boundaries searched again in fresh processes, the points the host's speed moves timed "
+                      f"again, {knee}",
+                 "4": f"its boundaries searched again in fresh processes, {knee}", "5": knee}[version]
         return replace(payload, complete=False), (f"{path}: made by workloads collector {version}: its points "
                                                   f"are reused, {again}")
     if version != VERSION:

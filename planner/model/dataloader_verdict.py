@@ -45,6 +45,12 @@ class FeedVerdict:
     batch: int | None = None
     workers_needed: int | None = None   # the fewest measured workers that keep up; None: none does
     best_fraction: float | None = None  # the loader's best rate over the GPU's
+    compiled: bool = False              # the GPU's rate is a torch.compile'd step's
+
+    @property
+    def configuration(self) -> str:
+        """'resnet50 bf16, compiled, batch 512': the configuration whose GPU rate the loader was set against."""
+        return f"{self.workload} {self.precision}{', compiled' if self.compiled else ''}, batch {self.batch}"
 
     @property
     def compared(self) -> bool:
@@ -73,31 +79,42 @@ def appetite_point(workload: WorkloadPayload) -> WorkloadPoint | None:
     return max(bf16, key=lambda p: p.throughput_per_s, default=None) or judged_point(workload, main)
 
 
-def build_feed_verdicts(loader: DataloaderPayload, workloads: list[WorkloadPayload]) -> list[FeedVerdict]:
-    """Image workloads first (the verdicts that apply), then one line for each other workload."""
-    rates = best_per_workers(loader)
-    verdicts = [feed_verdict(loader, rates, w) for w in workloads if w.workload in IMAGE_WORKLOADS]
-    verdicts += [FeedVerdict(w.workload, False, f"{w.workload} does not train on images decoded from files: this "
-                             "JPEG pipeline says nothing about its input (its benchmark makes batches on the device)")
-                 for w in workloads if w.workload not in IMAGE_WORKLOADS]
-    return verdicts
+def build_feed_verdicts(loader: DataloaderPayload, workloads: list[WorkloadPayload],
+                        points: dict[str, WorkloadPoint | None] | None = None) -> list[FeedVerdict]:
+    """Image workloads first (the verdicts that apply), then one line for each other workload. `points`: the GPU's
+    rate to set the loader against, by workload (the plan's recommended configuration); else appetite_point's."""
+    return sorted((workload_feed(loader, w, (points or {}).get(w.workload)) for w in workloads),
+                  key=lambda v: not v.applies)
 
 
-def feed_verdict(loader: DataloaderPayload, rates: list[WorkerRate], workload: WorkloadPayload) -> FeedVerdict:
+def workload_feed(loader: DataloaderPayload, workload: WorkloadPayload, point: WorkloadPoint | None = None
+                  ) -> FeedVerdict:
+    """The loader against `point`'s GPU rate (default: appetite_point), or why it says nothing of the workload."""
+    if workload.workload not in IMAGE_WORKLOADS:
+        return FeedVerdict(workload.workload, False, f"{workload.workload} does not train on images decoded from "
+                           "files: this JPEG pipeline says nothing about its input (its benchmark makes batches on the "
+                           "device)")
+    return feed_verdict(loader, best_per_workers(loader), workload, point)
+
+
+def feed_verdict(loader: DataloaderPayload, rates: list[WorkerRate], workload: WorkloadPayload,
+                 point: WorkloadPoint | None = None) -> FeedVerdict:
     name = workload.workload
-    point = appetite_point(workload)
+    point = point or appetite_point(workload)
     if point is None or not rates:
         missing = "no GPU throughput was measured" if point is None else "no loader point ran"
         return FeedVerdict(name, True, f"no verdict for {name}: {missing}")
     gpu = point.throughput_per_s
-    keys = dict(gpu_samples_per_s=gpu, precision=point.precision, batch=point.batch)
+    compiled = point.variant == "compile"
+    keys = dict(gpu_samples_per_s=gpu, precision=point.precision, batch=point.batch, compiled=compiled)
     if workload.scale == "tiny" or loader.scale == "tiny":
         return FeedVerdict(name, True, f"no verdict for {name}: the workload or the loader ran at the reduced sizes "
                            "of a CPU test, so comparing them says nothing about training", **keys)
     best = max(rates, key=lambda r: r.samples_per_s)
     enough = next((r for r in rates if r.samples_per_s >= gpu), None)
     fraction = best.samples_per_s / gpu
-    what = f"{name} at {point.precision}, batch {point.batch} ({format_number(gpu)} images/s on the GPU)"
+    what = f"{name} at {point.precision}{', compiled' if compiled else ''}, batch {point.batch} " \
+           f"({format_number(gpu)} images/s on the GPU)"
     if enough is not None:
         sentence = fed_sentence(what, enough, rates, gpu, loader.logical_cores)
         return FeedVerdict(name, True, sentence, workers_needed=enough.workers, best_fraction=fraction, **keys)

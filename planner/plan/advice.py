@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuplan_schema.payloads import RooflinePayload, WorkloadPayload
-from planner.model.dataloader_verdict import FeedVerdict
+from gpuplan_schema.payloads import DataloaderPayload, RooflinePayload, WorkloadPayload, WorkloadPoint
+from planner.model.dataloader_verdict import FeedVerdict, workload_feed
 from planner.model.memory import fit_memory
 from planner.model.performance import Rates
 from planner.model.workload_verdict import main_batch, plain_point
 from planner.plan.choice import Choice, Trial, choose, ties
+from planner.plan.expect import exact_trial
 from planner.plan.judge import Judgement, judge, same_regime
 from planner.plan.presets import Bounds, Preset, build_presets
 from planner.plan.recommend import (
@@ -39,6 +40,7 @@ class WorkloadAdvice:
     presets: list[Preset]
     choice: Choice
     judgement: Judgement | None     # the bound at the recommended batch (judge.py), None without a sweep
+    feed: FeedVerdict | None = None  # the measured loader against the recommended configuration's GPU rate
 
 
 def judge_choice(payload: WorkloadPayload, knee: Knee | None, supports_bf16: bool, rooflines: list[RooflinePayload],
@@ -57,10 +59,10 @@ def knee_choice(payload: WorkloadPayload, knee: Knee | None, supports_bf16: bool
     """The choice among the trials timed again at the knee (workloads collector 6), where they were; else None."""
     if knee is None:
         return None
-    found = choose(payload, MAIN_PRECISION, supports_bf16, True, sweep="knee")
-    if found.chosen is None or found.chosen.point.batch != knee.batch:
-        return None  # timed at another knee (the memory margin moved this one): says nothing here
-    return found
+    found = choose(payload, MAIN_PRECISION, supports_bf16, True, sweep="knee", batch=knee.batch)
+    # None where none was timed at this knee: the memory margin moved it, or the collector's knee (from the sweep's
+    # first timings) was another batch than the plan's (from the steady timing that replaced them)
+    return found if found.chosen is not None else None
 
 
 def timed_choice(payload: WorkloadPayload, knee: Knee | None, choice: Choice, judgement: Judgement | None, why: str,
@@ -101,7 +103,8 @@ def at_a_timed_batch(payload: WorkloadPayload, knee: Knee | None, choice: Choice
     if chosen.throughput > there_per_s and not (there and ties(chosen, Trial(there))):
         at_trial = payload.sweep_throughput(MAIN_PRECISION).get(batch, choice.baseline.throughput)
         moved = Knee(batch, at_trial, knee.best_batch, knee.best_throughput_per_s, knee.capped_by_memory,
-                     timed=chosen.name, timed_per_s=chosen.throughput, sweep_knee=knee)
+                     timed=chosen.name, timed_per_s=chosen.throughput, sweep_knee=knee,
+                     rival=rival.name if rival else "", rival_per_s=rival.throughput if rival else None)
         return moved, choice, judge(payload, batch, MAIN_PRECISION, rooflines, rates), ""
     if at_knee is not None:
         return knee, at_knee, judgement, ""
@@ -111,31 +114,51 @@ def at_a_timed_batch(payload: WorkloadPayload, knee: Knee | None, choice: Choice
     return knee, choice.sweeps_own(), judgement, why
 
 
-def advise_workload(spec: GpuSpec, payload: WorkloadPayload, fits: dict, feed: FeedVerdict | None,
+def recommended_point(payload: WorkloadPayload, settings: Settings) -> WorkloadPoint | None:
+    """The measured point of the recommended configuration: the trial itself, else the plain run at its batch."""
+    if settings.batch is None:
+        return None
+    return exact_trial(payload, settings) or plain_point(payload, settings.batch, settings.precision)
+
+
+def advise_workload(spec: GpuSpec, payload: WorkloadPayload, fits: dict, loader: DataloaderPayload | None,
                     cores: int | None, rooflines: list[RooflinePayload] = (), rates: Rates | None = None
                     ) -> WorkloadAdvice:
     """One workload's recommendations, then the settings and presets read from them. The batch comes from
-    the sweep (MAIN_PRECISION) under the memory margin of both the sweep's and the recommended precision."""
+    the sweep (MAIN_PRECISION) under the memory margin of both the sweep's and the recommended precision. The
+    loader's workers come last, set against the GPU rate of the configuration recommended (a loader that feeds the
+    main batch's eager step may starve the compiled step at the knee)."""
     card = spec.memory_bytes
     sweep_fit = fits.get((payload.workload, MAIN_PRECISION))
-    knee = find_knee(payload, MAIN_PRECISION, sweep_fit.safe_batch(card) if sweep_fit else None)
-    choice, judgement, why = judge_choice(payload, knee, spec.supports_bf16, list(rooflines), rates)
-    knee, choice, judgement, why = timed_choice(payload, knee, choice, judgement, why, spec.supports_bf16,
-                                                list(rooflines), rates)
+
+    def decide(knee: Knee | None) -> tuple[Knee | None, Choice, Judgement | None, str]:
+        choice, judgement, why = judge_choice(payload, knee, spec.supports_bf16, list(rooflines), rates)
+        return timed_choice(payload, knee, choice, judgement, why, spec.supports_bf16, list(rooflines), rates)
+
+    knee, choice, judgement, why = decide(find_knee(payload, MAIN_PRECISION,
+                                                    sweep_fit.safe_batch(card) if sweep_fit else None))
     precision = recommend_precision(payload, choice, why)
     chosen = precision.choice if precision else MAIN_PRECISION
     fit = fits.get((payload.workload, chosen)) or sweep_fit
     if fit is not None and fit is not sweep_fit and knee and knee.batch > fit.safe_batch(card):
-        knee = find_knee(payload, MAIN_PRECISION, fit.safe_batch(card))   # the chosen precision needs more memory
+        # the chosen precision needs more memory: the knee under its margin, and the choice made again there (a
+        # configuration timed at the batch it is recommended at, never one timed at the knee given up)
+        knee, choice, judgement, why = decide(find_knee(payload, MAIN_PRECISION, fit.safe_batch(card)))
+        precision = recommend_precision(payload, choice, why)
+        chosen = precision.choice if precision else MAIN_PRECISION
+        fit = fits.get((payload.workload, chosen)) or sweep_fit
     mine = [precision] if precision else []
     if knee:
         mine += recommend_batch(payload, knee, fit, card, REFERENCE_BATCH.get(payload.workload, knee.batch),
                                 MAIN_PRECISION)
     mine += recommend_variants(payload, MAIN_PRECISION, choice)
     mine += recommend_allocator(payload, chosen if payload.boundary(chosen) else MAIN_PRECISION)
+    point = recommended_point(payload, settings_from(payload.workload, mine, MAIN_PRECISION))
+    feed = workload_feed(loader, payload, point) if loader else None
     mine += recommend_loader(payload, feed, cores)
     settings = settings_from(payload.workload, mine, MAIN_PRECISION)
     expandable = fit_memory(payload, chosen, card, "expandable_segments") if settings.allocator else None
     bounds = Bounds(fit.max_batch(card) if fit else None, fit.safe_batch(card) if fit else None,
                     expandable.safe_batch(card) if expandable and expandable.usable_measured else None)
-    return WorkloadAdvice(mine, settings, knee, build_presets(settings, knee, bounds), choice, judgement)
+    return WorkloadAdvice(mine, settings, knee, build_presets(settings, knee, bounds, MAIN_PRECISION), choice,
+                          judgement, feed)

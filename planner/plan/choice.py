@@ -66,12 +66,14 @@ def ties(a: Trial, b: Trial) -> bool:
 
 
 def trials(payload: WorkloadPayload, sweep_precision: str, supports_bf16: bool = True,
-           sweep: str = "variant") -> list[Trial]:
+           sweep: str = "variant", batch: int | None = None) -> list[Trial]:
     """One plain trial per precision (the faster of its plain variants) and the compiled one: at the main batch
-    (`sweep` "variant"), or at the sweep's knee ("knee": the same trials timed again there, workloads collector 6)."""
+    (`sweep` "variant"), or at the sweep's knee ("knee": the same trials timed again there, workloads collector 6;
+    `batch` keeps those of one knee where a document holds another's too)."""
     best: dict[str, WorkloadPoint] = {}
     for p in payload.points:
-        if p.sweep != sweep or p.status != "ok" or not p.throughput_per_s or p.seq_len is not None:
+        if p.sweep != sweep or p.status != "ok" or not p.throughput_per_s or p.seq_len is not None \
+                or (batch is not None and p.batch != batch):
             continue
         if p.precision == "bf16" and not supports_bf16:
             continue
@@ -113,8 +115,8 @@ class Choice:
 
 
 def choose(payload: WorkloadPayload, sweep_precision: str, supports_bf16: bool, applies: bool,
-           sweep: str = "variant") -> Choice:
-    found = trials(payload, sweep_precision, supports_bf16, sweep)
+           sweep: str = "variant", batch: int | None = None) -> Choice:
+    found = trials(payload, sweep_precision, supports_bf16, sweep, batch)
     baseline = next((t for t in found if t.precision == sweep_precision and not t.compiled), None)
     if not found:
         return Choice(None, None, None, applies, [])

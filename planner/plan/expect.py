@@ -96,7 +96,7 @@ def exact_trial(payload: WorkloadPayload, settings: Settings) -> WorkloadPoint |
 
 def exact_prediction(predictions: list[Prediction], settings: Settings) -> Prediction | None:
     """The prediction of the recommended configuration itself on another GPU: its workload, precision, batch and
-    torch.compile choice, where the source timed that configuration (a trial at the main batch)."""
+    torch.compile choice, where the source timed that configuration (a trial at the main batch or the knee)."""
     return next((p for p in predictions if p.workload == settings.workload and p.precision == settings.precision
                  and p.batch == settings.batch and p.seq_len is None
                  and (p.variant == "compile" if settings.torch_compile else p.variant in PLAIN_VARIANTS)), None)

@@ -25,6 +25,7 @@ from planner.model.performance import Prediction, Rates, count_fractions
 from planner.model.split import HALF_SIBLING, PLAIN_VARIANTS, interpolate, roofline_splits, with_measured_host
 from planner.model.workload_verdict import plain_point  # noqa: F401 - re-exported
 from planner.plan.bounds import PART_KIND, BoundKind
+from planner.units import format_count
 
 NEAR = 2.0              # a profile describes batches within this factor of its own
 GPU_ELASTICITY = 0.75   # step ∝ batch^e: at least this, the GPU's work sets the step
@@ -99,12 +100,13 @@ def judge(payload: WorkloadPayload, batch: int, precision: str, rooflines: list[
     """The bound of the plain run of (precision, batch) on the measured GPU (module docstring)."""
     point = plain_point(payload, batch, precision)
     if point is None:
-        return Judgement(BoundKind.UNDETERMINED, batch, precision, f"no {precision} run at batch {batch} was measured")
+        return Judgement(BoundKind.UNDETERMINED, batch, precision,
+                         f"no {precision} run at batch {format_count(batch)} was measured")
     split, profiled = profiled_split(payload, point, rooflines)
     if split is not None:
         bound = bound_of(split)
         host = "; the host's share measured at this batch" if split.host_measured else ""
-        at = " and ".join(str(b) for b in profiled)
+        at = " and ".join(format_count(b) for b in profiled)
         return Judgement(PART_KIND[bound.name], batch, precision,
                          f"from the per-operation profile at batch {at}{host}", dict(bound.shares), "profile")
     return judge_by_scaling(payload, point, rates, rooflines)

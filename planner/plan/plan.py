@@ -19,7 +19,7 @@ from planner.check.accuracy import comparable
 from planner.check.bands import BandTable, band_table_for, measured_band, with_band
 from planner.check.crossarch import CrossCheck, build_crosscheck
 from planner.check.scaling_check import build_sync_model
-from planner.model.dataloader_verdict import build_feed_verdicts
+from planner.model.dataloader_verdict import FeedVerdict
 from planner.model.host import feed_limit, load_feed
 from planner.model.memory import MemoryFit, fit_memory
 from planner.model.performance import (
@@ -34,7 +34,7 @@ from planner.model.performance import (
 from planner.model.split import PLAIN_VARIANTS, machine_rooflines, sibling_compile_points
 from planner.plan.advice import MAIN_PRECISION, REFERENCE_BATCH, advise_workload  # noqa: F401 - re-exported
 from planner.plan.alignment import recommend_alignment
-from planner.plan.choice import Choice
+from planner.plan.choice import Choice, trials
 from planner.plan.default_jobs import JobRanking, rank_default_jobs
 from planner.plan.expect import (
     Expected,
@@ -103,6 +103,9 @@ class Target:
     # ranking reads it (each instance's own vCPUs set its feed there), so a job at the recommended precision is
     # ranked at the plan's settings and figure, not at a knee of its own
     gpu_expected: dict[str, Expected] = field(default_factory=dict)
+    # workload → the measured loader against the recommended configuration's GPU rate (the measured GPU only); the
+    # report's input-pipeline section reads it, so its verdict and the plan's loader line are one
+    feeds: dict[str, FeedVerdict] = field(default_factory=dict)
 
     def keep_expected(self, workload: str, expected: Expected, feed: tuple[float | None, str]) -> None:
         """The GPU's figure with the settings, and the figure the measured loader (`feed`, input_feed) caps it at."""
@@ -211,12 +214,11 @@ def build_source_target(source: Source, name: str, count: int) -> Target:
     predictions = [measured_band(p) for w in machine.workloads
                    for p in iter_predictions(w, source.rates, source.rates, True, source.rooflines, None)]
     loader = next((d.payload for d in machine.documents.values() if d.kind == "dataloader"), None)
-    feeds = {f.workload: f for f in build_feed_verdicts(loader, machine.workloads)} if loader else {}
     cores = machine.environment.cpu.logical_cores if machine.environment else None
     target = Target(name, source.spec, count, True, predictions, capacity, [])
     shapes = recommend_alignment(source.rooflines)
     for payload in machine.workloads:
-        advice = advise_workload(source.spec, payload, fits, feeds.get(payload.workload), cores, source.rooflines,
+        advice = advise_workload(source.spec, payload, fits, loader, cores, source.rooflines,
                                  source.rates)
         target.recommendations.extend(advice.recommendations)
         target.recommendations.extend(r for r in shapes if r.workload == payload.workload)
@@ -224,6 +226,8 @@ def build_source_target(source: Source, name: str, count: int) -> Target:
         target.choices[payload.workload] = advice.choice
         target.presets[payload.workload] = render_presets_yaml(payload.workload, advice.presets)
         target.preset_values[payload.workload] = advice.presets
+        if advice.feed is not None:
+            target.feeds[payload.workload] = advice.feed
         if advice.knee and advice.judgement:
             base = plain_point(payload, advice.knee.batch, MAIN_PRECISION)
             expected = build_expected(payload, advice.settings, advice.choice, base, advice.judgement)
@@ -285,23 +289,33 @@ def at_a_timed_batch_there(source: Source, gpu: GpuSpec, fits: dict, payload: Wo
                            choice: Choice, knee: Prediction, predictions: list[Prediction], sweep: str,
                            recs: list[Recommendation]) -> tuple[Settings, Choice, Prediction]:
     """On another GPU as on the measured one (advice.at_a_timed_batch): the chosen trial is predicted at the batch it
-    was timed at, never carried to the knee predicted there. The faster of the two predictions is the answer: the
-    trial's configuration at its own batch (where it fits), whose batch then replaces the knee's in `recs`, or the
-    sweep's plain configuration at the knee."""
+    was timed at, never carried to the knee predicted there. The fastest prediction is the answer: the trial's
+    configuration at a batch it was timed at (where it fits; a trial chosen at the knee was timed at the main batch
+    too), whose batch then replaces the knee's in `recs`, or the sweep's plain configuration at the knee."""
     if not choice.timed_elsewhere(settings.batch):  # type: ignore[arg-type]
         return settings, choice, knee
     chosen = choice.chosen
     assert chosen is not None  # timed_elsewhere says so
-    batch = chosen.point.batch
     fit = fits.get((payload.workload, settings.precision)) or fits.get((payload.workload, MAIN_PRECISION))
-    timed = exact_prediction(predictions, settings.with_batch(batch))
-    plain = knee_prediction(predictions, payload.workload, sweep, batch)
-    if timed and plain and (fit is None or batch <= fit.safe_batch(gpu.memory_bytes)) \
-            and timed.throughput_per_s > knee.throughput_per_s:
+    # the chosen configuration at each batch it was timed at (the knee's trial, and the main batch's where the choice
+    # was made among the knee's: compiled ResNet-50 at 512 does not fit a 16 GB card, at 256 it does)
+    same = [t for t in trials(payload, MAIN_PRECISION) if t.point.batch != chosen.point.batch and
+            (t.precision, t.compiled) == (chosen.precision, chosen.compiled)] if chosen.point.sweep == "knee" else []
+    options = []
+    for trial in [chosen, *same]:
+        batch = trial.point.batch
+        timed = exact_prediction(predictions, settings.with_batch(batch))
+        plain = knee_prediction(predictions, payload.workload, sweep, batch)
+        if timed and plain and (fit is None or batch <= fit.safe_batch(gpu.memory_bytes)) \
+                and timed.throughput_per_s > knee.throughput_per_s:
+            options.append((timed.throughput_per_s, trial, plain))
+    if options:
+        timed_per_s, trial, plain = max(options, key=lambda o: o[0])
+        chosen, choice, batch = trial, replace(choice, chosen=trial), trial.point.batch
         at = next(i for i, r in enumerate(recs) if r.workload == payload.workload and r.setting == "batch_size")
         recs[at] = replace(recs[at], value=str(batch), choice=str(batch), reason=(
             f"the batch {chosen.name} was timed at on {source.machine.machine}: predicted "
-            f"{short_rate(timed.throughput_per_s)} {payload.unit}/s here, more than the sweep's predicted knee "
+            f"{short_rate(timed_per_s)} {payload.unit}/s here, more than the sweep's predicted knee "
             f"({short_rate(knee.throughput_per_s)} at batch {format_count(knee.batch)}); a gain is not carried to a "
             f"batch it was not timed at"))
         return settings.with_batch(batch), choice, plain

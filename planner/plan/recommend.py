@@ -60,6 +60,8 @@ class Knee:
     timed: str = ""
     timed_per_s: float | None = None
     sweep_knee: Knee | None = None
+    rival: str = ""                   # the configuration chosen among the trials at the knee, which `timed` beat
+    rival_per_s: float | None = None
 
 
 def sweep_throughput(payload: WorkloadPayload, precision: str) -> dict[int, float]:
@@ -100,15 +102,16 @@ def recommend_precision(payload: WorkloadPayload, choice: Choice, not_applied: s
     by_speed = sorted(choice.candidates, key=lambda t: -t.throughput)
     figures = "; ".join(f"{t.name} {short_rate(t.throughput)}" for t in by_speed)
     if not choice.applies:
-        why = f"the trials at batch {chosen.point.batch} do not apply at the recommended batch ({not_applied}): the " \
-              f"sweep's {chosen.precision} is kept (measured there: {figures} {unit}/s)"
+        why = f"the trials at batch {format_count(chosen.point.batch)} do not apply at the recommended batch " \
+              f"({not_applied}): the sweep's {chosen.precision} is kept (measured there: {figures} {unit}/s)"
     elif choice.tied:
         why = f"ties with the fastest, {best.name} ({short_rate(best.throughput)} against " \
               f"{short_rate(chosen.throughput)} {unit}/s, within their measured spread), and is simpler " \
-              f"(at batch {best.point.batch}: {figures} {unit}/s)"
+              f"(at batch {format_count(best.point.batch)}: {figures} {unit}/s)"
     else:
         vs = f", {chosen.throughput / fp32.throughput:.2f}× fp32's" if fp32 and fp32 is not chosen else ""
-        why = f"fastest at batch {chosen.point.batch}: {short_rate(chosen.throughput)} {unit}/s{vs} ({figures})"
+        why = f"fastest at batch {format_count(chosen.point.batch)}: {short_rate(chosen.throughput)} {unit}/s{vs} " \
+              f"({figures})"
     return Recommendation(payload.workload, "precision", HOW.get(chosen.precision, chosen.precision), why,
                           chosen.precision)
 
@@ -145,6 +148,9 @@ def _batch_reason(payload: WorkloadPayload, knee: Knee, sweep_precision: str) ->
              f"({short_rate(sweep.best_throughput_per_s)} at batch {format_count(sweep.best_batch)})")
     if not knee.timed or knee.timed_per_s is None:
         return words
+    if knee.rival and knee.rival_per_s is not None:  # the trials timed at the knee too: the fastest of them
+        words = (f"{knee.rival} at the {sweep_precision} sweep's knee, batch {format_count(sweep.batch)}: "
+                 f"{short_rate(knee.rival_per_s)} {unit}/s, the fastest configuration timed there")
     return (f"the batch {knee.timed} was timed at: {short_rate(knee.timed_per_s)} {unit}/s, more than {words}; "
             f"its gain is not carried to a batch it was not timed at")
 
@@ -172,8 +178,8 @@ def recommend_variants(payload: WorkloadPayload, precision: str, choice: Choice)
             "measured at another regime's batch" if not choice.applies else
             f"{choice.chosen.name} ties with it or beats it and is simpler" if choice.chosen else "")
         out.append(Recommendation(payload.workload, "torch_compile", "yes" if on else "no",
-                                  f"measured {gain:+.0%} throughput in {precision} at batch {compiled.point.batch}"
-                                  f"{even}{why}",
+                                  f"measured {gain:+.0%} throughput in {precision} at batch "
+                                  f"{format_count(compiled.point.batch)}{even}{why}",
                                   "true" if on else "false", gain))
     for variant, setting, on_means in (("contiguous", "channels_last", "channels_last"),
                                        ("no_cudnn_benchmark", "cudnn_benchmark", "autotuning")):

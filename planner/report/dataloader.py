@@ -7,12 +7,16 @@ without persistent workers, and every point. Values stay SI; the templates forma
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gpuplan_schema.payloads import DataloaderPayload, EpochBoundary, LoaderPoint
 from gpuplan_schema.results import MachineResults
 from planner.charts.dataloader import build_loader_heatmap, build_worker_scaling_chart
 from planner.model.dataloader_verdict import FeedVerdict, WorkerRate, best_per_workers, build_feed_verdicts
 from planner.report.sections import SectionBase
+
+if TYPE_CHECKING:
+    from planner.plan.plan import Plan
 
 
 @dataclass(frozen=True)
@@ -78,16 +82,19 @@ def loader_of(machine: MachineResults) -> DataloaderPayload | None:
     return next((d.payload for d in machine.documents.values() if d.kind == "dataloader"), None)
 
 
-def build_dataloader_sections(machine: MachineResults) -> list[DataloaderSection]:
+def build_dataloader_sections(machine: MachineResults, plan: Plan | None = None) -> list[DataloaderSection]:
     """The section, or none when the machine has no dataloader document ('Not collected' says so)."""
     payload = loader_of(machine)
-    return [build_dataloader_section(payload, machine)] if payload else []
+    return [build_dataloader_section(payload, machine, plan)] if payload else []
 
 
-def build_dataloader_section(payload: DataloaderPayload, machine: MachineResults) -> DataloaderSection:
-    verdicts = build_feed_verdicts(payload, machine.workloads) if payload.status == "ok" else []
-    appetites = [(f"{v.workload} {v.precision}, batch {v.batch}", v.gpu_samples_per_s) for v in verdicts
-                 if v.compared and v.gpu_samples_per_s]
+def build_dataloader_section(payload: DataloaderPayload, machine: MachineResults,
+                             plan: Plan | None = None) -> DataloaderSection:
+    """The plan's verdicts where there is a plan (the loader against the GPU rate of the settings it recommends,
+    as its loader line says); else the loader against each workload's main-batch run."""
+    verdicts = [] if payload.status != "ok" else build_feed_verdicts(payload, machine.workloads) \
+        if plan is None else sorted(plan.targets[0].feeds.values(), key=lambda v: not v.applies)
+    appetites = [(v.configuration, v.gpu_samples_per_s) for v in verdicts if v.compared and v.gpu_samples_per_s]
     maps = [(name, chart) for name, chart in (("pinned", build_loader_heatmap(payload, True)),
                                               ("unpinned", build_loader_heatmap(payload, False))) if chart]
     first = appetites[0][1] if appetites else None

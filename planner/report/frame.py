@@ -116,7 +116,7 @@ REPORT_ORDER: tuple[Slot, ...] = (
          "Not collected: no workload was measured on this machine (gpuplan collect --only workloads)."),
     Slot("op-roofline", "Per-operation roofline", lambda r: build_op_roofline_sections(r.machine),
          "Not collected: no per-operation profile (a roofline document) is in this machine's results."),
-    Slot("input-pipeline", "Input pipeline", lambda r: build_dataloader_sections(r.machine),
+    Slot("input-pipeline", "Input pipeline", lambda r: build_dataloader_sections(r.machine, r.plan),
          "Not collected: no data-loader measurements (a dataloader document) are in this machine's results."),
     Slot("recommendations", "Recommendations and presets", lambda r: build_recommendation_sections(r.plan),
          "Not computed: the planner has made no recommendations for this machine."),
