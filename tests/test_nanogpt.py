@@ -8,17 +8,16 @@ torch.compile trial, an eager one from the plain points (a frozen H100 payload s
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import replace
-from types import ModuleType
 
 import pytest
 import torch
 import torch.nn.functional as F
+from example_workloads import loaders
 from test_ssd300 import one_thread, parameters, step_flops  # noqa: F401  (one_thread: the same autouse fixture)
 
 from collectors.core.profiles import QUICK
-from collectors.workloads import Workload, load_workload
+from collectors.workloads import Workload
 from collectors.workloads.sweep_plan import build_sweep_plan
 from collectors.workloads.training import Variant, build_step, prepare_model
 from gpuplan_schema.payloads import WorkloadPayload
@@ -56,18 +55,7 @@ PRINTED = {
 pytestmark = pytest.mark.usefixtures("in_repo")  # conftest.py: paths as the docs give them
 
 
-def tiny() -> Workload:
-    return load_workload(f"{PATH}:build_tiny")
-
-
-def real_on_meta() -> Workload:
-    with META:
-        return load_workload(f"{PATH}:build")
-
-
-def module() -> ModuleType:
-    """examples/nanogpt.py itself, as load_workload last imported it."""
-    return sys.modules[type(tiny().model).__module__]
+tiny, real_on_meta, module = loaders(PATH)
 
 
 # ── the real size ──────────────────────────────────────────────────────────────────────────────

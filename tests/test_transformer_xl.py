@@ -7,15 +7,14 @@ torch.compile."""
 from __future__ import annotations
 
 import math
-import sys
-from types import ModuleType
 
 import pytest
 import torch
+from example_workloads import loaders
 from test_ssd300 import one_thread, parameters, step_flops  # noqa: F401  (one_thread: the same autouse one-thread fixture)
 
 from collectors.core.profiles import QUICK
-from collectors.workloads import Workload, load_workload
+from collectors.workloads import Workload
 from collectors.workloads.sweep_plan import build_sweep_plan
 from collectors.workloads.training import Variant, build_step, prepare_model
 
@@ -28,18 +27,7 @@ TRAIN_GFLOP_PER_TOKEN = 1.2573       # the docstring's count at batch 48: FlopCo
 pytestmark = pytest.mark.usefixtures("in_repo")  # conftest.py: paths as the docs give them
 
 
-def tiny() -> Workload:
-    return load_workload(f"{PATH}:build_tiny")
-
-
-def real_on_meta() -> Workload:
-    with META:
-        return load_workload(f"{PATH}:build")
-
-
-def module() -> ModuleType:
-    """The example file as the collector imported it (registered in sys.modules under its own name)."""
-    return sys.modules[type(tiny().model).__module__]
+tiny, real_on_meta, module = loaders(PATH)
 
 
 # ── the real size ──────────────────────────────────────────────────────────────────────────────
