@@ -16,6 +16,7 @@ from planner.rank.jobs import parse_job
 from planner.render.report import render_report_html
 from planner.report.decision import DecisionSection
 from planner.report.frame import build_report
+from planner.units import format_count
 
 H100 = FROZEN / "h100-80gb"
 
@@ -57,7 +58,7 @@ def test_the_decision_section_comes_first_and_answers_for_every_workload(report,
         assert block.bound in labels, block.workload
         assert block.bound != "undetermined" or (block.workload not in profiled and "--only roofline" in block.why)
     mlp = next(b for b in first.blocks if b.workload == "mlp-stgan")   # host-set at batch 4096, not at 131072
-    assert mlp.bound == "compute-bound" and "per-operation profile at batch 131072" in mlp.why
+    assert mlp.bound == "compute-bound" and f"per-operation profile at batch {format_count(131072)}" in mlp.why
 
 
 def test_settings_follow_the_measurements(report):

@@ -127,7 +127,10 @@ def test_a_rerun_over_a_version_2_document_times_its_points_again(standard, tmp_
     assert collect_main(args) == 0
     again = load_document(path)
     assert again.collector.version == VERSION and again.payload.complete
-    assert len(timed(again.payload.points)) == len(timed(old.points))
+    # as many, but the trials at the knee: which batch is the knee depends on each run's own timings (two runs can
+    # hold them or not; tests/test_resume.py checks they sit at each run's own knee)
+    assert len([p for p in timed(again.payload.points) if p.sweep != "knee"]) == \
+        len([p for p in timed(old.points) if p.sweep != "knee"])
     assert all(p.host_issue_s is not None for p in timed(again.payload.points))
     assert "its timed points measured again" in capsys.readouterr().err
 
