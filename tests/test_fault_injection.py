@@ -23,11 +23,11 @@ from pathlib import Path
 import pytest
 import torch
 from paths import REPO
+from test_resume import keys  # the points' configurations, but the timing-dependent trials at the knee
 
 from collectors.__main__ import main as collect_main
 from collectors.core.run_lock import LOCK_NAME, results_lock
 from collectors.workloads.collect import iter_workload_documents
-from collectors.workloads.sweep import point_key
 from gpuplan_schema.payloads import WorkloadPayload
 from gpuplan_schema.progress import Progress
 from gpuplan_schema.schema import load_document
@@ -54,10 +54,6 @@ def build():
     return {"name": "sleeper", "model": torch.nn.Linear(4, 4), "loss": torch.nn.functional.mse_loss, "run": run,
             "make_batch": lambda n, device: (torch.randn(n, 4, device=device), torch.randn(n, 4, device=device))}
 '''
-
-
-def keys(payload: WorkloadPayload) -> list[tuple]:
-    return [point_key(p.sweep, p.precision, p.batch, p.variant, p.seq_len) for p in payload.points]
 
 
 STARTED: list[subprocess.Popen] = []
