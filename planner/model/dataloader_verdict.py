@@ -79,12 +79,11 @@ def appetite_point(workload: WorkloadPayload) -> WorkloadPoint | None:
     return max(bf16, key=lambda p: p.throughput_per_s, default=None) or judged_point(workload, main)
 
 
-def build_feed_verdicts(loader: DataloaderPayload, workloads: list[WorkloadPayload],
-                        points: dict[str, WorkloadPoint | None] | None = None) -> list[FeedVerdict]:
-    """Image workloads first (the verdicts that apply), then one line for each other workload. `points`: the GPU's
-    rate to set the loader against, by workload (the plan's recommended configuration); else appetite_point's."""
-    return sorted((workload_feed(loader, w, (points or {}).get(w.workload)) for w in workloads),
-                  key=lambda v: not v.applies)
+def build_feed_verdicts(loader: DataloaderPayload, workloads: list[WorkloadPayload]) -> list[FeedVerdict]:
+    """Image workloads first (the verdicts that apply), then one line for each other workload, each against the
+    workload's main-batch run (appetite_point): the report's, where no plan was made (a plan sets the loader against
+    its recommended configuration, advice.advise_workload)."""
+    return sorted((workload_feed(loader, w) for w in workloads), key=lambda v: not v.applies)
 
 
 def workload_feed(loader: DataloaderPayload, workload: WorkloadPayload, point: WorkloadPoint | None = None
