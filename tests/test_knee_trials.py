@@ -24,6 +24,7 @@ from gpuplan_schema.results import load_machine
 from planner.plan.plan import build_plan
 from planner.plan.presets import Bounds, aggressive_preset
 from planner.plan.settings import LoaderSettings, Settings
+from planner.render.plan_text import settings_line
 from planner.report.dataloader import build_dataloader_sections
 from planner.units import format_count
 
@@ -167,7 +168,10 @@ def test_the_aggressive_preset_never_adds_compile_to_a_precision_it_was_not_time
     """gnmt's answer is fp16 eager at 2048 (faster than bf16 compiled there): compile was timed in bf16 only, so
     the aggressive preset does not offer fp16 + compile, a combination nothing measured."""
     loader = LoaderSettings(2, 2, True, True, False, "a default")
-    fp16 = Settings("gnmt", "fp16", 2048, False, 0.06, None, None, None, loader)
-    assert not aggressive_preset(fp16, None, Bounds(None, None, None), "bf16").settings.torch_compile
+    fp16 = Settings("gnmt", "fp16", 2048, False, 0.06, None, None, None, loader, compile_precision="bf16")
+    assert not aggressive_preset(fp16, None, Bounds(None, None, None)).settings.torch_compile
     bf16 = replace(fp16, precision="bf16")
-    assert aggressive_preset(bf16, None, Bounds(None, None, None), "bf16").settings.torch_compile
+    assert aggressive_preset(bf16, None, Bounds(None, None, None)).settings.torch_compile
+    # and the answer's line does not set a bf16 gain beside the fp16 answer as if it were its own
+    assert "eager (compile timed in bf16 only: +6% there)" in settings_line(fp16)
+    assert "eager (compile measured +6%)" in settings_line(bf16)

@@ -153,12 +153,12 @@ def advise_workload(spec: GpuSpec, payload: WorkloadPayload, fits: dict, loader:
                                 MAIN_PRECISION)
     mine += recommend_variants(payload, MAIN_PRECISION, choice)
     mine += recommend_allocator(payload, chosen if payload.boundary(chosen) else MAIN_PRECISION)
-    point = recommended_point(payload, settings_from(payload.workload, mine, MAIN_PRECISION))
+    point = recommended_point(payload, settings_from(payload.workload, mine, MAIN_PRECISION, MAIN_PRECISION))
     feed = workload_feed(loader, payload, point) if loader else None
     mine += recommend_loader(payload, feed, cores)
-    settings = settings_from(payload.workload, mine, MAIN_PRECISION)
+    settings = settings_from(payload.workload, mine, MAIN_PRECISION, MAIN_PRECISION)
     expandable = fit_memory(payload, chosen, card, "expandable_segments") if settings.allocator else None
     bounds = Bounds(fit.max_batch(card) if fit else None, fit.safe_batch(card) if fit else None,
                     expandable.safe_batch(card) if expandable and expandable.usable_measured else None)
-    return WorkloadAdvice(mine, settings, knee, build_presets(settings, knee, bounds, MAIN_PRECISION), choice,
+    return WorkloadAdvice(mine, settings, knee, build_presets(settings, knee, bounds), choice,
                           judgement, feed)

@@ -43,10 +43,9 @@ class Bounds:
     expandable_safe: int | None      # with expandable segments and the margin, where measured
 
 
-def build_presets(balanced: Settings, knee: Knee | None, bounds: Bounds, compiled_in: str = "bf16") -> list[Preset]:
-    """`compiled_in`: the precision torch.compile was timed in (the sweep's, choice.py)."""
+def build_presets(balanced: Settings, knee: Knee | None, bounds: Bounds) -> list[Preset]:
     return [conservative_preset(balanced, bounds), Preset("balanced", balanced, ()),
-            aggressive_preset(balanced, knee, bounds, compiled_in)]
+            aggressive_preset(balanced, knee, bounds)]
 
 
 def conservative_preset(balanced: Settings, bounds: Bounds) -> Preset:
@@ -66,11 +65,12 @@ def conservative_preset(balanced: Settings, bounds: Bounds) -> Preset:
     return Preset("conservative", s, tuple(changes) or ("nothing: the recommendations are already cautious",))
 
 
-def aggressive_preset(balanced: Settings, knee: Knee | None, bounds: Bounds, compiled_in: str = "bf16") -> Preset:
+def aggressive_preset(balanced: Settings, knee: Knee | None, bounds: Bounds) -> Preset:
     changes, s = [], balanced
-    # compile's gain was timed in `compiled_in`: at another precision (gnmt's fp16 answer) it says nothing
-    if not s.torch_compile and s.compile_gain is not None and s.compile_gain > 0 and s.precision == compiled_in:
-        changes.append(f"torch.compile: measured {_pct(s.compile_gain)}, below the 10% that pays for its compile "
+    # compile's gain timed in another precision (gnmt's fp16 answer) says nothing of this one
+    gain = s.compile_gain_here
+    if not s.torch_compile and gain is not None and gain > 0:
+        changes.append(f"torch.compile: measured {_pct(gain)}, below the 10% that pays for its compile "
                        "time in a short run")
         s = replace(s, torch_compile=True)
     limit = bounds.expandable_safe or bounds.safe

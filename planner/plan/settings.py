@@ -27,7 +27,9 @@ class LoaderSettings:
 @dataclass(frozen=True)
 class Settings:
     """What to run a workload with. `compile_gain` is the measured throughput change of torch.compile
-    (None: not measured); `channels_last` None where it was not measured (only convolutional workloads)."""
+    (None: not measured), timed in `compile_precision` (the sweep's: beside another precision's answer, gnmt's
+    fp16, the gain says nothing of this precision); `channels_last` None where it was not measured (only
+    convolutional workloads)."""
 
     workload: str
     precision: str
@@ -38,14 +40,21 @@ class Settings:
     cudnn_benchmark: bool | None
     allocator: str | None   # the PYTORCH_CUDA_ALLOC_CONF value, None: leave the default
     loader: LoaderSettings
+    compile_precision: str | None = None
+
+    @property
+    def compile_gain_here(self) -> float | None:
+        """torch.compile's measured gain where it was timed in this precision; None elsewhere."""
+        return self.compile_gain if self.compile_precision in (None, self.precision) else None
 
     def with_batch(self, batch: int | None) -> Settings:
         return replace(self, batch=batch)
 
 
-def settings_from(workload: str, recs: list[Recommendation], fallback_precision: str = "bf16") -> Settings:
+def settings_from(workload: str, recs: list[Recommendation], fallback_precision: str = "bf16",
+                  compiled_in: str | None = None) -> Settings:
     """The Settings the workload's recommendations state (a setting with no recommendation keeps PyTorch's
-    default: eager mode, the default allocator)."""
+    default: eager mode, the default allocator). `compiled_in`: the precision torch.compile was timed in."""
     by = {r.setting: r for r in recs if r.workload == workload}
     precision = by["precision"].choice if "precision" in by else fallback_precision
     batch = int(by["batch_size"].choice or by["batch_size"].value) if "batch_size" in by else None
@@ -55,7 +64,8 @@ def settings_from(workload: str, recs: list[Recommendation], fallback_precision:
         torch_compile=compile_rec is not None and compile_rec.choice == "true",
         compile_gain=compile_rec.gain if compile_rec else None,
         channels_last=_flag(by.get("channels_last")), cudnn_benchmark=_flag(by.get("cudnn_benchmark")),
-        allocator=by["allocator"].choice if "allocator" in by else None, loader=loader_from(by))
+        allocator=by["allocator"].choice if "allocator" in by else None, loader=loader_from(by),
+        compile_precision=compiled_in if compile_rec else None)
 
 
 def _flag(rec: Recommendation | None) -> bool | None:

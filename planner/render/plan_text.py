@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from planner.plan.answer import WorkloadAnswer, build_answers
 from planner.plan.plan import Plan
+from planner.plan.settings import Settings
 from planner.rank.ranking import UNCHECKED_MARK, UNCHECKED_WORDS
 from planner.render.fit import DEFAULT_WIDTH, render_table, wrap, wrap_all
 from planner.render.node_table import ok_rows, render_node_text
@@ -75,7 +76,7 @@ def render_workload(plan: Plan, workload: str, answers: list[WorkloadAnswer]) ->
         return []
     first, others = mine[0], mine[1:]
     out = ["", f"{workload} on {first.target} ({'measured' if first.measured else 'predicted'}): "
-               + settings_line(first)]
+               + settings_line(first.settings)]
     if first.expected:
         e = first.expected
         out += [f"   → {range_words(first)}: {e.basis}",
@@ -109,17 +110,18 @@ def first_sentence(text: str, limit: int = 160) -> str:
 
 def render_summary_line(a: WorkloadAnswer) -> str:
     expected = f" → {range_words(a)}, {a.expected.bound_words.split(' (')[0]}" if a.expected else ""
-    return f"   {a.workload}: {settings_line(a)}{expected}"
+    return f"   {a.workload}: {settings_line(a.settings)}{expected}"
 
 
-def settings_line(a: WorkloadAnswer) -> str:
-    s = a.settings
+def settings_line(s: Settings) -> str:
     parts = [f"batch {format_count(s.batch)}" if s.batch else "batch unmeasured",
              PRECISION_WORDS.get(s.precision, s.precision)]
     if s.torch_compile:
         parts.append(f"torch.compile ({s.compile_gain:+.0%})" if s.compile_gain is not None else "torch.compile")
-    elif s.compile_gain is not None:
-        parts.append(f"eager (compile measured {s.compile_gain:+.0%})")
+    elif s.compile_gain_here is not None:
+        parts.append(f"eager (compile measured {s.compile_gain_here:+.0%})")
+    elif s.compile_gain is not None:  # timed in the sweep's precision only: its gain is over that one's eager
+        parts.append(f"eager (compile timed in {s.compile_precision} only: {s.compile_gain:+.0%} there)")
     if s.channels_last:
         parts.append("channels_last")
     if s.allocator:
