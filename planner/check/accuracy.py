@@ -180,8 +180,11 @@ def build_accuracy(source: MachineResults, target: MachineResults) -> AccuracyTa
         # where both machines timed other workloads' host-set steps steadily, their ratio is the hosts'
         steps = step_host_ratio(source.workloads, target.workloads, exclude=payload.workload)
         t_rates = replace(dispatch_rates, host_time_ratio=steps.ratio) if steps else dispatch_rates
-        measured = {(p.precision, p.batch, p.variant, p.seq_len): p for p in other.points
-                    if p.status == "ok" and p.throughput_per_s and p.sweep not in ("probe", "repeat")}
+        # a configuration the target timed in its collection and again at its knee (on another lend: collector 6)
+        # is checked against the collection's, as every other row is; a knee-only one against the knee's
+        timed = sorted((p for p in other.points if p.status == "ok" and p.throughput_per_s
+                        and p.sweep not in ("probe", "repeat")), key=lambda p: p.sweep != "knee")
+        measured = {(p.precision, p.batch, p.variant, p.seq_len): p for p in timed}
         points = {(p.precision, p.batch, p.variant, p.seq_len): p for p in payload.points if p.step_s}
         for pr in iter_predictions(payload, s_rates, t_rates, True, rooflines, t_spec):
             key = (pr.precision, pr.batch, pr.variant, pr.seq_len)
