@@ -13,6 +13,7 @@ reference workloads, resnet50. The others get a line saying the measurement does
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gpuplan_schema.payloads import DataloaderPayload, LoaderPoint, WorkloadPayload, WorkloadPoint
@@ -35,6 +36,11 @@ class WorkerRate:
     time_to_first_batch_s: float | None
 
 
+def configuration_words(precision: str | None, compiled: bool, batch: int | None) -> str:
+    """'bf16, compiled, batch 512': one wording for the configuration in a verdict's sentence and its chart label."""
+    return f"{precision}{', compiled' if compiled else ''}, batch {batch}"
+
+
 @dataclass(frozen=True)
 class FeedVerdict:
     workload: str
@@ -50,7 +56,7 @@ class FeedVerdict:
     @property
     def configuration(self) -> str:
         """'resnet50 bf16, compiled, batch 512': the configuration whose GPU rate the loader was set against."""
-        return f"{self.workload} {self.precision}{', compiled' if self.compiled else ''}, batch {self.batch}"
+        return f"{self.workload} {configuration_words(self.precision, self.compiled, self.batch)}"
 
     @property
     def compared(self) -> bool:
@@ -83,7 +89,13 @@ def build_feed_verdicts(loader: DataloaderPayload, workloads: list[WorkloadPaylo
     """Image workloads first (the verdicts that apply), then one line for each other workload, each against the
     workload's main-batch run (appetite_point): the report's, where no plan was made (a plan sets the loader against
     its recommended configuration, advice.advise_workload)."""
-    return sorted((workload_feed(loader, w) for w in workloads), key=lambda v: not v.applies)
+    return applicable_first(workload_feed(loader, w) for w in workloads)
+
+
+def applicable_first(verdicts: Iterable[FeedVerdict]) -> list[FeedVerdict]:
+    """The verdicts that apply (image workloads) before the lines saying the loader does not, each group in the
+    order given: the one order of the report's section, whether its verdicts are a plan's or build_feed_verdicts'."""
+    return sorted(verdicts, key=lambda v: not v.applies)
 
 
 def workload_feed(loader: DataloaderPayload, workload: WorkloadPayload, point: WorkloadPoint | None = None
@@ -112,7 +124,7 @@ def feed_verdict(loader: DataloaderPayload, rates: list[WorkerRate], workload: W
     best = max(rates, key=lambda r: r.samples_per_s)
     enough = next((r for r in rates if r.samples_per_s >= gpu), None)
     fraction = best.samples_per_s / gpu
-    what = f"{name} at {point.precision}{', compiled' if compiled else ''}, batch {point.batch} " \
+    what = f"{name} at {configuration_words(point.precision, compiled, point.batch)} " \
            f"({format_number(gpu)} images/s on the GPU)"
     if enough is not None:
         sentence = fed_sentence(what, enough, rates, gpu, loader.logical_cores)

@@ -261,7 +261,7 @@ def build_target(source: Source, name: str, gpu: GpuSpec, count: int, measured: 
                    for p in iter_predictions(w, source.rates, rates, same_arch, source.rooflines, gpu)]
     sweep = run_precision(MAIN_PRECISION, rates.flops_per_s)  # fp16 on a GPU without bf16
     recs = build_target_batches(source, gpu, fits, predictions, sweep) if sweep else []
-    target = Target(name, gpu, count, False, predictions, capacity, recs, validated=gpu.name in source.validated)
+    answers: list[tuple[WorkloadPayload, Settings, Choice | None, Prediction | None]] = []
     for payload in source.machine.workloads:
         rec = next((r for r in recs if r.workload == payload.workload), None)
         base = measured.settings.get(payload.workload)
@@ -272,8 +272,12 @@ def build_target(source: Source, name: str, gpu: GpuSpec, count: int, measured: 
         pred = knee_prediction(predictions, payload.workload, sweep, settings.batch)  # type: ignore[arg-type]
         choice = measured.choices.get(payload.workload)
         if pred and choice:
-            settings, choice, pred = at_a_timed_batch_there(source, gpu, fits, payload, settings, choice, pred,
-                                                            predictions, sweep, target.recommendations)
+            settings, choice, pred, recs = at_a_timed_batch_there(source, gpu, fits, payload, settings, choice, pred,
+                                                                  predictions, sweep, recs)
+        answers.append((payload, settings, choice, pred))
+    # the target is made once its batch rows are final: at_a_timed_batch_there returns them anew, edits none in place
+    target = Target(name, gpu, count, False, predictions, capacity, recs, validated=gpu.name in source.validated)
+    for payload, settings, choice, pred in answers:
         target.settings[payload.workload] = settings
         if pred and choice:
             judged = judge(payload, settings.batch, MAIN_PRECISION, source.rooflines, source.rates)  # type: ignore
@@ -287,13 +291,15 @@ def build_target(source: Source, name: str, gpu: GpuSpec, count: int, measured: 
 
 def at_a_timed_batch_there(source: Source, gpu: GpuSpec, fits: dict, payload: WorkloadPayload, settings: Settings,
                            choice: Choice, knee: Prediction, predictions: list[Prediction], sweep: str,
-                           recs: list[Recommendation]) -> tuple[Settings, Choice, Prediction]:
+                           recs: list[Recommendation]
+                           ) -> tuple[Settings, Choice, Prediction, list[Recommendation]]:
     """On another GPU as on the measured one (advice.at_a_timed_batch): the chosen trial is predicted at the batch it
     was timed at, never carried to the knee predicted there. The fastest prediction is the answer: the trial's
     configuration at a batch it was timed at (where it fits; a trial chosen at the knee was timed at the main batch
-    too), whose batch then replaces the knee's in `recs`, or the sweep's plain configuration at the knee."""
+    too), whose batch then replaces the knee's in a copy of `recs`, or the sweep's plain configuration at the knee.
+    Returns the settings, choice and prediction with the recommendations (`recs` itself where none changed)."""
     if not choice.timed_elsewhere(settings.batch):  # type: ignore[arg-type]
-        return settings, choice, knee
+        return settings, choice, knee, recs
     chosen = choice.chosen
     assert chosen is not None  # timed_elsewhere says so
     fit = fits.get((payload.workload, settings.precision)) or fits.get((payload.workload, MAIN_PRECISION))
@@ -311,15 +317,21 @@ def at_a_timed_batch_there(source: Source, gpu: GpuSpec, fits: dict, payload: Wo
             options.append((timed.throughput_per_s, trial, plain))
     if options:
         timed_per_s, trial, plain = max(options, key=lambda o: o[0])
-        chosen, choice, batch = trial, replace(choice, chosen=trial), trial.point.batch
-        at = next(i for i, r in enumerate(recs) if r.workload == payload.workload and r.setting == "batch_size")
-        recs[at] = replace(recs[at], value=str(batch), choice=str(batch), reason=(
-            f"the batch {chosen.name} was timed at on {source.machine.machine}: predicted "
-            f"{short_rate(timed_per_s)} {payload.unit}/s here, more than the sweep's predicted knee "
-            f"({short_rate(knee.throughput_per_s)} at batch {format_count(knee.batch)}); a gain is not carried to a "
-            f"batch it was not timed at"))
-        return settings.with_batch(batch), choice, plain
-    return replace(settings, precision=sweep, torch_compile=False), choice.sweeps_own(), knee
+        batch = trial.point.batch
+        reason = (f"the batch {trial.name} was timed at on {source.machine.machine}: predicted "
+                  f"{short_rate(timed_per_s)} {payload.unit}/s here, more than the sweep's predicted knee "
+                  f"({short_rate(knee.throughput_per_s)} at batch {format_count(knee.batch)}); a gain is not carried "
+                  f"to a batch it was not timed at")
+        return (settings.with_batch(batch), replace(choice, chosen=trial), plain,
+                with_batch_row(recs, payload.workload, batch, reason))
+    return replace(settings, precision=sweep, torch_compile=False), choice.sweeps_own(), knee, recs
+
+
+def with_batch_row(recs: list[Recommendation], workload: str, batch: int, reason: str) -> list[Recommendation]:
+    """A copy of `recs` with `workload`'s batch_size row set to `batch` for `reason`: the caller's list (the target's
+    rows, read again for the next workload) is never changed under it."""
+    return [replace(r, value=str(batch), choice=str(batch), reason=reason)
+            if r.workload == workload and r.setting == "batch_size" else r for r in recs]
 
 
 def build_target_batches(source: Source, gpu: GpuSpec, fits: dict, predictions: list[Prediction],

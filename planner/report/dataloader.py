@@ -12,7 +12,13 @@ from typing import TYPE_CHECKING
 from gpuplan_schema.payloads import DataloaderPayload, EpochBoundary, LoaderPoint
 from gpuplan_schema.results import MachineResults
 from planner.charts.dataloader import build_loader_heatmap, build_worker_scaling_chart
-from planner.model.dataloader_verdict import FeedVerdict, WorkerRate, best_per_workers, build_feed_verdicts
+from planner.model.dataloader_verdict import (
+    FeedVerdict,
+    WorkerRate,
+    applicable_first,
+    best_per_workers,
+    build_feed_verdicts,
+)
 from planner.report.sections import SectionBase
 
 if TYPE_CHECKING:
@@ -90,10 +96,8 @@ def build_dataloader_sections(machine: MachineResults, plan: Plan | None = None)
 
 def build_dataloader_section(payload: DataloaderPayload, machine: MachineResults,
                              plan: Plan | None = None) -> DataloaderSection:
-    """The plan's verdicts where there is a plan (the loader against the GPU rate of the settings it recommends,
-    as its loader line says); else the loader against each workload's main-batch run."""
-    verdicts = [] if payload.status != "ok" else build_feed_verdicts(payload, machine.workloads) \
-        if plan is None else sorted(plan.targets[0].feeds.values(), key=lambda v: not v.applies)
+    """The loader's verdicts (section_verdicts) with its charts and tables."""
+    verdicts = section_verdicts(payload, machine, plan)
     appetites = [(v.configuration, v.gpu_samples_per_s) for v in verdicts if v.compared and v.gpu_samples_per_s]
     maps = [(name, chart) for name, chart in (("pinned", build_loader_heatmap(payload, True)),
                                               ("unpinned", build_loader_heatmap(payload, False))) if chart]
@@ -101,6 +105,16 @@ def build_dataloader_section(payload: DataloaderPayload, machine: MachineResults
     rows = [WorkerRow(r, r.samples_per_s / first if first else None) for r in best_per_workers(payload)]
     return DataloaderSection(payload, verdicts, build_worker_scaling_chart(payload, appetites), maps, rows,
                              build_buffer_rows(payload), payload.epochs, ordered_points(payload.points))
+
+
+def section_verdicts(payload: DataloaderPayload, machine: MachineResults, plan: Plan | None) -> list[FeedVerdict]:
+    """The plan's verdicts where there is a plan (the loader against the GPU rate of the settings it recommends,
+    as its loader line says); else the loader against each workload's main-batch run. None where the loader failed."""
+    if payload.status != "ok":
+        return []
+    if plan is None:
+        return build_feed_verdicts(payload, machine.workloads)
+    return applicable_first(plan.targets[0].feeds.values())
 
 
 def ordered_points(points: list[LoaderPoint]) -> list[LoaderPoint]:
