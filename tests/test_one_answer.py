@@ -311,6 +311,31 @@ def test_each_predicted_gpu_says_how_its_own_published_rows_lay_from_the_predict
     assert f"{note}." in page
 
 
+def test_a_pick_on_a_checked_gpu_says_how_its_own_published_rows_lay_beside_the_ranking(capsys):
+    """A ★ instance on a GPU published rows check (an A100, an H100 PCIe…) carries how far those rows lay from the
+    prediction beside the ranking: in the plan text, the report's instance table and its decision picks, one note
+    per GPU; a † row keeps its kin's note instead, and the measured GPU (the reference) has none."""
+    machine, measured = load_machine_and_root(FROZEN / "h100-80gb")
+    plan = report_plan(machine, parse_job("resnet50 bf16 epochs=100 dataset=imagenet"), measured)
+    starred = [r for r in plan.ranking if r.pareto and r.status == "ok"]
+    notes = plan.pick_notes_for(plan.ranking)
+    checked = {r.gpu for r in starred if not r.unchecked and r.gpu in plan.checked_notes}
+    assert checked and notes == list(dict.fromkeys(plan.checked_notes[r.gpu] for r in starred if r.gpu in checked))
+    assert all(not r.unchecked for r in starred if any(n.startswith(f"{r.gpu}:") for n in notes))
+    assert "H100 SXM" not in plan.checked_notes
+    text = " ".join(render_plan_text(plan, top=200, width=400).split())
+    page = " ".join(visible(render_report_html(build_report(machine, plan, measured))).split())
+    for note in notes:
+        assert note in text and f"{note}." in page
+    section = next(s for s in build_report(machine, plan, measured).sections if isinstance(s, InstancesSection))
+    assert section.checked_notes == notes
+    decision = next(s for s in build_report(machine, plan, measured).sections if isinstance(s, DecisionSection))
+    picks = [p for b in decision.blocks for p in b.picks]
+    own = {p.gpus.split(" × ")[-1]: p.checked_note for p in picks if not p.unvalidated}
+    assert own and all(note == plan.checked_notes.get(gpu, "") for gpu, note in own.items())
+    assert not any(p.checked_note for p in picks if p.unvalidated)
+
+
 def test_on_another_gpu_the_expected_figure_is_the_recommended_configurations_own_prediction():
     """gpt-small on the frozen H100 is recommended at batch 32 with torch.compile, the configuration its compile
     trial timed. On the H200 the expected figure and its band are that trial's own prediction (as the ranking's

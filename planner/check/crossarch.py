@@ -166,6 +166,10 @@ class CrossCheck:
         errors = [r.error for r in self.rows if r.gpu == gpu.name]
         if not errors:
             return None
+        if len(errors) == 1:
+            family = next(r.family for r in self.rows if r.gpu == gpu.name)
+            return (f"{gpu.name}: its one published row ({family}) lies at {errors[0]:+.0%} from the prediction "
+                    "(+: predicted too fast)")
         return (f"{gpu.name}: its {len(errors)} published rows lie at {min(errors):+.0%} … {max(errors):+.0%} from "
                 f"the prediction (median |error| {statistics.median(abs(e) for e in errors):.0%}; +: predicted too "
                 "fast)")

@@ -51,7 +51,7 @@ from planner.plan.settings import Settings
 from planner.rank.fp8 import as_fp8, measured_precision, require_fp8
 from planner.rank.jobs import Job, parse_job
 from planner.rank.nodes import NodeRow, build_node_ranking
-from planner.rank.ranking import ASSUMPTIONS, Estimate, Predictor, RankedInstance, no_feed_limit, rank_instances
+from planner.rank.ranking import ASSUMPTIONS, OK, Estimate, Predictor, RankedInstance, no_feed_limit, rank_instances
 from planner.scaling.assumed_scaling import ScalingProvider
 from planner.scaling.scaling import build_scaling, gather_efficiencies
 from planner.specs import GpuSpec, load_gpu_catalog, match_gpu
@@ -138,6 +138,13 @@ class Plan:
     def unchecked_notes_for(self, gpus: Iterable[str]) -> list[str]:
         """The notes of these GPUs that have one, each once, in the order given (an output's † rows or targets)."""
         return [self.unchecked_notes[g] for g in dict.fromkeys(gpus) if g in self.unchecked_notes]
+
+    def pick_notes_for(self, rows: Iterable[RankedInstance]) -> list[str]:
+        """The ★ rows' GPUs that published rows check: how those rows lay from the prediction, each GPU once, in
+        the order given (the cheapest pick on an L40S says its one row was predicted 14 % too fast; a † row has its
+        kin's note instead)."""
+        gpus = (r.gpu for r in rows if r.pareto and not r.unchecked and r.status == OK)
+        return [self.checked_notes[g] for g in dict.fromkeys(gpus) if g in self.checked_notes]
 
     @cached_property
     def checked_notes(self) -> dict[str, str]:

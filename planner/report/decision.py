@@ -40,6 +40,7 @@ class Pick:
     cost_band: tuple[float, float] | None
     unvalidated: bool
     unchecked_note: str = ""   # how the checked GPUs of its architecture fared (Plan.unchecked_notes)
+    checked_note: str = ""     # a checked GPU's own published rows against the prediction (Plan.checked_notes)
     stand_in: str = ""         # 'runs fp16, no bf16' where the GPU runs the job's stand-in (RankedInstance.stand_in)
 
     @property
@@ -120,17 +121,19 @@ def build_decision_sections(machine: MachineResults, plan: Plan | None,
         return []
     settings = settings_of(plan)
     notes = plan.unchecked_notes if plan else {}
-    blocks = [build_block(machine, w, settings.get(w.workload), rankings.get(w.workload), notes)
+    checked = plan.checked_notes if plan else {}
+    blocks = [build_block(machine, w, settings.get(w.workload), rankings.get(w.workload), notes, checked)
               for w in machine.workloads]
     return [DecisionSection(blocks, DEFAULT_SAMPLES)]
 
 
 def build_block(machine: MachineResults, payload: WorkloadPayload, settings: Settings | None,
-                ranking: JobRanking | None, notes: dict[str, str] | None = None) -> WorkloadDecision:
+                ranking: JobRanking | None, notes: dict[str, str] | None = None,
+                checked: dict[str, str] | None = None) -> WorkloadDecision:
     expected = settings.answer.expected if settings else None
     bound = expected.judgement.label if expected else "undetermined"
     why = expected.judgement.sentence if expected else "the planner made no recommendation for this workload here"
-    picks = build_picks(ranking, notes or {}) if ranking else []
+    picks = build_picks(ranking, notes or {}, checked or {}) if ranking else []
     no_instance = None
     if ranking is None:
         no_instance = "not ranked: the planner cannot use this machine (no GPU in the catalog, or no ceilings)"
@@ -166,25 +169,27 @@ def settings_line(s: Settings | None) -> str:
     return ", ".join(words)
 
 
-def build_picks(ranking: JobRanking, notes: dict[str, str]) -> list[Pick]:
-    """The fastest, cheapest and up to three more Pareto picks; an unchecked GPU's pick carries its note."""
+def build_picks(ranking: JobRanking, notes: dict[str, str], checked: dict[str, str] | None = None) -> list[Pick]:
+    """The fastest, cheapest and up to three more Pareto picks; an unchecked GPU's pick carries its kin's note, a
+    checked GPU's how its own published rows lay from the prediction (a cheap pick predicted too fast says so)."""
     fastest, cheapest = ranking.fastest, ranking.cheapest
     if fastest is None or cheapest is None:
         return []
-    out = [pick("fastest and cheapest" if fastest is cheapest else "fastest", fastest, notes)]
+    picks = [("fastest and cheapest" if fastest is cheapest else "fastest", fastest)]
     if cheapest is not fastest:
-        out.append(pick("cheapest", cheapest, notes))
-    out += [pick("Pareto front", r, notes) for r in ranking.front if r is not fastest and r is not cheapest][:3]
-    return out
+        picks.append(("cheapest", cheapest))
+    picks += [("Pareto front", r) for r in ranking.front if r is not fastest and r is not cheapest][:3]
+    return [pick(role, r, notes, checked or {}) for role, r in picks]
 
 
-def pick(role: str, r: RankedInstance, notes: dict[str, str]) -> Pick:
+def pick(role: str, r: RankedInstance, notes: dict[str, str], checked: dict[str, str] | None = None) -> Pick:
     # The ranking's band and validation flag are the `predict` branch's additions: shown where present.
     hours = _band(r, "hours")
     cost = _band(r, "cost")
     note = notes.get(r.gpu, "") if r.unchecked else ""
+    own = "" if r.unchecked else (checked or {}).get(r.gpu, "")
     return Pick(role, r.instance, r.provider, f"{r.gpu_count} × {r.gpu}", r.hours or 0.0, r.cost_usd or 0.0,
-                hours, cost, r.unchecked, note, r.stand_in)
+                hours, cost, r.unchecked, note, own, r.stand_in)
 
 
 def _band(r: RankedInstance, name: str) -> tuple[float, float] | None:

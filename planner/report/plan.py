@@ -32,6 +32,7 @@ class InstancesSection(SectionBase, kind="instances", title="Instance ranking"):
     rows: list[RankedInstance]
     chart: dict | None
     unchecked_notes: list[str] = field(default_factory=list)  # the † GPUs ranked: how their architecture was checked
+    checked_notes: list[str] = field(default_factory=list)  # the ★ checked GPUs: their own published rows' errors
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,8 @@ def build_instance_sections(plan: Plan | None) -> list[InstancesSection]:
     if plan is None or plan.job is None or not plan.ranking:
         return []
     return [InstancesSection(plan.job.spec, plan.job.samples, plan.ranking, build_time_cost_chart(plan.ranking),
-                             plan.unchecked_notes_for(r.gpu for r in plan.ranking if r.unchecked))]
+                             plan.unchecked_notes_for(r.gpu for r in plan.ranking if r.unchecked),
+                             plan.pick_notes_for(plan.ranking))]
 
 
 def build_prediction_sections(machine: MachineResults, plan: Plan | None) -> list[PredictionsSection]:
