@@ -296,6 +296,10 @@ def test_the_job_chooser_lists_the_note_of_each_unchecked_gpu_it_can_show():
     assert chooser.unchecked_notes["L40S"] == plan.unchecked_notes["L40S"]
     assert set(chooser.unchecked_notes) <= {m[2].split(" × ")[-1] for m in chooser.instances}
     assert "A100 80GB SXM" not in chooser.unchecked_notes  # checked: no note
+    # a checked GPU it can show says how its own published rows lay instead, as the plan says it
+    assert chooser.checked_notes["A100 80GB SXM"] == plan.checked_notes["A100 80GB SXM"]
+    assert set(chooser.checked_notes) <= {m[2].split(" × ")[-1] for m in chooser.instances}
+    assert not set(chooser.checked_notes) & set(chooser.unchecked_notes)
 
 
 def test_each_predicted_gpu_says_how_its_own_published_rows_lay_from_the_prediction(capsys):

@@ -33,6 +33,7 @@ class ChooserData:
     tables: dict[str, dict]   # "machine|workload|precision|index" → {samples, rows}
     datasets: dict[str, int]
     unchecked_notes: dict[str, str] = field(default_factory=dict)  # GPU → its plan's note (Plan.unchecked_notes)
+    checked_notes: dict[str, str] = field(default_factory=dict)    # GPU → its own published rows (Plan.checked_notes)
     stand_in_words: dict[str, str] = field(default_factory=dict)   # job precision → the ‡ footnote of its rows
 
     def to_json(self) -> dict:
@@ -80,7 +81,9 @@ def build_chooser(planned: Sequence[tuple[MachineResults, Plan | None]]) -> Choo
                                   "tokens_per_sample": TOKENS_PER_SAMPLE.get(payload.workload),
                                   "default": default_amount(payload.workload, base)})
     notes = {g: words for _, plan in planned if plan for g, words in plan.unchecked_notes.items() if g in shown}
-    return ChooserData(rows_meta, workloads, tables, dict(DATASETS), dict(sorted(notes.items())), stand_ins)
+    checked = {g: words for _, plan in planned if plan for g, words in plan.checked_notes.items() if g in shown}
+    return ChooserData(rows_meta, workloads, tables, dict(DATASETS), dict(sorted(notes.items())),
+                       checked_notes=dict(sorted(checked.items())), stand_in_words=stand_ins)
 
 
 def _table(ranker: JobRanker, workload: str, precision: str, samples: float, index: dict[str, int],
