@@ -289,6 +289,24 @@ def test_an_unchecked_gpu_says_how_its_architecture_was_checked_where_it_is_mark
     assert f"† {notes['L40S']}." in " ".join(page.split())
 
 
+def test_an_unchecked_gpu_with_indirect_evidence_carries_it_beside_its_dagger(capsys):
+    """No published row checks the T4, but published measurements outside the check say its transformer steps run
+    slower than predicted (the catalog's `indirect_evidence`): the note beside its † says so, in the ranking's text
+    where a T4 is the cheap pick, and in the JSON; a GPU without such evidence (the L40S) does not get it."""
+    from planner.specs import match_gpu
+    machine, measured = load_machine_and_root(FROZEN / "h100-80gb")
+    plan = report_plan(machine, parse_job("resnet50 bf16 epochs=100 dataset=imagenet"), measured)
+    evidence = match_gpu("T4").indirect_evidence
+    assert evidence and match_gpu("L40S").indirect_evidence is None
+    note = plan.unchecked_notes["T4"]
+    assert note.startswith("T4 is not checked itself") and evidence in note
+    assert "Indirect evidence" not in plan.unchecked_notes["L40S"]
+    assert any(r.gpu == "T4" and r.unchecked for r in plan.ranking)
+    assert note in " ".join(render_plan_text(plan, top=200, width=400).split())
+    data = plan_json(FROZEN / "h100-80gb", capsys, "--job", "resnet50 bf16 epochs=100 dataset=imagenet")
+    assert data["unchecked_notes"]["T4"] == note
+
+
 def test_the_job_chooser_lists_the_note_of_each_unchecked_gpu_it_can_show():
     machine, measured = load_machine_and_root(FROZEN / "h100-80gb")
     plan = report_plan(machine, None, measured)

@@ -140,19 +140,22 @@ class CrossCheck:
     def kin_words(self, gpu: GpuSpec) -> str | None:
         """For a GPU no published row covers: how the checked GPUs of its architecture (its compute capability)
         fared, the range of their errors each. A class whose printed rates its cards do not all reach (the RTX 6000
-        Ada's) says so beside the unchecked card that shares it (the L40S). None where none of its class was
-        checked or the GPU was itself."""
-        if gpu.name in self.validated_gpus() or not gpu.compute_capability:
+        Ada's) says so beside the unchecked card that shares it (the L40S). The catalog's indirect evidence for the
+        GPU follows (the T4's: published measurements outside the check). None where neither exists, or the GPU was
+        checked itself."""
+        if gpu.name in self.validated_gpus():
             return None
         errors: dict[str, list[float]] = {}
         for r in self.rows:
-            if self._capability_of.get(r.gpu) == gpu.compute_capability:
+            if gpu.compute_capability and self._capability_of.get(r.gpu) == gpu.compute_capability:
                 errors.setdefault(r.gpu, []).append(r.error)
+        indirect = f"indirect evidence: {gpu.indirect_evidence}" if gpu.indirect_evidence else ""
         if not errors:
-            return None
+            return f"{gpu.name} is not checked itself; {indirect}" if indirect else None
         checked = "; ".join(f"{name} {min(e):+.0%} … {max(e):+.0%}" for name, e in sorted(errors.items()))
         return (f"{gpu.name} is not checked itself; the published rows of its architecture (compute capability "
-                f"{gpu.compute_capability}) lie at {checked} from the prediction (+: predicted too fast)")
+                f"{gpu.compute_capability}) lie at {checked} from the prediction (+: predicted too fast)"
+                + (f". {indirect[0].upper()}{indirect[1:]}" if indirect else ""))
 
     @cached_property
     def _capability_of(self) -> dict[str, str | None]:

@@ -30,6 +30,9 @@ class GpuSpec:
     (`measured_matmul_source` says which and how many entries); empty where that harness has no entry. The
     performance model reads it beside the datasheet: a GPU whose power or clocks hold it further below its
     datasheet than the source GPU is (an L4 at 72 W) runs its matmuls that much slower.
+    `indirect_evidence` is what published measurements that cannot enter the check (no row of ours and of the
+    source GPU) say of the GPU's predictions, with where to read their sources; None where there is none. The
+    plan prints it beside the GPU's † (the T4: transformer steps likely slower than predicted).
     """
 
     name: str
@@ -50,6 +53,7 @@ class GpuSpec:
     boost_clock_source: str | None = None
     measured_matmul_flops_per_s: dict[str, float] = field(default_factory=dict)
     measured_matmul_source: str | None = None
+    indirect_evidence: str | None = None
 
     @property
     def supports_bf16(self) -> bool:
@@ -98,7 +102,7 @@ def read_gpu(reader: EntryReader) -> GpuSpec:
         compute_capability=reader.text("compute_capability", nullable=True),
         flops_per_s=rated, source=reader.text("source"),
         peer_bytes_per_s=reader.number("peer_bytes_per_s", nullable=True), **whole, **_clock(reader),
-        **_measured_matmul(reader, set(rated)))
+        **_measured_matmul(reader, set(rated)), indirect_evidence=reader.text("indirect_evidence", nullable=True))
 
 
 def _clock(reader: EntryReader) -> dict[str, float | str | None]:
