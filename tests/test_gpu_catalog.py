@@ -273,6 +273,9 @@ def _write_catalog(tmp_path, change):
     (lambda g: g[6]["measured_matmul_flops_per_s"].update(bf16=-1), "gpus[6].measured_matmul_flops_per_s.bf16",
      "must be a number > 0,"),
     (lambda g: g[6].update(measured_matmul_source=None), "gpus[6].measured_matmul_source", "non-empty text"),
+    (lambda g: g[0].update(indirect_evidence=5), "gpus[0].indirect_evidence", "non-empty text or null"),
+    (lambda g: g[1].update(indirect_evidence=" "), "gpus[1].indirect_evidence", "non-empty text or null"),
+    (lambda g: g[2].pop("indirect_evidence"), "gpus[2]", "missing indirect_evidence"),
     (lambda g: g[2].update(measured_matmul_source="a harness"), "gpus[2].measured_matmul_source",
      "null where measured_matmul_flops_per_s is null"),
 ])

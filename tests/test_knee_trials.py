@@ -175,3 +175,30 @@ def test_the_aggressive_preset_never_adds_compile_to_a_precision_it_was_not_time
     # and the answer's line does not set a bf16 gain beside the fp16 answer as if it were its own
     assert "eager (compile timed in bf16 only: +6% there)" in settings_line(fp16)
     assert "eager (compile measured +6%)" in settings_line(bf16)
+
+
+def test_a_target_answer_in_another_precision_says_its_compile_gain_was_timed_in_the_sweeps():
+    """On a T4 (no bf16) the plan's answers run fp16; the compile gain was timed in bf16 on the source: a compiled
+    answer says so instead of showing the bf16 gain as its own, and the measured GPU's line shows its own gain."""
+    plan = build_plan(load_machine(FROZEN / "h100-80gb"), ["T4", "H100 SXM"])
+    t4, h100 = (next(t for t in plan.targets if t.name == name) for name in ("T4", "H100 SXM"))
+    fp16, bf16 = t4.settings["resnet50"], h100.settings["resnet50"]
+    assert (fp16.precision, fp16.torch_compile, fp16.compile_precision) == ("fp16", True, "bf16")
+    assert fp16.compile_gain_here is None and bf16.compile_gain_here == bf16.compile_gain
+    assert f"torch.compile (timed in bf16: {fp16.compile_gain:+.0%} there)" in settings_line(fp16)
+    assert f"torch.compile ({bf16.compile_gain:+.0%})" in settings_line(bf16)
+
+
+def test_the_accuracy_check_reads_a_configurations_collection_point_before_its_knee_trial(with_knee_trials):
+    """BERT-base bf16 at 320 was timed in the batch sweep (1278/s) and again at the knee on another lend (1264/s):
+    a prediction of it is checked against the collection's, as every other row is. A configuration timed only at
+    the knee (bf16 compiled at 320) is checked against the knee's; the sweep's twice-timed main batch against the
+    later of its two (the variant), never the repeat."""
+    from planner.check.accuracy import measured_configurations
+    payload = next(w for w in with_knee_trials.workloads if w.workload == "bert-base-squad")
+    measured = measured_configurations(payload.points)
+    assert measured[("bf16", 320, "default", None)].sweep == "batch"
+    assert any(p.sweep == "knee" and (p.precision, p.batch, p.variant) == ("bf16", 320, "default")
+               for p in payload.points)
+    assert measured[("bf16", 320, "compile", None)].sweep == "knee"
+    assert measured[("bf16", 160, "default", None)].sweep == "variant"

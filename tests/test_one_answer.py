@@ -311,13 +311,33 @@ def test_the_job_chooser_lists_the_note_of_each_unchecked_gpu_it_can_show():
     machine, measured = load_machine_and_root(FROZEN / "h100-80gb")
     plan = report_plan(machine, None, measured)
     chooser = build_chooser([(machine, plan)])
-    assert chooser.unchecked_notes["L40S"] == plan.unchecked_notes["L40S"]
-    assert set(chooser.unchecked_notes) <= {m[2].split(" × ")[-1] for m in chooser.instances}
-    assert "A100 80GB SXM" not in chooser.unchecked_notes  # checked: no note
+    unchecked, checked = chooser.unchecked_notes[machine.machine], chooser.checked_notes[machine.machine]
+    assert unchecked["L40S"] == plan.unchecked_notes["L40S"]
+    assert set(unchecked) <= {m[2].split(" × ")[-1] for m in chooser.instances}
+    assert "A100 80GB SXM" not in unchecked  # checked: no † note
     # a checked GPU it can show says how its own published rows lay instead, as the plan says it
-    assert chooser.checked_notes["A100 80GB SXM"] == plan.checked_notes["A100 80GB SXM"]
-    assert set(chooser.checked_notes) <= {m[2].split(" × ")[-1] for m in chooser.instances}
-    assert not set(chooser.checked_notes) & set(chooser.unchecked_notes)
+    assert checked["A100 80GB SXM"] == plan.checked_notes["A100 80GB SXM"]
+    assert set(checked) <= {m[2].split(" × ")[-1] for m in chooser.instances}
+    assert not set(checked) & set(unchecked) and "H100 SXM" not in checked | unchecked  # the measured GPU: none
+
+
+def test_the_job_chooser_keeps_each_machines_notes_apart():
+    """Each machine's tables are predicted from its own measurements: the notes of one machine's plan are not
+    another's (the H200's check from the H100 is not shown as the H200 plan's, nor the H200 as checked there)."""
+    h100, measured = load_machine_and_root(FROZEN / "h100-80gb")
+    h200 = load_machine(FROZEN / "h200")
+    plans = [(h100, report_plan(h100, None, measured)), (h200, report_plan(h200, None, measured))]
+    chooser = build_chooser(plans)
+    for machine, plan in plans:
+        own = plan.crosscheck.reference if plan.crosscheck else None
+        for name, notes in (("unchecked", chooser.unchecked_notes), ("checked", chooser.checked_notes)):
+            given = getattr(plan, f"{name}_notes")
+            assert all(given[g] == note for g, note in notes.get(machine.machine, {}).items()), (machine, name)
+            assert own not in notes.get(machine.machine, {})
+    from planner.site.build import render_site_page
+    page = render_site_page("site_jobs.html.j2", [], chooser=chooser, amounts="1")
+    for machine, _ in plans:
+        assert f"From {machine.machine}" in page
 
 
 def test_each_predicted_gpu_says_how_its_own_published_rows_lay_from_the_prediction(capsys):

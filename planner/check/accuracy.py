@@ -16,7 +16,7 @@ import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from gpuplan_schema.payloads import Allocator
+from gpuplan_schema.payloads import Allocator, WorkloadPoint
 from gpuplan_schema.results import MachineResults
 from planner.model.host_speed import step_host_ratio
 from planner.model.memory import fit_memory
@@ -180,11 +180,7 @@ def build_accuracy(source: MachineResults, target: MachineResults) -> AccuracyTa
         # where both machines timed other workloads' host-set steps steadily, their ratio is the hosts'
         steps = step_host_ratio(source.workloads, target.workloads, exclude=payload.workload)
         t_rates = replace(dispatch_rates, host_time_ratio=steps.ratio) if steps else dispatch_rates
-        # a configuration the target timed in its collection and again at its knee (on another lend: collector 6)
-        # is checked against the collection's, as every other row is; a knee-only one against the knee's
-        timed = sorted((p for p in other.points if p.status == "ok" and p.throughput_per_s
-                        and p.sweep not in ("probe", "repeat")), key=lambda p: p.sweep != "knee")
-        measured = {(p.precision, p.batch, p.variant, p.seq_len): p for p in timed}
+        measured = measured_configurations(other.points)
         points = {(p.precision, p.batch, p.variant, p.seq_len): p for p in payload.points if p.step_s}
         for pr in iter_predictions(payload, s_rates, t_rates, True, rooflines, t_spec):
             key = (pr.precision, pr.batch, pr.variant, pr.seq_len)
@@ -198,6 +194,17 @@ def build_accuracy(source: MachineResults, target: MachineResults) -> AccuracyTa
                                      pr.bound, pr.host_there))
         capacity += _capacity(payload, other, s_spec.memory_bytes, t_spec.memory_bytes)
     return AccuracyTable(source.machine, target.machine, rows, capacity)
+
+
+def measured_configurations(points: list[WorkloadPoint]) -> dict[tuple, WorkloadPoint]:
+    """The target's measurement of each configuration, the one a prediction is checked against. Where the
+    collection timed a configuration twice (the batch sweep's point and again as a variant, minutes apart), the
+    later one, the variant's; where it was also timed at the knee (collector 6, on another lend), the collection's,
+    as every other row is; a configuration timed only at the knee, the knee's. Probes and repeats never."""
+    rank = {"knee": 0}   # timed later (another lend): read only where the collection has no such configuration
+    ok = (p for p in points if p.status == "ok" and p.throughput_per_s and p.sweep not in ("probe", "repeat"))
+    timed = sorted(ok, key=lambda p: rank.get(p.sweep or "", 1))  # stable: the collection's own order within a rank
+    return {(p.precision, p.batch, p.variant, p.seq_len): p for p in timed}
 
 
 def _capacity(payload, other, source_bytes: int, target_bytes: int) -> list[CapacityCompared]:  # noqa: ANN001

@@ -139,12 +139,18 @@ class Plan:
         """The notes of these GPUs that have one, each once, in the order given (an output's † rows or targets)."""
         return [self.unchecked_notes[g] for g in dict.fromkeys(gpus) if g in self.unchecked_notes]
 
+    def row_notes(self, r: RankedInstance) -> tuple[str, str]:
+        """The notes a ranking row carries, (†, checked): a † row its kin's note (unchecked_notes); a ★ row on a GPU
+        published rows check how those rows lay from the prediction (checked_notes: the cheapest pick on an L40S
+        says its one row was predicted 14 % too fast); any other row, and the measured GPU (no rows), none. Every
+        output that shows a ranking reads them here."""
+        unchecked = self.unchecked_notes.get(r.gpu, "") if r.unchecked else ""
+        checked = self.checked_notes.get(r.gpu, "") if r.pareto and not r.unchecked and r.status == OK else ""
+        return unchecked, checked
+
     def pick_notes_for(self, rows: Iterable[RankedInstance]) -> list[str]:
-        """The ★ rows' GPUs that published rows check: how those rows lay from the prediction, each GPU once, in
-        the order given (the cheapest pick on an L40S says its one row was predicted 14 % too fast; a † row has its
-        kin's note instead)."""
-        gpus = (r.gpu for r in rows if r.pareto and not r.unchecked and r.status == OK)
-        return [self.checked_notes[g] for g in dict.fromkeys(gpus) if g in self.checked_notes]
+        """The checked notes of these rows (row_notes), each once, in the order given."""
+        return [n for n in dict.fromkeys(self.row_notes(r)[1] for r in rows) if n]
 
     @cached_property
     def checked_notes(self) -> dict[str, str]:

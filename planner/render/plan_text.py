@@ -116,7 +116,9 @@ def render_summary_line(a: WorkloadAnswer) -> str:
 def settings_line(s: Settings) -> str:
     parts = [f"batch {format_count(s.batch)}" if s.batch else "batch unmeasured",
              PRECISION_WORDS.get(s.precision, s.precision)]
-    if s.torch_compile:
+    if s.torch_compile and s.compile_gain_here is None and s.compile_gain is not None:  # the bf16 gain, on fp16
+        parts.append(f"torch.compile (timed in {s.compile_precision}: {s.compile_gain:+.0%} there)")
+    elif s.torch_compile:
         parts.append(f"torch.compile ({s.compile_gain:+.0%})" if s.compile_gain is not None else "torch.compile")
     elif s.compile_gain_here is not None:
         parts.append(f"eager (compile measured {s.compile_gain_here:+.0%})")

@@ -109,7 +109,8 @@ def build_dataloader_section(payload: DataloaderPayload, machine: MachineResults
 
 def section_verdicts(payload: DataloaderPayload, machine: MachineResults, plan: Plan | None) -> list[FeedVerdict]:
     """The plan's verdicts where there is a plan (the loader against the GPU rate of the settings it recommends,
-    as its loader line says); else the loader against each workload's main-batch run. None where the loader failed."""
+    as its loader line says); else the loader against each workload's main-batch run. None (empty) where the loader
+    failed."""
     if payload.status != "ok":
         return []
     if plan is None:

@@ -9,6 +9,7 @@ rankings are computed by the caller once per workload (`planner.plan.default_job
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import altair as alt
@@ -24,6 +25,8 @@ from planner.rank.ranking import RankedInstance
 from planner.report.decision_settings import Settings, settings_of, snippet_python, snippet_yaml
 from planner.report.sections import SectionBase
 from planner.units import unit_label
+
+RowNotes = Callable[[RankedInstance], tuple[str, str]]   # a ranking row → (its † note, its checked note)
 
 
 @dataclass(frozen=True)
@@ -120,20 +123,23 @@ def build_decision_sections(machine: MachineResults, plan: Plan | None,
     if not machine.workloads:
         return []
     settings = settings_of(plan)
-    notes = plan.unchecked_notes if plan else {}
-    checked = plan.checked_notes if plan else {}
-    blocks = [build_block(machine, w, settings.get(w.workload), rankings.get(w.workload), notes, checked)
+    notes = plan.row_notes if plan else no_notes
+    blocks = [build_block(machine, w, settings.get(w.workload), rankings.get(w.workload), notes)
               for w in machine.workloads]
     return [DecisionSection(blocks, DEFAULT_SAMPLES)]
 
 
+def no_notes(_: RankedInstance) -> tuple[str, str]:
+    """A ranking without a plan's published check: no row carries a note."""
+    return "", ""
+
+
 def build_block(machine: MachineResults, payload: WorkloadPayload, settings: Settings | None,
-                ranking: JobRanking | None, notes: dict[str, str] | None = None,
-                checked: dict[str, str] | None = None) -> WorkloadDecision:
+                ranking: JobRanking | None, notes: RowNotes = no_notes) -> WorkloadDecision:
     expected = settings.answer.expected if settings else None
     bound = expected.judgement.label if expected else "undetermined"
     why = expected.judgement.sentence if expected else "the planner made no recommendation for this workload here"
-    picks = build_picks(ranking, notes or {}, checked or {}) if ranking else []
+    picks = build_picks(ranking, notes) if ranking else []
     no_instance = None
     if ranking is None:
         no_instance = "not ranked: the planner cannot use this machine (no GPU in the catalog, or no ceilings)"
@@ -169,9 +175,9 @@ def settings_line(s: Settings | None) -> str:
     return ", ".join(words)
 
 
-def build_picks(ranking: JobRanking, notes: dict[str, str], checked: dict[str, str] | None = None) -> list[Pick]:
-    """The fastest, cheapest and up to three more Pareto picks; an unchecked GPU's pick carries its kin's note, a
-    checked GPU's how its own published rows lay from the prediction (a cheap pick predicted too fast says so)."""
+def build_picks(ranking: JobRanking, notes: RowNotes = no_notes) -> list[Pick]:
+    """The fastest, cheapest and up to three more Pareto picks, each with the notes its ranking row carries
+    (Plan.row_notes: an unchecked GPU's kin, a checked GPU's own published rows)."""
     fastest, cheapest = ranking.fastest, ranking.cheapest
     if fastest is None or cheapest is None:
         return []
@@ -179,17 +185,16 @@ def build_picks(ranking: JobRanking, notes: dict[str, str], checked: dict[str, s
     if cheapest is not fastest:
         picks.append(("cheapest", cheapest))
     picks += [("Pareto front", r) for r in ranking.front if r is not fastest and r is not cheapest][:3]
-    return [pick(role, r, notes, checked or {}) for role, r in picks]
+    return [pick(role, r, notes) for role, r in picks]
 
 
-def pick(role: str, r: RankedInstance, notes: dict[str, str], checked: dict[str, str] | None = None) -> Pick:
+def pick(role: str, r: RankedInstance, notes: RowNotes = no_notes) -> Pick:
     # The ranking's band and validation flag are the `predict` branch's additions: shown where present.
     hours = _band(r, "hours")
     cost = _band(r, "cost")
-    note = notes.get(r.gpu, "") if r.unchecked else ""
-    own = "" if r.unchecked else (checked or {}).get(r.gpu, "")
+    unchecked, checked = notes(r)
     return Pick(role, r.instance, r.provider, f"{r.gpu_count} × {r.gpu}", r.hours or 0.0, r.cost_usd or 0.0,
-                hours, cost, r.unchecked, note, own, r.stand_in)
+                hours, cost, r.unchecked, unchecked, checked, r.stand_in)
 
 
 def _band(r: RankedInstance, name: str) -> tuple[float, float] | None:

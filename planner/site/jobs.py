@@ -32,9 +32,18 @@ class ChooserData:
     workloads: list[dict]     # one per machine × workload: names, unit, precisions, default amount
     tables: dict[str, dict]   # "machine|workload|precision|index" → {samples, rows}
     datasets: dict[str, int]
-    unchecked_notes: dict[str, str] = field(default_factory=dict)  # GPU → its plan's note (Plan.unchecked_notes)
-    checked_notes: dict[str, str] = field(default_factory=dict)    # GPU → its own published rows (Plan.checked_notes)
+    # machine → GPU → the note its plan gives (Plan.unchecked_notes, Plan.checked_notes): each machine's tables are
+    # ranked from its own measurements, so a note is the check of the predictions from that machine, and its GPU
+    # (the measured one there) has none
+    unchecked_notes: dict[str, dict[str, str]] = field(default_factory=dict)
+    checked_notes: dict[str, dict[str, str]] = field(default_factory=dict)
     stand_in_words: dict[str, str] = field(default_factory=dict)   # job precision → the ‡ footnote of its rows
+
+    @property
+    def note_machines(self) -> list[str]:
+        """The machines whose tables carry a note, in the order their tables come."""
+        return [m for m in dict.fromkeys(w["machine"] for w in self.workloads)
+                if m in self.unchecked_notes or m in self.checked_notes]
 
     def to_json(self) -> dict:
         return {"instances": self.instances, "workloads": self.workloads, "tables": self.tables,
@@ -55,7 +64,7 @@ def build_chooser(planned: Sequence[tuple[MachineResults, Plan | None]]) -> Choo
     """The chooser's tables, ranked by each machine's plan (its ranker: the plan's bands, scaling and feed)."""
     instances: dict[str, int] = {}
     rows_meta: list[list] = []
-    shown: set[str] = set()  # the GPUs the chooser can show
+    shown: dict[str, set[str]] = {}  # machine → the GPUs its tables can show
     stand_ins: dict[str, str] = {}  # job precision → the ‡ footnote, where a row runs its stand-in
     workloads, tables = [], {}
     for machine, plan in planned:
@@ -68,7 +77,8 @@ def build_chooser(planned: Sequence[tuple[MachineResults, Plan | None]]) -> Choo
             for precision in PRECISIONS:
                 if not any(p.precision == precision and p.status == "ok" for p in payload.points):
                     continue
-                computed = [_table(ranker, payload.workload, precision, base * k, instances, rows_meta, shown,
+                gpus = shown.setdefault(machine.machine, set())
+                computed = [_table(ranker, payload.workload, precision, base * k, instances, rows_meta, gpus,
                                    stand_ins) for k in AMOUNTS]
                 if not any(t["rows"] and t["rows"][0][1] == 1 for t in computed):
                     continue  # no instance runs it at this precision
@@ -80,10 +90,16 @@ def build_chooser(planned: Sequence[tuple[MachineResults, Plan | None]]) -> Choo
                                   "unit": payload.unit, "precisions": precisions, "amounts": len(AMOUNTS),
                                   "tokens_per_sample": TOKENS_PER_SAMPLE.get(payload.workload),
                                   "default": default_amount(payload.workload, base)})
-    notes = {g: words for _, plan in planned if plan for g, words in plan.unchecked_notes.items() if g in shown}
-    checked = {g: words for _, plan in planned if plan for g, words in plan.checked_notes.items() if g in shown}
-    return ChooserData(rows_meta, workloads, tables, dict(DATASETS), dict(sorted(notes.items())),
-                       checked_notes=dict(sorted(checked.items())), stand_in_words=stand_ins)
+    plans = {machine.machine: plan for machine, plan in planned if plan and machine.machine in shown}
+    unchecked = {m: _notes(plan.unchecked_notes, shown[m]) for m, plan in plans.items()}
+    checked = {m: _notes(plan.checked_notes, shown[m]) for m, plan in plans.items()}
+    return ChooserData(rows_meta, workloads, tables, dict(DATASETS), {m: n for m, n in unchecked.items() if n},
+                       {m: n for m, n in checked.items() if n}, stand_ins)
+
+
+def _notes(notes: dict[str, str], gpus: set[str]) -> dict[str, str]:
+    """The notes of the GPUs a machine's tables can show, by GPU name."""
+    return {g: words for g, words in sorted(notes.items()) if g in gpus}
 
 
 def _table(ranker: JobRanker, workload: str, precision: str, samples: float, index: dict[str, int],
