@@ -191,8 +191,9 @@ def target_rates(source: Rates, source_spec: GpuSpec, target: GpuSpec) -> Rates:
 
 
 def sustained_fraction(source: GpuSpec, target: GpuSpec, dtype: str) -> float:
-    """How much further below its datasheet matmul rate the target runs than the source does, as one public
-    harness measured both (`GpuSpec.measured_matmul_flops_per_s`); 1 where either lacks the measurement.
+    """How much further below its datasheet matmul rate the target runs than the source does, as a public harness
+    measured each (`GpuSpec.measured_matmul_flops_per_s`: one harness, or for a GPU it lacks a second whose H100 SXM
+    row agrees with it within 0.5 %); 1 where either lacks the measurement.
 
     Capped at 1: a GPU whose datasheet rate is its power-capped sustained one (an L4 at 72 W, a 250 W A100 PCIe,
     a 350 W H100 PCIe) reaches less of it than an H100 SXM does, and that is what this carries. A GeForce card
