@@ -396,13 +396,19 @@ def recommended_check(machines: list[MachineResults]) -> str:
     # the H200's: one lend of an H200 (cut by its time limit: the configurations it reached, in the file's order)
     h200 = check.timings([_by(machines, TARGET).folder / RECOMMENDED_CHECK / "recommended-h200.json"])
     on_h200 = check.compare([r for r in after_rows if r["gpu"] == "H200 SXM"], h200)
+    # the H200 plan's answers after its own trials at the knee (eighth session), timed on another lent H200
+    h200_folder = _by(machines, TARGET).folder / RECOMMENDED_CHECK
+    knee_rows = json.loads((h200_folder / "configs-h200-knee.json").read_text())["rows"]
+    on_h200_knee = check.compare(knee_rows, check.timings([h200_folder / "recommended-h200-knee.json"]))
     return ("**Before**: the plan's answers that carried a trial's gain to another batch, timed on lend 1.\n\n"
             + check.markdown([r for r in before if r["how"] == "carried"], ["lend 1"])
             + "\n**After**: every answer a configuration timed at the batch recommended, each timed on one of lends "
             "1-3 or 5 and again on lend 4 where it was an answer then.\n\n"
             + check.markdown(after, ["lends 1-3, 5", "lend 4"])
             + "\n**On an H200** (lend 6, results/h200/diagnostics/recommended-check-2026-11-27/): the answers of both "
-            "plans there, as far as one call reached.\n\n" + check.markdown(on_h200, ["lend 6"]))
+            "plans there, as far as one call reached.\n\n" + check.markdown(on_h200, ["lend 6"])
+            + "\n**The H200's answers after its own trials at the knee** (lend 8, another H200 than the one that "
+            "collected them): the ten that changed.\n\n" + check.markdown(on_h200_knee, ["lend 8"]))
 
 
 def accuracy_crossarch(machines: list[MachineResults]) -> str:
