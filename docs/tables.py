@@ -400,6 +400,8 @@ def recommended_check(machines: list[MachineResults]) -> str:
     h200_folder = _by(machines, TARGET).folder / RECOMMENDED_CHECK
     knee_rows = json.loads((h200_folder / "configs-h200-knee.json").read_text())["rows"]
     on_h200_knee = check.compare(knee_rows, check.timings([h200_folder / "recommended-h200-knee.json"]))
+    rest_rows = json.loads((h200_folder / "configs-h200-rest.json").read_text())["rows"]
+    on_h200_rest = check.compare(rest_rows, check.timings([h200_folder / "recommended-h200-rest.json"]))
     return ("**Before**: the plan's answers that carried a trial's gain to another batch, timed on lend 1.\n\n"
             + check.markdown([r for r in before if r["how"] == "carried"], ["lend 1"])
             + "\n**After**: every answer a configuration timed at the batch recommended, each timed on one of lends "
@@ -408,7 +410,9 @@ def recommended_check(machines: list[MachineResults]) -> str:
             + "\n**On an H200** (lend 6, results/h200/diagnostics/recommended-check-2026-11-27/): the answers of both "
             "plans there, as far as one call reached.\n\n" + check.markdown(on_h200, ["lend 6"])
             + "\n**The H200's answers after its own trials at the knee** (lend 8, another H200 than the one that "
-            "collected them): the ten that changed.\n\n" + check.markdown(on_h200_knee, ["lend 8"]))
+            "collected them): the ten that changed.\n\n" + check.markdown(on_h200_knee, ["lend 8"])
+            + "\n**The answers lend 6 did not reach** (lend 9, another H200): the H200 plan's other four and the H100 "
+            "plan's two compiled predictions there.\n\n" + check.markdown(on_h200_rest, ["lend 9"]))
 
 
 def accuracy_crossarch(machines: list[MachineResults]) -> str:
