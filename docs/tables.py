@@ -396,12 +396,12 @@ def recommended_check(machines: list[MachineResults]) -> str:
     # the H200's: one lend of an H200 (cut by its time limit: the configurations it reached, in the file's order)
     h200 = check.timings([_by(machines, TARGET).folder / RECOMMENDED_CHECK / "recommended-h200.json"])
     on_h200 = check.compare([r for r in after_rows if r["gpu"] == "H200 SXM"], h200)
-    # the H200 plan's answers after its own trials at the knee (eighth session), timed on another lent H200
+    # later H200 lends, each timing the configurations its own file lists: the H200 plan's answers after its trials
+    # at the knee (lend 8), then what lend 6 did not reach (lend 9)
     h200_folder = _by(machines, TARGET).folder / RECOMMENDED_CHECK
-    knee_rows = json.loads((h200_folder / "configs-h200-knee.json").read_text())["rows"]
-    on_h200_knee = check.compare(knee_rows, check.timings([h200_folder / "recommended-h200-knee.json"]))
-    rest_rows = json.loads((h200_folder / "configs-h200-rest.json").read_text())["rows"]
-    on_h200_rest = check.compare(rest_rows, check.timings([h200_folder / "recommended-h200-rest.json"]))
+    on_h200_knee, on_h200_rest = (
+        check.compare(json.loads((h200_folder / f"configs-h200-{name}.json").read_text())["rows"],
+                      check.timings([h200_folder / f"recommended-h200-{name}.json"])) for name in ("knee", "rest"))
     return ("**Before**: the plan's answers that carried a trial's gain to another batch, timed on lend 1.\n\n"
             + check.markdown([r for r in before if r["how"] == "carried"], ["lend 1"])
             + "\n**After**: every answer a configuration timed at the batch recommended, each timed on one of lends "

@@ -360,7 +360,7 @@ def test_a_pick_on_a_checked_gpu_says_how_its_own_published_rows_lay_beside_the_
     machine, measured = load_machine_and_root(FROZEN / "h100-80gb")
     plan = report_plan(machine, parse_job("resnet50 bf16 epochs=100 dataset=imagenet"), measured)
     starred = [r for r in plan.ranking if r.pareto and r.status == "ok"]
-    notes = plan.pick_notes_for(plan.ranking)
+    notes = plan.ranking_notes(plan.ranking)[1]
     checked = {r.gpu for r in starred if not r.unchecked and r.gpu in plan.checked_notes}
     assert checked and notes == list(dict.fromkeys(plan.checked_notes[r.gpu] for r in starred if r.gpu in checked))
     assert all(not r.unchecked for r in starred if any(n.startswith(f"{r.gpu}:") for n in notes))

@@ -149,13 +149,13 @@ class CrossCheck:
         for r in self.rows:
             if gpu.compute_capability and self._capability_of.get(r.gpu) == gpu.compute_capability:
                 errors.setdefault(r.gpu, []).append(r.error)
-        indirect = f"indirect evidence: {gpu.indirect_evidence}" if gpu.indirect_evidence else ""
+        evidence = gpu.indirect_evidence
         if not errors:
-            return f"{gpu.name} is not checked itself; {indirect}" if indirect else None
+            return f"{gpu.name} is not checked itself; indirect evidence: {evidence}" if evidence else None
         checked = "; ".join(f"{name} {min(e):+.0%} … {max(e):+.0%}" for name, e in sorted(errors.items()))
         return (f"{gpu.name} is not checked itself; the published rows of its architecture (compute capability "
                 f"{gpu.compute_capability}) lie at {checked} from the prediction (+: predicted too fast)"
-                + (f". {indirect[0].upper()}{indirect[1:]}" if indirect else ""))
+                + (f". Indirect evidence: {evidence}" if evidence else ""))
 
     @cached_property
     def _capability_of(self) -> dict[str, str | None]:
@@ -166,13 +166,13 @@ class CrossCheck:
     def own_words(self, gpu: GpuSpec) -> str | None:
         """For a GPU published rows cover: the range of their errors, the check a user of that GPU can weigh the
         prediction by (the RTX 6000 Ada's lie far from its others); None where no row covers it."""
-        errors = [r.error for r in self.rows if r.gpu == gpu.name]
+        rows = [r for r in self.rows if r.gpu == gpu.name]
+        errors = [r.error for r in rows]
         if not errors:
             return None
-        if len(errors) == 1:
-            family = next(r.family for r in self.rows if r.gpu == gpu.name)
-            return (f"{gpu.name}: its one published row ({family}) lies at {errors[0]:+.0%} from the prediction "
-                    "(+: predicted too fast)")
+        if len(rows) == 1:
+            return (f"{gpu.name}: its one published row ({rows[0].family}) lies at {errors[0]:+.0%} from the "
+                    "prediction (+: predicted too fast)")
         return (f"{gpu.name}: its {len(errors)} published rows lie at {min(errors):+.0%} … {max(errors):+.0%} from "
                 f"the prediction (median |error| {statistics.median(abs(e) for e in errors):.0%}; +: predicted too "
                 "fast)")

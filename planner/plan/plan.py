@@ -148,9 +148,11 @@ class Plan:
         checked = self.checked_notes.get(r.gpu, "") if r.pareto and not r.unchecked and r.status == OK else ""
         return unchecked, checked
 
-    def pick_notes_for(self, rows: Iterable[RankedInstance]) -> list[str]:
-        """The checked notes of these rows (row_notes), each once, in the order given."""
-        return [n for n in dict.fromkeys(self.row_notes(r)[1] for r in rows) if n]
+    def ranking_notes(self, rows: Iterable[RankedInstance]) -> tuple[list[str], list[str]]:
+        """The † notes and the checked notes of these rows (row_notes), each note once, in the order given."""
+        pairs = [self.row_notes(r) for r in rows]
+        unchecked, checked = ([n for n in dict.fromkeys(p[side] for p in pairs) if n] for side in (0, 1))
+        return unchecked, checked
 
     @cached_property
     def checked_notes(self) -> dict[str, str]:

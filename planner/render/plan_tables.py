@@ -122,7 +122,7 @@ def render_ranking_table(plan: Plan, top: int, width: int = DEFAULT_WIDTH) -> li
         notes.append(stand_in_words(stand_in.stand_in_for, stand_in.precision or ""))
     if dropped:
         notes.append(f"left out at {width} columns: {', '.join(dict.fromkeys(dropped))} (a wider terminal shows them)")
-    kin = plan.unchecked_notes_for(r.gpu for r in shown if r.unchecked) + plan.pick_notes_for(shown)
+    kin = [note for notes in plan.ranking_notes(shown) for note in notes]
     return [*lines, *wrap("; ".join(notes), width, "   "), *(x for k in kin for x in wrap(k, width, "   ", "   ")),
             *(wrap(hosts, width, "   ", "   ") if (hosts := host_cpu_words(shown)) else [])]
 

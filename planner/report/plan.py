@@ -63,9 +63,9 @@ def build_recommendation_sections(plan: Plan | None) -> list[RecommendationsSect
 def build_instance_sections(plan: Plan | None) -> list[InstancesSection]:
     if plan is None or plan.job is None or not plan.ranking:
         return []
+    unchecked, checked = plan.ranking_notes(plan.ranking)
     return [InstancesSection(plan.job.spec, plan.job.samples, plan.ranking, build_time_cost_chart(plan.ranking),
-                             plan.unchecked_notes_for(r.gpu for r in plan.ranking if r.unchecked),
-                             plan.pick_notes_for(plan.ranking))]
+                             unchecked, checked)]
 
 
 def build_prediction_sections(machine: MachineResults, plan: Plan | None) -> list[PredictionsSection]:
