@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from collectors.ceilings import collect as ceilings
-from collectors.core.collection import Collector, Options, Outcome, run_collection
+from collectors.core.budget import parse_duration
+from collectors.core.collection import Collector, Options, Outcome, Step, run_collection, split_done
 from collectors.core.device import pick_device
 from collectors.core.interrupt import EXIT_INTERRUPTED, resume_command
 from collectors.core.profiles import PROFILES
@@ -28,6 +31,7 @@ from collectors.environment import collect as environment
 from collectors.roofline import collect as roofline
 from collectors.workloads import BUILTIN, WorkloadError, load_workload
 from collectors.workloads import collect as workload_collector
+from collectors.workloads import stages as workload_stages
 from gpuplan_schema.machine import sanitize_machine_id
 from gpuplan_schema.payloads import DataloaderPayload, RooflinePayload, WorkloadPayload
 from gpuplan_schema.progress import Progress
@@ -51,7 +55,8 @@ def _ceilings(progress: Progress, folder: Path, options: Options) -> Iterator[tu
 def _workloads(progress: Progress, folder: Path, options: Options) -> Iterator[tuple[str, Any]]:
     names = options.workloads or workload_collector.DEFAULT_WORKLOADS
     yield from workload_collector.iter_workload_documents(names, options.profile, folder, pick_device(),
-                                                          progress, options.fresh, options.point_timeout or None)
+                                                          progress, options.fresh, options.point_timeout or None,
+                                                          options.phase, options.deadline)
 
 
 def _per_workload(prefix: str) -> Callable[[Options], dict[str, str | None]]:
@@ -99,11 +104,14 @@ COLLECTORS = {
                   "reference workloads: batch/sequence scaling to OOM, precisions, variants; host issue "
                   "and GPU busy time per timed point",
                   stems=_per_workload("workload"),
-                  matches=lambda payload, o: workload_collector.holds_allocator_boundaries(payload, o.profile)),
+                  matches=lambda payload, o: workload_collector.still_answers(payload, o.profile),
+                  phase_done=lambda payload, o: workload_collector.phase_done(payload, o.phase or ""),
+                  phases=tuple(workload_collector.PHASES)),
         Collector(roofline.NAME, roofline.VERSION, _roofline,
                   "per-op roofline of each workload at its main batch, a quarter and twice it: time, FLOPs, "
                   "bytes, bound class per aten op",
-                  stems=_per_workload("roofline")),
+                  stems=_per_workload("roofline"),
+                  matches=lambda payload, o: workload_collector.same_source(payload)),
         Collector(dataloader_collector.NAME, dataloader_collector.VERSION, _dataloader,
                   "JPEG input pipeline: DataLoader workers, prefetch, pinned memory against host RAM and CPU"),
         Collector(collectives.NAME, collectives.VERSION, _distributed(collectives.NAME),
@@ -117,13 +125,30 @@ COLLECTORS = {
 }
 
 
+# The order a collection runs in: what the plan's answer needs first (collectors/workloads/stages.py). The ceilings
+# come before the workloads' answer because a plan needs them; the data loader, where asked, between a workload's
+# answer and the stages that widen it; the per-op profile after.
+ORDER: list[Step] = [("environment", None), ("ceilings", None), ("workloads", "answer"), ("dataloader", None),
+                     ("workloads", "widen"), ("roofline", None), ("collectives", None), ("ddp", None)]
+DEFAULT_OUT = Path("runs")
+
+
+def order_of(options: Options) -> list[Step]:
+    """The steps this collection runs: ORDER, without the data loader unless asked (named in --only, or the
+    reference collection: no --workload given)."""
+    asked = options.only is not None or not options.workloads
+    return [step for step in ORDER if step[0] != dataloader_collector.NAME or asked]
+
+
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     parser = parser or argparse.ArgumentParser(prog=PROG)
     parser.description = (
         "Measure this machine and write one JSON document per result into OUT/MACHINE/. "
         "Collectors: " + "; ".join(f"{c.name} ({c.help})" for c in COLLECTORS.values()) + "."
     )
-    parser.add_argument("--out", type=Path, default=Path("results"), help="results root (default: results/)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
+                        help="where the machine folder goes (default: runs/, a working folder git ignores; "
+                             "results/ holds the committed runs: name it to add one)")
     parser.add_argument("--machine", help="machine id for the folder name (default: hostname + GPU model + count)")
     parser.add_argument("--only", nargs="+", choices=sorted(COLLECTORS), metavar="NAME",
                         help=f"run only these collectors ({', '.join(COLLECTORS)})")
@@ -138,6 +163,13 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
                              "the dataloader: quick (workers at prefetch 2, under a minute on 16 cores), standard "
                              "(workers × prefetch 1-8 × pinned or not, about 2.5 min), full (every combination, "
                              "at most 15 min)")
+    parser.add_argument("--budget", type=parse_duration, metavar="TIME",
+                        help="the whole collection's time, e.g. 3m, 90s, 1h30m: stages that would not fit are "
+                             "skipped, and at its end the collection stops as at a Ctrl-C (exit 0); what is left "
+                             "and the command that resumes are printed. Stages in the order the answer needs: "
+                             "the main precision's sweep to the knee, torch.compile there, the data loader (when "
+                             "asked), then the rest of the sweep, the other precisions, the OOM boundary, the "
+                             "trials at the main batch, the variants, the per-op profile (default: no limit)")
     parser.add_argument("--workload", dest="workloads", action="append", metavar="NAME|FILE.py:FN",
                         help=f"workload to run (repeatable): built-in {', '.join(BUILTIN)}, or a user file "
                              "path/to/file.py:function (default: the four built-ins; ddp: gpt-small, resnet50)")
@@ -205,7 +237,7 @@ def options_of(args: argparse.Namespace) -> Options:
     return Options(out=args.out, machine=args.machine, only=args.only, profile=args.profile,
                    workloads=args.workloads, dataset_cache=args.dataset_cache, fresh=args.fresh, gpus=args.gpus,
                    dist_backend=args.dist_backend, batches=args.batches, dist_timeout=args.dist_timeout,
-                   point_timeout=args.point_timeout or None,
+                   point_timeout=args.point_timeout or None, budget_s=args.budget,
                    nodes=nodes.node_options(args.nnodes, args.node_rank, args.rdzv_id, args.rdzv_endpoint))
 
 
@@ -234,7 +266,11 @@ def run_from_args(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     try:
         check_options(options)
-        outcome = run_collection(options, COLLECTORS, pick_device().type, summary_of)
+        if options.only is None and options.workloads:
+            print("dataloader: not run (a collection of chosen workloads measures the input pipeline when asked: "
+                  "--only ... dataloader)", file=sys.stderr)
+        outcome = run_collection(options, COLLECTORS, pick_device().type, summary_of, order=order_of(options))
+        outcome.left = left_to_measure(options, outcome.folder, pick_device().type)
     except (WorkloadError, distributed.DistributedOptionError, LockHeld) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -250,11 +286,62 @@ def report_outcome(outcome: Outcome, command: str) -> int:
         print(f"\nFailed ({len(failed)}; everything else above is kept; --fresh measures a kept document again):",
               file=sys.stderr)
         print("\n".join(f"  {line}" for line in failed), file=sys.stderr)
+    if outcome.left:
+        print("\nLeft to measure (in this order; a plan from what is here names them as not timed):",
+              file=sys.stderr)
+        print("\n".join(f"  {line}" for line in outcome.left), file=sys.stderr)
     if outcome.interrupted:
         print(f"\nStopped by Ctrl-C; every finished point is saved. Resume with the same command: {command}",
               file=sys.stderr)
         return EXIT_INTERRUPTED
+    if outcome.left:
+        print(f"\nStopped at the --budget; every finished point is saved. Resume with: {without_budget(command)}",
+              file=sys.stderr)
     return EXIT_FAILED if failed else 0
+
+
+def left_to_measure(options: Options, folder: Path, device: str) -> list[str]:
+    """What a rerun would still measure, one line per document or collector, in the collection's order."""
+    lines: list[str] = []
+    for name, phase in order_of(options):
+        c = COLLECTORS[name]
+        if name not in (options.only or COLLECTORS) or phase == "answer" or not applies(name, options):
+            continue
+        todo, done = split_done(c, folder, replace(options, phase=None), device)
+        if todo is None:
+            continue
+        if name == workload_collector.NAME:
+            lines += workload_stages.describe_left(folder, c.documents(options), done, options.profile)
+        else:
+            stems = [stem for stem in c.documents(options) if stem not in done]
+            lines.append(f"{name}: {', '.join(stems)} ({c.help.split(':')[0]})")
+    return lines
+
+
+def applies(name: str, options: Options) -> bool:
+    """Whether a collector has anything to measure here: the multi-GPU ones only with 2 GPUs or more."""
+    if name not in (collectives.NAME, ddp.NAME):
+        return True
+    try:
+        world, _ = distributed.resolve_world(options.gpus, options.dist_backend, distributed.visible_gpus(),
+                                             options.nodes.nnodes if options.nodes else 1)
+    except distributed.DistributedOptionError:
+        return False
+    return world is not None
+
+
+def without_budget(command: str) -> str:
+    """The command with its --budget dropped: the one that finishes the collection."""
+    words = shlex.split(command)
+    kept, skip = [], False
+    for word in words:
+        if skip:
+            skip = False
+        elif word == "--budget":
+            skip = True
+        elif not word.startswith("--budget="):
+            kept.append(word)
+    return shlex.join(kept)
 
 
 def cache_inside_results(options: Options) -> str | None:

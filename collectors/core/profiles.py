@@ -43,7 +43,8 @@ class Profile:
     autotune_everywhere: bool
     allocator_boundaries: bool = False    # each boundary again with expandable segments (collectors/core/allocator.py)
     steady: bool = True                   # points the host's speed moves, timed again (collectors/workloads/steady.py)
-    knee_trials: bool = False             # the main batch's trials again at the sweep's knee (workloads/collect.py)
+    knee_trials: bool = False             # the main batch's trials again at the sweep's knee (workloads/stages.py)
+    main_compile: bool = False            # torch.compile at the main batch too, where the knee is another batch
 
 
 QUICK = Profile("quick", MAIN_ONLY, (), MAIN_ONLY, (), sequence=False, variants=False, compile=False, repeat=False,
@@ -57,7 +58,7 @@ PROFILES = {
     "capacity": replace(STANDARD, name="capacity", boundary_precisions=ALL_PRECISIONS, allocator_boundaries=True),
     "full": Profile("full", ALL_PRECISIONS, ALL_PRECISIONS, ALL_PRECISIONS, ALL_PRECISIONS, sequence=True,
                     variants=True, compile=True, repeat=True, cap_factor=1024, timed_step_limit_s=4.0,
-                    autotune_everywhere=True, allocator_boundaries=True, knee_trials=True),
+                    autotune_everywhere=True, allocator_boundaries=True, knee_trials=True, main_compile=True),
 }
 
 # The batch each workload is judged at (acceptance: gpt-small 32, resnet50 256 on an H100), and a
