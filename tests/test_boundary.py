@@ -22,7 +22,8 @@ from collectors.workloads.boundary import (
     iter_probe_batches,
     probe,
 )
-from collectors.workloads.collect import iter_precision
+from collectors.workloads.run import WorkloadRun
+from collectors.workloads.stages import boundary_stage, knee_stage, sweep_stage
 from collectors.workloads.sweep import Context
 from collectors.workloads.sweep_plan import build_sweep_plan
 from collectors.workloads.training import Variant
@@ -166,11 +167,20 @@ def gpu_plan(workload: Workload, spec: str):
     return build_sweep_plan(spec, workload, PROFILES["standard"], torch.device("cuda"))
 
 
+def sweep_and_boundary(spec: str, workload: Workload) -> list[WorkloadPoint | OomBoundary]:
+    """The main precision's sweep (to the knee, then on) and its boundary, with a GPU's plan, run on the CPU."""
+    run = WorkloadRun(spec, "w", workload, gpu_plan(workload, spec), Context(CPU))
+    items = []
+    for stage in (knee_stage, sweep_stage, boundary_stage):
+        items += [item for item in stage(run, quiet_progress()) if run.add(item)]
+    return items
+
+
 def test_sweep_and_probes_find_the_oom_boundary(tmp_path):
     workload = oom_workload(tmp_path, 37)
     plan = gpu_plan(workload, "oom.py:build")
     assert plan.start == 4 and plan.main_batch == 32 and plan.search_cap >= 64
-    items = list(iter_precision("oom", workload, "bf16", plan, Context(CPU), quiet_progress()))
+    items = sweep_and_boundary("oom.py:build", workload)
     timed = [i for i in items if isinstance(i, WorkloadPoint) and i.sweep == "batch"]
     probes = [i for i in items if isinstance(i, WorkloadPoint) and i.sweep == "probe"]
     [boundary] = [i for i in items if isinstance(i, OomBoundary)]
@@ -213,8 +223,7 @@ def test_an_error_that_is_not_oom_ends_the_search_with_status_error(tmp_path):
     path = tmp_path / "fails.py"
     path.write_text(ERROR_FILE, encoding="utf-8")
     workload = load_workload(f"{path}:build")
-    items = list(iter_precision("fails", workload, "bf16", gpu_plan(workload, str(path)), Context(CPU),
-                                quiet_progress()))
+    items = sweep_and_boundary(str(path), workload)
     timed = [(i.batch, i.status) for i in items if isinstance(i, WorkloadPoint) and i.sweep == "batch"]
     assert timed == [(4, "ok"), (8, "ok"), (16, "error")]
     [boundary] = [i for i in items if isinstance(i, OomBoundary)]

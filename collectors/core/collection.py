@@ -140,7 +140,7 @@ def run_collection(options: Options, collectors: dict[str, Collector], device: s
                 _run_guarded(collectors[name], machine_id, replace(options, phase=phase), device, summary_of,
                              outcome, stop, stream)
         except (StopNow, KeyboardInterrupt):  # the point in progress is abandoned; everything saved is kept
-            pass
+            stop.caught()
         outcome.stopped = stop.requested
     return outcome
 

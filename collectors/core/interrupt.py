@@ -35,6 +35,10 @@ from collectors.core.children import kill_descendants
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a command stopped by Ctrl-C
 DEADLINE_S = 4.0        # after the first Ctrl-C, the process is gone by then whatever it was doing
 BUDGET_SIGNAL = signal.SIGUSR1  # sent to the main thread at the budget's end (a real signal: it ends a blocked read)
+# StopNow raised again every INSIST_S until the collection loop has it: Python runs a signal handler wherever the main
+# thread is, a weakref callback or a __del__ included, and an exception raised there is printed and dropped
+# (torch.compile's tracing runs such callbacks all the time)
+AGAIN_SIGNAL, INSIST_S = signal.SIGUSR2, 0.5
 
 
 class StopNow(BaseException):  # noqa: N818 - it reads as what it does; BaseException: a user step catching
@@ -56,12 +60,14 @@ class StopRequest:
         self._wakeup: tuple[int, int] | None = None
         self._old_wakeup = -1
         self._budget_timer: threading.Timer | None = None
+        self._caught = False
 
     def __enter__(self) -> StopRequest:
         if threading.current_thread() is not threading.main_thread():  # signal handlers live in the main thread
             return self
         self._active = True
-        for sig, handler in ((signal.SIGINT, self._on_sigint), (BUDGET_SIGNAL, self._on_budget)):
+        for sig, handler in ((signal.SIGINT, self._on_sigint), (BUDGET_SIGNAL, self._on_budget),
+                             (AGAIN_SIGNAL, self._on_again)):
             self._previous[sig] = signal.signal(sig, handler)
         read, write = os.pipe()
         os.set_blocking(write, False)
@@ -80,6 +86,10 @@ class StopRequest:
         for sig, previous in self._previous.items():
             signal.signal(sig, previous)  # type: ignore[arg-type]
         os.close(self._wakeup[1])  # the watchdog's read ends: it returns
+
+    def caught(self) -> None:
+        """The collection loop has the StopNow: raising it again stops."""
+        self._caught = True
 
     def stop_at(self, seconds: float) -> None:
         """The budget: stop `seconds` from now as a Ctrl-C would (without the second-press exit)."""
@@ -112,15 +122,30 @@ class StopRequest:
         if not self.requested:
             self._stop("budget", "\n--budget: the time is up; stopping (everything finished is kept)\n")
 
+    def _on_again(self, signum: int, frame: FrameType | None) -> None:
+        if self.requested and not self._caught:
+            self._raise()
+
     def _stop(self, why: str, line: str) -> None:
         self.requested = why
         self.stream.write(line)
         self.stream.flush()
+        kill_descendants()
+        threading.Thread(target=self._insist, name="gpuplan-stop-again", daemon=True).start()
+        self._raise()
+
+    def _raise(self) -> None:
         if self._protected:
             self._pending = True
             return
-        kill_descendants()
         raise StopNow
+
+    def _insist(self) -> None:
+        main = threading.main_thread().ident
+        while self._active and not self._caught and main is not None:
+            time.sleep(INSIST_S)
+            if self._active and not self._caught:
+                signal.pthread_kill(main, AGAIN_SIGNAL)
 
     def _exit_now(self, why: str) -> None:
         kill_descendants()
@@ -130,19 +155,24 @@ class StopRequest:
         os._exit(EXIT_INTERRUPTED)
 
     def _watch(self, read: int) -> None:
-        """The watchdog: DEADLINE_S after the first SIGINT, if the collection is still in its loop, end it."""
-        first = None
+        """The watchdog: DEADLINE_S after the first stop, or at a second SIGINT, if the collection is still in its
+        loop, end it. It hears the signals through the wakeup descriptor, so it acts even while the main thread is
+        held in native code (a long kernel, a blocking call) where no Python handler runs."""
+        first, sigints = None, 0
         while True:
             timeout = None if first is None else max(0.0, first + self.deadline_s - time.monotonic())
             ready = _wait_readable(read, timeout)
-            if ready is None:  # the pipe closed: the collection is over
+            if ready is None:
                 return
             if ready:
                 data = os.read(read, 512)
-                if not data:
+                if not data:  # the pipe closed: the collection is over
                     break
-                if first is None and (signal.SIGINT in data or BUDGET_SIGNAL in data):
+                sigints += data.count(signal.SIGINT)
+                if first is None and (sigints or BUDGET_SIGNAL in data):
                     first = time.monotonic()
+                if sigints >= 2 and self._active:
+                    self._exit_now("a second Ctrl-C")
             elif first is not None and self._active:
                 self._exit_now(f"the collection did not end within {self.deadline_s:g} s of the stop")
             else:

@@ -297,5 +297,5 @@ def describe_left(folder: Path, documents: dict[str, str | None], done: dict[str
         except DocumentError:
             records = {}
         left = stages_left(records, profile)
-        lines.append(f"{stem}: " + "; ".join(f"{n} ({BY_NAME[n].label})" for n in left))
+        lines.append(f"{stem}: " + "; ".join(BY_NAME[n].label for n in left))
     return lines

@@ -7,11 +7,12 @@ and the snippets say the same thing as the recommendations.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from planner.plan.expect import Expected
 from planner.plan.plan import Plan, Target
 from planner.plan.settings import Settings
+from planner.plan.untimed import Untimed
 
 ALLOCATOR_ENV = "PYTORCH_CUDA_ALLOC_CONF"
 
@@ -28,6 +29,7 @@ class WorkloadAnswer:
     reasons: dict[str, str]  # setting → why (the recommendation's reason)
     loader_note: str         # where the data-loader figures come from
     validated: bool = True   # False: no published benchmark checks predictions for this GPU (marked †)
+    untimed: list[Untimed] = field(default_factory=list)  # the collection's stages not timed (planner/plan/untimed.py)
 
     @property
     def allocator_env(self) -> dict[str, str]:
@@ -52,7 +54,7 @@ def answers_of_target(plan: Plan, target: Target) -> list[WorkloadAnswer]:
             f"measured on {plan.machine}'s host, not this one: {loader.reason}"
         out.append(WorkloadAnswer(workload, target.name, target.gpu.name, target.gpu_count, target.is_source,
                                   settings, target.expected.get(workload), reasons.get(workload, {}), note,
-                                  target.validated))
+                                  target.validated, source.untimed.get(workload, [])))
     return out
 
 
