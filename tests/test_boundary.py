@@ -5,6 +5,7 @@ exception torch raises on a full GPU."""
 from __future__ import annotations
 
 import io
+import time
 from pathlib import Path
 
 import torch
@@ -310,3 +311,72 @@ def test_a_capacity_document_without_the_expandable_searches_is_continued(monkey
     # with expandable segments set by the environment the first search already used them
     monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
     assert holds_allocator_boundaries(before, "capacity")
+
+
+# ── bounded: a deadline per probe and per search, whatever the device's memory ──────────────────────────────
+
+def test_a_larger_memory_does_not_make_the_search_longer():
+    """From the memory line's guess (here 10 % low, as a 141 GB card's line can be), the probes step out and bisect
+    in relative steps: the same few probes for a boundary at 1,000 or at 10,000,000."""
+    counts = [len(simulate(Bracket(lo=limit // 8), int(limit * 0.9), 1 << 40, limit))
+              for limit in (1_000, 100_000, 10_000_000)]
+    assert max(counts) <= 7 and max(counts) - min(counts) <= 1, counts
+
+
+SLOW_PROBES = '''\
+import time
+
+import torch
+import torch.nn.functional as F
+
+LIMIT, PROBE_S = {limit}, {probe_s}
+
+
+def make_batch(batch_size, device):
+    if batch_size > LIMIT:
+        raise torch.OutOfMemoryError("CUDA out of memory (test)")
+    return torch.randn(batch_size, 8, device=device), torch.randn(batch_size, 2, device=device)
+
+
+def probe_run(model, inputs):
+    time.sleep(PROBE_S)  # a large batch's probe: seconds each
+    return model(inputs)
+
+
+def build():
+    return {{"name": "slow-probes", "model": torch.nn.Linear(8, 2), "make_batch": make_batch, "loss": F.mse_loss,
+            "probe_run": probe_run}}
+'''
+
+
+def slow_probes(folder: Path, limit: int, probe_s: float) -> Workload:
+    path = folder / "slow_probes.py"
+    path.write_text(SLOW_PROBES.format(limit=limit, probe_s=probe_s), encoding="utf-8")
+    return load_workload(f"{path}:build")
+
+
+def test_a_search_out_of_time_ends_with_its_bracket_and_says_so(tmp_path):
+    workload = slow_probes(tmp_path, 1000, 0.4)
+    measured = [WorkloadPoint("batch", "fp32", 64, "default", "ok")]
+    started = time.monotonic()
+    items = list(iter_boundary(workload, "fp32", measured, Context(CPU), 1 << 20, Variant(), limit_s=1.5))
+    took = time.monotonic() - started
+    boundary = items[-1]
+    assert isinstance(boundary, OomBoundary) and took < 1.5 + 2 * 0.4 * 2 + 1  # the last probe ends, no more start
+    assert boundary.status == "ok" and boundary.max_batch >= 64 and "the search's 1.5 s were spent" in boundary.reason
+    probes = [i for i in items if isinstance(i, WorkloadPoint)]
+    assert probes and boundary.max_batch == max(p.batch for p in probes if p.status == "ok")
+
+
+def test_a_probe_past_its_deadline_ends_the_search_with_the_bracket_so_far(tmp_path, monkeypatch):
+    monkeypatch.setattr("collectors.workloads.boundary.PROBE_MIN_S", 0.5)
+    workload = slow_probes(tmp_path, 5000, 30.0)  # every probe would take 30 s (two steps: 60)
+    measured = [WorkloadPoint("batch", "fp32", 64, "default", "ok"), WorkloadPoint("batch", "fp32", 2048, "default",
+                                                                                   "oom")]
+    started = time.monotonic()
+    items = list(iter_boundary(workload, "fp32", measured, Context(CPU), 1 << 20, Variant(), limit_s=1.0))
+    assert time.monotonic() - started < 5
+    (probe_point, boundary) = items
+    assert probe_point.status == "error" and probe_point.reason.startswith("timed out")
+    assert (boundary.status, boundary.max_batch, boundary.first_oom_batch) == ("ok", 64, 2048)
+    assert boundary.reason == f"bracketed between 64 and 2048: a probe at batch {probe_point.batch} did not end in time"

@@ -27,7 +27,7 @@ def parse_duration(text: str) -> float:
     return seconds
 
 
-EXIT_MARGIN_S = 1.0  # what saving the last document, the summary and the interpreter's exit take after a stop
+EXIT_MARGIN_S = 2.0  # what saving the last document, the summary and the interpreter's exit take after a stop
 
 
 def process_age() -> float:

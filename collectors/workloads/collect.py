@@ -77,10 +77,10 @@ def same_source(payload: WorkloadPayload | RooflinePayload) -> bool:
 
 
 def phase_done(payload: WorkloadPayload, phase: str) -> bool:
-    """Whether a document (of this collector's version) holds what `phase` measures: its stages done, its file
-    unchanged."""
+    """Whether a document (of this collector's version) holds what the answer's phase measures: its stages done, its
+    file unchanged. (The last phase is done only with the document complete: it also marks it so.)"""
     records = {r.name: r.status for r in payload.stages or []}
-    return phase in PHASES and all(records.get(n) == "done" for n in PHASES[phase]) and same_source(payload)
+    return phase == "answer" and all(records.get(n) == "done" for n in PHASES[phase]) and same_source(payload)
 
 
 def load_earlier(path: Path, device: torch.device,
