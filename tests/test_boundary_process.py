@@ -15,9 +15,8 @@ from collectors.workloads.boundary import iter_boundary
 from collectors.workloads.boundary_process import Search, iter_boundary_in_fresh_process, parse_item
 from collectors.workloads.run import WorkloadRun, not_measured_again
 from collectors.workloads.stages import search_boundary
-from collectors.workloads.sweep_plan import GPU_PATHS_ENV
 from collectors.workloads.sweep import Context
-from collectors.workloads.sweep_plan import build_sweep_plan
+from collectors.workloads.sweep_plan import GPU_PATHS_ENV, build_sweep_plan
 from collectors.workloads.training import Variant
 from gpuplan_schema.payloads import OomBoundary, WorkloadPayload, WorkloadPoint
 

@@ -4,7 +4,8 @@ processes (`python -m collectors`), killed from here while they measure and save
 
 Counts docs/reliability.md states: 5 SIGKILLs in one collection (after 1, 3 and 5 saved
 items, and at 1.5 s and 4 s after a start, wherever the run then is), 3 Ctrl-C runs (through each entry point;
-in a point that never ends; tests/test_stop.py has one in every stage), 3 hung steps (in Python, a native wait, a native loop holding the GIL), 3 lock
+in a point that never ends; tests/test_stop.py has one in every stage), 3 hung steps (in Python, a native wait,
+a native loop holding the GIL), 3 lock
 cases, 1 failing collector, 1 stale temp file.
 """
 

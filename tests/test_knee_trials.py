@@ -20,9 +20,9 @@ from collectors.workloads.run import WorkloadRun
 from collectors.workloads.stages import precisions_stage
 from collectors.workloads.sweep import Context
 from gpuplan_schema.payloads import WorkloadPayload, WorkloadPoint
-from gpuplan_schema.stats import Stat
 from gpuplan_schema.progress import Progress
 from gpuplan_schema.results import load_machine
+from gpuplan_schema.stats import Stat
 from planner.plan.plan import build_plan
 from planner.plan.presets import Bounds, aggressive_preset
 from planner.plan.settings import LoaderSettings, Settings
