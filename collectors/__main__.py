@@ -153,13 +153,14 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument("--only", nargs="+", choices=sorted(COLLECTORS), metavar="NAME",
                         help=f"run only these collectors ({', '.join(COLLECTORS)})")
     parser.add_argument("--profile", choices=sorted(PROFILES), default="quick",
-                        help="how much of the workload sweeps to run: quick (main points, about a minute on "
-                             "an H100), standard (bf16 sweep to the OOM boundary, variants, every precision at "
-                             "the main batch and again, with torch.compile, at the sweep's throughput knee; "
-                             "about 5 min), capacity (standard plus the OOM boundary at every "
-                             "precision), full (everything at every precision) (default: quick). A run reuses the "
-                             "points a workload's document already holds: an interrupted run resumes, and "
-                             "capacity after standard only adds the boundaries. For "
+                        help="how much of the workload sweeps to run, each in the order the answer needs it "
+                             "(the bf16 sweep to its knee and torch.compile there first): quick (the main point, "
+                             "about a minute on an H100), standard (the bf16 sweep, every precision at its knee, "
+                             "the OOM boundary bounded to 30 s, the main batch's trials, variants, a repeat; "
+                             "designed for 3 min a model of 5-250 M parameters on an H100), capacity (standard "
+                             "plus the OOM boundary at every precision), full (everything at every precision) "
+                             "(default: quick). A run reuses the points a workload's document already holds: an "
+                             "interrupted run resumes, and capacity after standard only adds the boundaries. For "
                              "the dataloader: quick (workers at prefetch 2, under a minute on 16 cores), standard "
                              "(workers × prefetch 1-8 × pinned or not, about 2.5 min), full (every combination, "
                              "at most 15 min)")

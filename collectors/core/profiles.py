@@ -1,9 +1,11 @@
 """Collection profiles: how much of the workload sweeps to run.
 
 quick     the main point of each workload at the main precision (≤ 60 s on an H100)
-standard  at the main precision a timed batch sweep, the OOM boundary, sequence scaling, the
-          variants and a repeat; the main batch at every precision; the points whose step the
-          host's speed moves timed again in interleaved rounds (≤ 5 min on an H100)
+standard  at the main precision a timed batch sweep (to its knee first, then on), torch.compile at the knee,
+          every precision at the knee, the OOM boundary (bounded: 30 s a search), the main batch's trials,
+          sequence scaling, the variants and a repeat; the points whose step the host's speed moves timed
+          again in interleaved rounds (designed for 3 min a 5-250 M-parameter model on an H100: the order
+          and the stages are collectors/workloads/stages.py's)
 capacity  standard, plus the OOM boundary at every precision, each searched with PyTorch's default
           allocator and again with expandable segments (what the planner's memory model fits;
           about 4 min more, and only that when run after standard)
