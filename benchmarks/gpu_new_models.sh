@@ -42,7 +42,11 @@ WORK=${WORK:-$(mktemp -d)}
 PY=${PYTHON:-python3}
 export PYTHONUNBUFFERED=1
 BUILD=build MACHINE=new-models
-if [ "$SMALL" = 1 ]; then BUILD=build_tiny; export GPUPLAN_CPU_GPU_PATHS=1; STEP_S=${STEP_S_SMALL:-300}; fi
+# --small: torch.compile is a no-op in steps 1 and 2 (TORCHDYNAMO_DISABLE; inductor takes minutes a model on a CPU);
+# step 3 compiles for real, to stop it
+NO_DYNAMO=""
+if [ "$SMALL" = 1 ]; then BUILD=build_tiny; export GPUPLAN_CPU_GPU_PATHS=1; STEP_S=${STEP_S_SMALL:-300}
+  NO_DYNAMO="TORCHDYNAMO_DISABLE=1"; fi
 GPU=$($PY -c "import torch; print(torch.cuda.get_device_name(0).split()[-1] if torch.cuda.is_available() else 'cpu')" \
       2>/dev/null | tr -c 'A-Za-z0-9._\n-' '_')
 DIR="$WORK/new-models-$GPU-$TAG"
@@ -72,7 +76,7 @@ timed() {  # timed NAME LIMIT CMD...: CMD cut by SIGINT at LIMIT s (SIGKILL 20 s
 # 1. the default standard collection of each example
 for example in efficientnet_b0 resnext101 decoder_lm; do
   limit=$(( $(left) < STEP_S ? $(left) : STEP_S ))
-  timed "standard-$example" "$limit" $PY -m collectors --out "$DIR/runs" --machine "$MACHINE" --profile standard \
+  timed "standard-$example" "$limit" env $NO_DYNAMO $PY -m collectors --out "$DIR/runs" --machine "$MACHINE" --profile standard \
     --workload "examples/$example.py:$BUILD"
 done
 { echo; echo "== per-stage seconds (step 1)"
@@ -80,7 +84,7 @@ done
 
 # 2. a collection cut at 60 s, and the plan from it
 limit=$(( $(left) < 90 ? $(left) : 90 ))
-timed "cut-60s" "$limit" $PY -m collectors --out "$DIR/cut" --machine "$MACHINE" --profile standard --budget 60s \
+timed "cut-60s" "$limit" env $NO_DYNAMO $PY -m collectors --out "$DIR/cut" --machine "$MACHINE" --profile standard --budget 60s \
   --workload "examples/efficientnet_b0.py:$BUILD"
 { echo; echo "== the plan of the collection cut at 60 s"
   $PY -m planner.cli plan "$DIR/cut/$MACHINE" --target H100 --target H200 2>&1 \

@@ -7,18 +7,18 @@ from __future__ import annotations
 
 import argparse
 import os
-import shlex
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from collectors.ceilings import collect as ceilings
 from collectors.core.budget import parse_duration
-from collectors.core.collection import Collector, Options, Outcome, Step, run_collection, split_done
+from collectors.core.children import kill_descendants
+from collectors.core.collection import Collector, Options, Step, run_collection
 from collectors.core.device import pick_device
-from collectors.core.interrupt import EXIT_INTERRUPTED, resume_command
+from collectors.core.interrupt import resume_command
+from collectors.core.outcome import left_to_measure, report_outcome
 from collectors.core.profiles import PROFILES
 from collectors.core.resume import same_ddp_batches, same_world
 from collectors.core.run_lock import LockHeld
@@ -31,7 +31,6 @@ from collectors.environment import collect as environment
 from collectors.roofline import collect as roofline
 from collectors.workloads import BUILTIN, WorkloadError, load_workload
 from collectors.workloads import collect as workload_collector
-from collectors.workloads import stages as workload_stages
 from gpuplan_schema.machine import sanitize_machine_id
 from gpuplan_schema.payloads import DataloaderPayload, RooflinePayload, WorkloadPayload
 from gpuplan_schema.progress import Progress
@@ -105,6 +104,7 @@ COLLECTORS = {
                   "and GPU busy time per timed point",
                   stems=_per_workload("workload"),
                   matches=lambda payload, o: workload_collector.still_answers(payload, o.profile),
+                  left=lambda folder, stems, done, o: workload_collector.describe_left(folder, stems, done, o.profile),
                   phase_done=lambda payload, o: workload_collector.phase_done(payload, o.phase or ""),
                   phases=tuple(workload_collector.PHASES)),
         Collector(roofline.NAME, roofline.VERSION, _roofline,
@@ -271,52 +271,12 @@ def run_from_args(args: argparse.Namespace) -> int:
             print("dataloader: not run (a collection of chosen workloads measures the input pipeline when asked: "
                   "--only ... dataloader)", file=sys.stderr)
         outcome = run_collection(options, COLLECTORS, pick_device().type, summary_of, order=order_of(options))
-        outcome.left = left_to_measure(options, outcome.folder, pick_device().type)
+        outcome.left = left_to_measure(options, COLLECTORS, order_of(options), pick_device().type, applies)
     except (WorkloadError, distributed.DistributedOptionError, LockHeld) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    return report_outcome(outcome, getattr(args, "command_line", None) or resume_command(None))
-
-
-def report_outcome(outcome: Outcome, command: str) -> int:
-    """The end-of-run summary: what was saved or kept, what failed, how to resume; the exit status."""
-    print(f"\nCollected into {outcome.folder}:")
-    print("\n".join(outcome.lines.values()) or "(nothing saved)")
-    failed = outcome.all_failed
-    if failed:
-        print(f"\nFailed ({len(failed)}; everything else above is kept; --fresh measures a kept document again):",
-              file=sys.stderr)
-        print("\n".join(f"  {line}" for line in failed), file=sys.stderr)
-    if outcome.left:
-        print("\nLeft to measure (in this order; a plan from what is here names them as not timed):",
-              file=sys.stderr)
-        print("\n".join(f"  {line}" for line in outcome.left), file=sys.stderr)
-    if outcome.interrupted:
-        print(f"\nStopped by Ctrl-C; every finished point is saved. Resume with the same command: {command}",
-              file=sys.stderr)
-        return EXIT_INTERRUPTED
-    if outcome.left:
-        print(f"\nStopped at the --budget; every finished point is saved. Resume with: {without_budget(command)}",
-              file=sys.stderr)
-    return EXIT_FAILED if failed else 0
-
-
-def left_to_measure(options: Options, folder: Path, device: str) -> list[str]:
-    """What a rerun would still measure, one line per document or collector, in the collection's order."""
-    lines: list[str] = []
-    for name, phase in order_of(options):
-        c = COLLECTORS[name]
-        if name not in (options.only or COLLECTORS) or phase == "answer" or not applies(name, options):
-            continue
-        todo, done = split_done(c, folder, replace(options, phase=None), device)
-        if todo is None:
-            continue
-        if name == workload_collector.NAME:
-            lines += workload_stages.describe_left(folder, c.documents(options), done, options.profile)
-        else:
-            stems = [stem for stem in c.documents(options) if stem not in done]
-            lines.append(f"{name}: {', '.join(stems)} ({c.help.split(':')[0]})")
-    return lines
+    return report_outcome(outcome, getattr(args, "command_line", None) or resume_command(None),
+                          budgeted=options.budget_s is not None)
 
 
 def applies(name: str, options: Options) -> bool:
@@ -329,20 +289,6 @@ def applies(name: str, options: Options) -> bool:
     except distributed.DistributedOptionError:
         return False
     return world is not None
-
-
-def without_budget(command: str) -> str:
-    """The command with its --budget dropped: the one that finishes the collection."""
-    words = shlex.split(command)
-    kept, skip = [], False
-    for word in words:
-        if skip:
-            skip = False
-        elif word == "--budget":
-            skip = True
-        elif not word.startswith("--budget="):
-            kept.append(word)
-    return shlex.join(kept)
 
 
 def cache_inside_results(options: Options) -> str | None:
@@ -363,5 +309,15 @@ def main(argv: list[str] | None = None) -> int:
     return run_from_args(args)
 
 
+def end_process(code: int) -> None:
+    """End `python -m collectors` now: every document is saved (atomically) already, and the interpreter's own
+    teardown can hold a stopped collection for minutes (inductor's compile pool waits up to 300 s for a worker it
+    started after the stop; a DataLoader joins each worker for 5 s). The processes it started end with it."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    kill_descendants()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    end_process(main())

@@ -85,6 +85,8 @@ class Collector:
     # Whether a document, complete or not, holds what `options.phase` measures (a phase already done is skipped).
     phase_done: Callable[[Any, Options], bool] | None = None
     phases: tuple[str, ...] = ()  # the phases its run is split into, in order (workloads: answer, widen)
+    # What a rerun would still measure of its documents not done, one line each (default: their stems).
+    left: Callable[[Path, dict[str, str | None], dict[str, str], Options], list[str]] | None = None
 
     def documents(self, options: Options) -> dict[str, str | None]:
         return self.stems(options) if self.stems else {self.name: None}

@@ -39,6 +39,9 @@ BUDGET_SIGNAL = signal.SIGUSR1  # sent to the main thread at the budget's end (a
 # thread is, a weakref callback or a __del__ included, and an exception raised there is printed and dropped
 # (torch.compile's tracing runs such callbacks all the time)
 AGAIN_SIGNAL, INSIST_S = signal.SIGUSR2, 0.5
+# A second SIGINT counts as a second Ctrl-C only this long after the first: `timeout -s INT` (and some process
+# managers) signal the process and then its group, one press delivered twice within microseconds.
+SECOND_PRESS_S = 0.5
 
 
 class StopNow(BaseException):  # noqa: N818 - it reads as what it does; BaseException: a user step catching
@@ -61,6 +64,7 @@ class StopRequest:
         self._old_wakeup = -1
         self._budget_timer: threading.Timer | None = None
         self._caught = False
+        self._first_sigint: float | None = None
 
     def __enter__(self) -> StopRequest:
         if threading.current_thread() is not threading.main_thread():  # signal handlers live in the main thread
@@ -113,8 +117,12 @@ class StopRequest:
             raise StopNow
 
     def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
-        if self.requested == "Ctrl-C":
-            self._exit_now("a second Ctrl-C")
+        now = time.monotonic()
+        if self.requested == "Ctrl-C" and self._first_sigint is not None:
+            if now - self._first_sigint >= SECOND_PRESS_S:
+                self._exit_now("a second Ctrl-C")
+            return  # the same press, delivered twice
+        self._first_sigint = now
         self._stop("Ctrl-C", "\nCtrl-C: stopping now (everything finished is kept; the point in progress is "
                              "measured again on resume); press Ctrl-C again to end at once\n")
 
@@ -158,7 +166,7 @@ class StopRequest:
         """The watchdog: DEADLINE_S after the first stop, or at a second SIGINT, if the collection is still in its
         loop, end it. It hears the signals through the wakeup descriptor, so it acts even while the main thread is
         held in native code (a long kernel, a blocking call) where no Python handler runs."""
-        first, sigints = None, 0
+        first, sigint_at = None, None
         while True:
             timeout = None if first is None else max(0.0, first + self.deadline_s - time.monotonic())
             ready = _wait_readable(read, timeout)
@@ -168,11 +176,13 @@ class StopRequest:
                 data = os.read(read, 512)
                 if not data:  # the pipe closed: the collection is over
                     break
-                sigints += data.count(signal.SIGINT)
-                if first is None and (sigints or BUDGET_SIGNAL in data):
-                    first = time.monotonic()
-                if sigints >= 2 and self._active:
-                    self._exit_now("a second Ctrl-C")
+                now = time.monotonic()
+                if signal.SIGINT in data:
+                    if sigint_at is not None and now - sigint_at >= SECOND_PRESS_S and self._active:
+                        self._exit_now("a second Ctrl-C")
+                    sigint_at = sigint_at or now
+                if first is None and (signal.SIGINT in data or BUDGET_SIGNAL in data):
+                    first = now
             elif first is not None and self._active:
                 self._exit_now(f"the collection did not end within {self.deadline_s:g} s of the stop")
             else:

@@ -15,7 +15,7 @@ from collectors.core import profiles
 from collectors.core.allocator import expandable_by_environment
 from collectors.workloads import BUILTIN, load_workload, source_hash
 from collectors.workloads.run import WorkloadRun
-from collectors.workloads.stages import ANSWER, STAGES, STEADY, Stage, profile_stages
+from collectors.workloads.stages import ANSWER, BY_NAME, STAGES, STEADY, Stage, profile_stages, stages_left
 from collectors.workloads.steady import Job, iter_steady_documents
 from collectors.workloads.sweep import Context
 from collectors.workloads.sweep_plan import instantiate, load_ceilings
@@ -156,7 +156,9 @@ def start_run(name: str, profile: profiles.Profile, folder: Path, device: torch.
     if why_not:
         progress.note(why_not)
     ctx = Context(device, load_ceilings(folder), point_timeout_s=point_timeout_s)
-    return WorkloadRun.start(name, stem, profile, ctx, earlier)
+    run = WorkloadRun.start(name, stem, profile, ctx, earlier)
+    run.park()  # every workload's model is built up front: each waits off the GPU until its stage comes
+    return run
 
 
 def iter_stage(run: WorkloadRun, stage: Stage, progress: Progress,
@@ -224,6 +226,25 @@ def collect_workload(name: str, profile: profiles.Profile, ctx: Context, progres
         return last
     *_, (_, done) = iter_steady_documents([Job("", name, last)], lambda n: instantiate(n, ctx.device), ctx, progress)
     return replace(done, stages=[*(last.stages or []), StageRecord("steady", "done", 0.0)])
+
+
+def describe_left(folder: Path, documents: dict[str, str | None], done: dict[str, str], profile_name: str) -> list[str]:
+    """One line per workload document not complete: its stages left, in the order they run (all of them where
+    the document is not there yet)."""
+    profile = profiles.PROFILES[profile_name]
+    lines = []
+    for stem in documents:
+        if stem in done:
+            continue
+        try:
+            payload = load_document(folder / f"{stem}.json").payload
+            records = {r.name: r.status for r in getattr(payload, "stages", None) or []}
+        except DocumentError:
+            records = {}
+        left = stages_left(records, profile)
+        lines.append(f"{stem}: " + ("; ".join(BY_NAME[n].label for n in left) if left else
+                                    "the points that failed (or a changed workload file), measured again"))
+    return lines
 
 
 def workload_name(spec: str) -> str:

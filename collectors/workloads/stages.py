@@ -24,7 +24,6 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 from collectors.core import profiles
 from collectors.core.device import free_memory
@@ -39,7 +38,6 @@ from collectors.workloads.training import Variant, precision_unsupported
 from gpuplan_schema.payloads import OomBoundary, WorkloadPoint
 from gpuplan_schema.payloads.workloads import KNEE
 from gpuplan_schema.progress import Progress
-from gpuplan_schema.schema import DocumentError, load_document
 
 MAIN = profiles.MAIN_PRECISION
 # Seconds a stage takes before anything of the workload was timed here (the budget's first guesses; afterwards the
@@ -282,20 +280,3 @@ def stages_left(done: dict[str, str], profile: profiles.Profile) -> list[str]:
     return [name for name in profile_stages(profile) if done.get(name) != "done"]
 
 
-
-def describe_left(folder: Path, documents: dict[str, str | None], done: dict[str, str], profile_name: str) -> list[str]:
-    """One line per workload document not complete: its stages left, in the order they run (all of them where
-    the document is not there yet)."""
-    profile = profiles.PROFILES[profile_name]
-    lines = []
-    for stem in documents:
-        if stem in done:
-            continue
-        try:
-            payload = load_document(folder / f"{stem}.json").payload
-            records = {r.name: r.status for r in getattr(payload, "stages", None) or []}
-        except DocumentError:
-            records = {}
-        left = stages_left(records, profile)
-        lines.append(f"{stem}: " + "; ".join(BY_NAME[n].label for n in left))
-    return lines
