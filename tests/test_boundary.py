@@ -196,7 +196,7 @@ def test_sweep_and_probes_find_the_oom_boundary(tmp_path):
 def test_boundary_without_a_timed_sweep_doubles_from_the_main_point(tmp_path):
     workload = oom_workload(tmp_path, 1000)
     main = WorkloadPoint("variant", "fp32", 512, "default", "ok")
-    items = list(iter_boundary(workload, "fp32", [main], Context(CPU), 1 << 20, Variant()))
+    items = list(iter_boundary(workload, "fp32", [main], Context(CPU), 1 << 20, Variant(), limit_s=900))
     [boundary] = [i for i in items if isinstance(i, OomBoundary)]
     assert [i.batch for i in items if isinstance(i, WorkloadPoint)][0] == 1024
     assert boundary.status == "ok" and boundary.max_batch <= 1000 < boundary.first_oom_batch
@@ -272,7 +272,7 @@ def test_the_expandable_segments_search_does_not_trust_the_default_allocators_oo
                 WorkloadPoint("batch", "fp32", 64, "default", "oom")]
     searches = {}
     for variant in (Variant(), Variant(expandable_segments=True)):
-        items = list(iter_boundary(workload, "fp32", measured, Context(CPU), 1 << 12, variant))
+        items = list(iter_boundary(workload, "fp32", measured, Context(CPU), 1 << 12, variant, limit_s=900))
         [searches[variant.name]] = [i for i in items if isinstance(i, OomBoundary)]
         assert {i.variant for i in items if isinstance(i, WorkloadPoint)} == {variant.name}
     default, expandable = searches["default"], searches["expandable_segments"]

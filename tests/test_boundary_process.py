@@ -30,8 +30,9 @@ def spec_of(folder: Path, limit: int) -> str:
 
 def test_a_search_in_a_fresh_process_probes_and_finds_what_the_search_here_does(tmp_path):
     spec = spec_of(tmp_path, 300)
-    here = list(iter_boundary(oom_workload(tmp_path, 300), "fp32", [], Context(CPU), 5000, Variant()))
-    there = list(iter_boundary_in_fresh_process(Search(spec, "cpu", "fp32", [], 5000, "default")))
+    # no time limit to speak of: a probe's gc.collect() takes seconds on a loaded CPU, and both searches must end alike
+    here = list(iter_boundary(oom_workload(tmp_path, 300), "fp32", [], Context(CPU), 5000, Variant(), limit_s=900))
+    there = list(iter_boundary_in_fresh_process(Search(spec, "cpu", "fp32", [], 5000, "default", limit_s=900)))
     assert [(p.batch, p.status) for p in there[:-1]] == [(p.batch, p.status) for p in here[:-1]]
     assert all(isinstance(p, WorkloadPoint) and p.sweep == "probe" for p in there[:-1])
     boundary = there[-1]
@@ -43,8 +44,9 @@ def test_a_search_in_a_fresh_process_probes_and_finds_what_the_search_here_does(
 def test_the_search_s_tolerance_reaches_the_child(tmp_path):
     """benchmarks/boundary_spread.py bisects tighter than the collector's 2 % through the same child."""
     spec = spec_of(tmp_path, 300)
-    loose = list(iter_boundary_in_fresh_process(Search(spec, "cpu", "fp32", [], 5000, "default", tolerance=0.3)))[-1]
-    tight = list(iter_boundary_in_fresh_process(Search(spec, "cpu", "fp32", [], 5000, "default", tolerance=0.001)))[-1]
+    loose, tight = (list(iter_boundary_in_fresh_process(Search(spec, "cpu", "fp32", [], 5000, "default",
+                                                               tolerance=tolerance, limit_s=900)))[-1]
+                    for tolerance in (0.3, 0.001))
     assert tight.max_batch == 300 and tight.first_oom_batch == 301
     assert 0.02 * loose.max_batch < loose.first_oom_batch - loose.max_batch <= 0.3 * loose.max_batch
 
