@@ -214,7 +214,9 @@ def _run_one(c: Collector, machine_id: str, options: Options, device: str, summa
                 doc = build_document(KIND_OF[type(payload)], c.name, c.version, machine_id, payload)
                 with stop.protected():  # a stop waits for the save: a finished point is never lost
                     path = save_document(doc, folder / f"{stem}.json")
-            outcome.lines[stem] = f"{stem:<24} {time.perf_counter() - started:6.1f}s  {path}  {summary_of(payload)}"
+            # a document's own time where it keeps one (a workload's, over its stages and runs), else this run's
+            seconds = getattr(payload, "elapsed_s", None) or time.perf_counter() - started
+            outcome.lines[stem] = f"{stem:<24} {seconds:6.1f}s  {path}  {summary_of(payload)}"
             outcome.errors[stem] = describe_errors(payload)
         progress.advance("done")
 
