@@ -293,7 +293,7 @@ def test_a_collector_that_fails_is_reported_and_the_next_one_runs(tmp_path, caps
     captured = capsys.readouterr()
     assert (tmp_path / "m" / "environment.json").exists() and not (tmp_path / "m" / "collectives.json").exists()
     assert "collectives: failed: LaunchError:" in captured.err
-    summary = captured.err.split("\nFailed (1;", 1)[1].strip().splitlines()
+    summary = captured.err.split("\nFailed (1;", 1)[1].split("\n\n", 1)[0].strip().splitlines()
     assert len(summary) == 2 and summary[1].startswith("  collectives: LaunchError: ")
     assert "environment" in captured.out and "Traceback" not in captured.err
 

@@ -163,11 +163,15 @@ def iter_boundary(workload: Workload, precision: str, measured: list[WorkloadPoi
         if left <= 0:
             yield replace(_out_of_time(precision, bracket, limit_s, None), allocator=allocator_of(variant))
             return
-        point = probe(workload, precision, batch, ctx, variant, max(PROBE_MIN_S, left))
-        yield point
-        if point.status == "error" and point.reason and point.reason.startswith("timed out") and bracket.lo:
+        probe_s = max(PROBE_MIN_S, left)
+        point = probe(workload, precision, batch, ctx, variant, probe_s)
+        # out of the search's time (not the point's own --point-timeout, which says the step hangs: an error)
+        searchs = ctx.point_timeout_s is None or probe_s < ctx.point_timeout_s
+        if searchs and point.status == "error" and (point.reason or "").startswith("timed out") and bracket.lo:
+            yield replace(point, reason=f"timed out after {probe_s:.3g} s (the boundary search's time)")
             yield replace(_out_of_time(precision, bracket, limit_s, batch), allocator=allocator_of(variant))
             return
+        yield point
         if point.status == "error":
             yield OomBoundary(precision, "error", max_batch=bracket.lo or None, reason=point.reason,
                               allocator=allocator_of(variant))
