@@ -90,7 +90,7 @@ cut_and_plan() {  # a fresh collection cut at 60 s (--budget 60s), and the plan 
   timed "cut-60s" "$limit" env $NO_DYNAMO $PY -m collectors --out "$DIR/cut" --machine "$MACHINE" --profile standard \
     --budget 60s --workload "examples/efficientnet_b0.py:$BUILD"
   { echo; echo "== the plan of the collection cut at 60 s"
-    $PY -m planner.cli plan "$DIR/cut/$MACHINE" --target H100 --target H200 2>&1 \
+    $PY -m planner.cli plan "$DIR/cut/$MACHINE" --target "H100 SXM" --target "H200 SXM" 2>&1 \
       || echo "(the planner did not run here: run gpuplan plan on new-models-*/cut/$MACHINE after unpacking)"; } \
     > "$DIR/plan-cut-60s.txt"
   grep -A14 "^efficientnet-b0.* on " "$DIR/plan-cut-60s.txt" >> "$SUMMARY"
