@@ -224,9 +224,21 @@ def test_a_second_ctrl_c_ends_it_at_once(tmp_path):
     c.wait_for("stopme bf16 batch 1: ok")
     time.sleep(2.0)
     os.kill(c.proc.pid, signal.SIGINT)
-    time.sleep(0.3)
+    time.sleep(1.0)  # a second press (two SIGINTs within SECOND_PRESS_S are one press delivered twice)
     sent = time.monotonic()
     os.kill(c.proc.pid, signal.SIGINT)
     assert c.proc.wait(timeout=30) == 130
     assert time.monotonic() - sent < 2.0 and "Stopped at once (a second Ctrl-C)" in c.stderr()
+
+
+def test_one_press_delivered_twice_is_one_ctrl_c(tmp_path):
+    """`timeout -s INT` signals the process, then its group: two SIGINTs within microseconds. They stop the
+    collection as one Ctrl-C does (the summary, the stages left, the resume command), not as a second press."""
+    c = Collection(tmp_path, "sweep")
+    c.wait_for("stopme bf16 batch 1: ok")
+    time.sleep(1.0)
+    os.kill(c.proc.pid, signal.SIGINT)
+    os.killpg(c.proc.pid, signal.SIGINT)
+    assert c.proc.wait(timeout=30) == 130
+    assert "Stopped at once" not in c.stderr() and "Resume with the same command" in c.stderr()
     assert [(p.batch, p.status) for p in c.document().points] == [(1, "ok")]
