@@ -453,44 +453,6 @@ def dataloader(machines: list[MachineResults]) -> str:
     return _table(["workers"] + [f"`{m}`: best samples/s delivered" for m in table.columns], rows)
 
 
-# ── across nodes (docs/multinode.md) ────────────────────────────────────────────────────────────
-
-NODE_JOB = "gpt-small bf16 tokens=300B"
-NODE_BASES = ("p5.48xlarge", "p5en.48xlarge", "p4d.24xlarge", "a3-highgpu-8g", "a3-ultragpu-8g",
-              "Standard_ND96isr_H100_v5", "Standard_ND96asr_v4", "g6e.48xlarge")
-
-
-def network_inputs(machines: list[MachineResults]) -> str:
-    """What the network model measured on one node: the intra-node link at DDP's bucket and k per DDP point."""
-    from planner.rank.nodes import measured_node
-    from planner.scaling.network import fit_overlap, intra_link
-    from planner.scaling.scaling import build_bus_bandwidth
-
-    node = measured_node(machines)
-    link = intra_link(build_bus_bandwidth(node.collectives)["all_reduce"])
-    fit = fit_overlap(node.ddp, node.collectives)
-    lines = [f"- measured on {node.collectives.world_size} × {node.gpu}: B_intra {link.bytes_per_s / 1e9:.0f} GB/s "
-             f"(all_reduce bus bandwidth at DDP's 25 MiB bucket), α_intra {link.alpha_s * 1e6:.1f} µs per ring step",
-             f"- k fitted per DDP point (median {fit.exposed_fraction:.2f}): "
-             + ", ".join(f"{w} on {g} GPUs {k:.2f}" for w, g, k in fit.points)]
-    return "\n".join(lines) + "\n"
-
-
-def node_ranking(machines: list[MachineResults]) -> str:
-    """`gpt-small bf16 tokens=300B` across node counts of the multi-node instances, from the H100's plan."""
-    from planner.plan.plan import build_plan
-    from planner.rank.jobs import parse_job
-    from planner.rank.nodes import measured_node, node_inputs
-    from planner.render.node_table import ok_rows, render_assumptions, render_node_markdown
-
-    job = parse_job(NODE_JOB)
-    plan = build_plan(_by(machines, SOURCE), ["H100 SXM"], job, machines)
-    node = measured_node(machines)
-    head = render_assumptions(job.spec, node_inputs(node, job.workload),
-                              f"{node.collectives.world_size} × {node.gpu}")
-    return head + "\n\n" + render_node_markdown(ok_rows(plan.node_ranking, NODE_BASES))
-
-
 # ── the README's screenshots ────────────────────────────────────────────────────────────────────
 
 def screenshot_figures(machines: list[MachineResults]) -> dict:

@@ -21,7 +21,7 @@ from collectors.__main__ import main as collect_main
 from collectors.distributed.nodes import node_options
 from collectors.distributed.transport import parse_connections, transport_from_env
 from gpuplan_schema.schema import load_document
-from planner.scaling.network import validate_transfer
+from planner.scaling.transfer import validate_transfer
 
 WORKLOAD = f"{REPO / 'examples' / 'user_workload.py'}:build"
 COMMON = ["--only", "collectives", "ddp", "--dist-backend", "gloo", "--workload", WORKLOAD, "--batch", "sensor-cnn=8"]
