@@ -423,26 +423,37 @@ def accuracy_crossarch(machines: list[MachineResults]) -> str:
 # ── several GPUs, input pipeline ────────────────────────────────────────────────────────────────
 
 def collectives(machines: list[MachineResults]) -> str:
-    """Bus bandwidth at 1 GiB and latency at 8 KiB, per operation and machine."""
+    """Bus bandwidth at 1 GiB and latency at 8 KiB, per operation and machine (its nodes where it spanned several)."""
     df = machines_frame(machines).query("collector == 'collectives' and status == 'ok'")
     busbw = df.query("metric == 'busbw_bytes_per_s' and batch == 2**30").pivot_table(
         index="op", columns="machine", values="value")
     latency = df.query("metric == 'latency_s' and batch == 8192").pivot_table(
         index="op", columns="machine", values="value")
-    rows = [[f"`{op}`"] + [f"{busbw.loc[op, m] / 1e9:.0f} GB/s, {latency.loc[op, m] * 1e6:.1f} µs"
+    rows = [[f"`{op}`"] + [f"{busbw.loc[op, m] / 1e9:.3g} GB/s, {latency.loc[op, m] * 1e6:.1f} µs"
                            for m in busbw.columns] for op in busbw.index]
-    return _table(["operation (fp32)"] + [f"`{m}`: busbw at 1 GiB, latency at 8 KiB" for m in busbw.columns], rows)
+    nodes = df.groupby("machine")["nodes"].max()
+    where = {m: f" ({nodes[m]} nodes)" if nodes.get(m, 1) > 1 else "" for m in busbw.columns}
+    return _table(["operation (fp32)"] + [f"`{m}`{where[m]}: busbw at 1 GiB, latency at 8 KiB" for m in busbw.columns],
+                  rows)
 
 
 def ddp(machines: list[MachineResults]) -> str:
-    """DDP step and scaling efficiency per machine, workload and GPU count."""
+    """DDP step and scaling efficiency per machine, workload and GPU count (nodes × GPUs where it spanned several)."""
     df = machines_frame(machines).query("collector == 'ddp' and status == 'ok' and rank.isna()")
     table = df.pivot_table(index=["machine", "workload", "gpu_count"], columns="metric", values="value").reset_index()
     table["gpus"] = table["gpu_count"].astype(int)
-    rows = [[f"`{r.machine}`", f"`{r.workload}`", str(r.gpus), f"{r.step_s * 1e3:.1f} ms",
-             f"{r.throughput_per_s:.0f} samples/s", f"{r.scaling_efficiency:.3f}"]
+    nodes, world = df.groupby("machine")["nodes"].max(), table.groupby("machine")["gpus"].max()
+    rows = [[f"`{r.machine}`", f"`{r.workload}`", _gpus_cell(r.gpus, int(nodes.get(r.machine, 1)), world[r.machine]),
+             f"{r.step_s * 1e3:.1f} ms", f"{r.throughput_per_s:.0f} samples/s", f"{r.scaling_efficiency:.3f}"]
             for r in table.sort_values(["machine", "workload", "gpus"]).itertuples()]
     return _table(["machine", "workload", "GPUs", "step (slowest rank)", "throughput, all GPUs", "efficiency"], rows)
+
+
+def _gpus_cell(gpus: int, nodes: int, world: int) -> str:
+    """'2 (2 nodes × 1)' for a point whose ranks spanned nodes (ranks fill node 0 first, `world` ranks in all), else
+    '2'."""
+    per = world // nodes
+    return f"{gpus} ({-(-gpus // per)} nodes × {per})" if nodes > 1 and gpus > per else str(gpus)
 
 
 def dataloader(machines: list[MachineResults]) -> str:

@@ -156,6 +156,30 @@ def test_report_shows_the_nodes_and_their_transport(two_nodes):
             "(from gloo pairs ranks over TCP).") in page
 
 
+def test_a_gpu_run_across_nodes_reads_as_nodes_times_gpus_in_the_report_and_on_the_site():
+    """results/h200-2x1-socket (tests/fixtures/two-node): collectives and ddp alone, two one-GPU nodes. The GPU
+    comes from the ddp document's per-rank matmul; the label, the report's DDP table and the site's cells say
+    2 nodes × 1 GPU, where a one-node run keeps its GPU count."""
+    from gpuplan_schema.results import load_machine
+    from planner.render.report import render_report_html
+    from planner.report.frame import build_report
+    from planner.site.index import build_site_index
+
+    machine = load_machine(REPO / "tests" / "fixtures" / "two-node" / "h200-2x1-socket")
+    assert machine.environment is None and machine.gpu_name == "NVIDIA H200" and machine.nodes == (2, 1)
+    assert machine.device_label == "2 nodes × 1 NVIDIA H200"
+    one_node = load_machine(FROZEN / "h200-x2")
+    assert one_node.nodes is None and one_node.device_label == "2× NVIDIA H200"
+    reports = [build_report(m) for m in (machine, one_node)]
+    page = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", render_report_html(reports[0])))
+    assert "Nodes: 2 nodes × 1 GPU (host vm; static rendezvous); between nodes NET/Socket" in page
+    assert " 2 2 nodes × 1 GPU 64 " in page   # the DDP table's GPUs cell at the world size
+    rows = {row.machine: row for row in build_site_index([machine, one_node], reports).rows}
+    notes = [c.note for c in rows["h200-2x1-socket"].cells if c.note]
+    assert any(n.startswith("2 nodes × 1 GPU, bf16") for n in notes) and any("2 nodes × 1 GPU, " in n for n in notes)
+    assert any(c.note and c.note.startswith("2 GPUs, bf16") for c in rows["h200-x2"].cells)
+
+
 def test_documents_from_before_several_nodes_read_as_one_node():
     for name in ("collectives", "ddp"):
         launch = load_document(FROZEN / "h200-x2" / f"{name}.json").payload.launch
