@@ -26,7 +26,7 @@ from planner.scaling.assumed_scaling import GRADIENT_BYTES_PER_PARAMETER
 from planner.scaling.overlap import exposed_s
 from planner.scaling.scaling import DDP_BUCKET_BYTES, BusBandwidth, build_bus_bandwidth
 
-NET_EFFICIENCY = 0.8       # NCCL's bus bandwidth over the nominal NIC rate (assumed; the emulation measures it)
+NET_EFFICIENCY = 0.8       # NCCL's bus bandwidth over the nominal NIC rate (assumed: the loopback emulation has no NIC)
 ALPHA_NET_S = {"tcp": 30e-6, "rdma": 10e-6}   # one ring step across nodes: TCP stacks vs EFA/IB/RoCE (assumed)
 
 
@@ -109,6 +109,9 @@ def socket_link(machine: str, collectives: CollectivesPayload) -> SocketLink | N
 
 @dataclass(frozen=True)
 class OverlapFit:
+    """One exposed fraction k per measured DDP point: the intra-node model (intra_node.py) calibrates each measured
+    path with its own k; across nodes, where the path changes, overlap.py's model replaces it."""
+
     exposed_fraction: float   # k, the median over every point
     points: list[tuple[str, int, float]]  # (workload, gpus, k of that point)
 
