@@ -29,6 +29,7 @@ for path in (ROOT, ROOT / "docs"):  # run as a script from a clone that is not i
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
+import multinode_tables  # noqa: E402
 import tables  # noqa: E402
 
 from gpuplan_schema.results import MachineResults, load_results_root  # noqa: E402
@@ -50,8 +51,10 @@ GENERATORS: dict[str, Callable[[list[MachineResults]], str]] = {
     "allocator-boundaries": tables.allocator_boundaries,
     "user-workload": tables.user_workload,
     "accuracy-summary": tables.accuracy_summary,
-    "network-inputs": tables.network_inputs,
-    "node-ranking": tables.node_ranking,
+    "network-inputs": multinode_tables.network_inputs,
+    "sync-fit": multinode_tables.sync_fit,
+    "two-node-emulation": multinode_tables.two_node_emulation,
+    "node-ranking": multinode_tables.node_ranking,
     "accuracy-regimes": tables.accuracy_regimes,
     "accuracy-crossarch": tables.accuracy_crossarch,
     "accuracy-scaling": tables.accuracy_scaling,
