@@ -54,6 +54,7 @@ GENERATORS: dict[str, Callable[[list[MachineResults]], str]] = {
     "node-ranking": tables.node_ranking,
     "accuracy-regimes": tables.accuracy_regimes,
     "accuracy-crossarch": tables.accuracy_crossarch,
+    "accuracy-dle": tables.accuracy_dle,
     "accuracy-scaling": tables.accuracy_scaling,
     "accuracy-repeatability": tables.accuracy_repeatability,
     "host-noise": tables.host_noise,

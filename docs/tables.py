@@ -26,6 +26,8 @@ from planner.check.coverage import TARGET_COVERAGE, band_coverage, overall
 from planner.check.crossarch import MAX_TARGET as CROSS_MAX
 from planner.check.crossarch import MEDIAN_TARGET as CROSS_MEDIAN
 from planner.check.crossarch import build_crosscheck
+from planner.check.pairs import build_pair_check
+from planner.check.pairs_markdown import render_pair_check
 from planner.check.repeatability import ANOTHER_LEND, SAME_RUN, all_repeat_pairs, repeat_summaries
 from planner.check.scaling_check import check_published_scaling, slow_host_bandwidths, summarize_scaling
 from planner.export.frame import machines_frame
@@ -418,6 +420,11 @@ def recommended_check(machines: list[MachineResults]) -> str:
 def accuracy_crossarch(machines: list[MachineResults]) -> str:
     """Every published GPU predicted from the H100's own measurement, against the published ratio."""
     return render_crosscheck(build_crosscheck(_by(machines, SOURCE)))
+
+
+def accuracy_dle(machines: list[MachineResults]) -> str:
+    """DeepLearningExamples' A100 and V100 rows predicted from the H100, as ratios between the table's own rows."""
+    return render_pair_check(build_pair_check(_by(machines, SOURCE)))
 
 
 # ── several GPUs, input pipeline ────────────────────────────────────────────────────────────────
