@@ -560,12 +560,14 @@ def build_feed(source: Source, job: Job):  # noqa: ANN201 - a FeedProvider
 
 def plan_to_json(plan: Plan) -> dict:
     from planner.plan.answer import answers_of_target  # answer reads the plan: imported here, not at the top
+    from planner.plan.precisions import by_precision
 
     return {
         "schema_version": PLAN_SCHEMA_VERSION,
         "source": {"machine": plan.machine, "gpu": plan.source_gpu.name},
         "targets": [{"name": t.name, "gpu": t.gpu.name, "gpu_count": t.gpu_count, "measured": t.is_source,
                      "predictions": [p.to_dict() for p in t.predictions],
+                     "by_precision": [b.to_dict() for b in by_precision(t.predictions)],
                      "capacity": [c.to_dict() for c in t.capacity],
                      "recommendations": [r.to_dict() for r in t.recommendations],
                      "presets": t.presets,
