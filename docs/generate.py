@@ -59,6 +59,7 @@ GENERATORS: dict[str, Callable[[list[MachineResults]], str]] = {
     "accuracy-repeatability": tables.accuracy_repeatability,
     "host-noise": tables.host_noise,
     "recommended-check": tables.recommended_check,
+    "compiled-bands": tables.compiled_bands,
     "below-roof-candidates": tables.below_roof_candidates,
     "accuracy-h100-h200": tables.accuracy_tables,
     "collectives": tables.collectives,

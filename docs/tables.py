@@ -337,6 +337,13 @@ def _script(name: str):  # noqa: ANN202 - a module
     return module
 
 
+def compiled_bands(machines: list[MachineResults]) -> str:
+    """Every compiled configuration timed again on a lent GPU, predicted from the other GPU type with the compiled
+    band and the eager band beside it (benchmarks/compiled_bands.py)."""
+    script = _script("compiled_bands")
+    return script.markdown(script.evaluate(machines))
+
+
 def below_roof_candidates(machines: list[MachineResults]) -> str:
     """Each candidate model of the below-roof part on the published rows and the H100 ↔ H200 pair
     (benchmarks/below_roof_candidates.py, a script: loaded from its file)."""

@@ -76,7 +76,7 @@ def check_bands(table: BandTable) -> list[Check]:
     """Each residual against the band the table gives without its group."""
     out = []
     for r in table.residuals:
-        band = table.without(r.group).band(r.same_architecture, r.host)
+        band = table.without(r.group).band(r.same_architecture, r.host, r.compiled)
         out.append(Check(r, band.low, band.high, band.basis))
     return out
 
