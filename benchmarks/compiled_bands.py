@@ -108,10 +108,10 @@ def markdown(rows: list[TimedCompiled]) -> str:
              "| from | GPU timed | workload | precision, batch | predicted | timed | error | compiled band | in | "
              "eager band | in |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
+        bands = " | ".join(f"−{b[0]:.0%}/+{b[1]:.0%} | {'yes' if r.inside(b) else 'no'}"
+                           for b in (r.compiled_band, r.eager_band))
         lines.append(f"| {r.source} | {r.gpu} | {r.workload} | {r.precision}, {r.batch} | {r.predicted:.4g} | "
-                     f"{r.timed:.4g} | {r.error:+.1%} | −{r.compiled_band[0]:.0%}/+{r.compiled_band[1]:.0%} | "
-                     f"{'yes' if r.inside(r.compiled_band) else 'no'} | −{r.eager_band[0]:.0%}/+{r.eager_band[1]:.0%} | "
-                     f"{'yes' if r.inside(r.eager_band) else 'no'} |")
+                     f"{r.timed:.4g} | {r.error:+.1%} | {bands} |")
     return "\n".join(lines) + "\n"
 
 

@@ -36,7 +36,8 @@ def test_every_workload_is_predicted_at_every_precision_each_catalog_gpu_support
                 if (w.workload, precision) in best:
                     continue
                 # only a workload whose smallest measured batch does not fit the GPU's memory may go unpredicted
-                fit = fit_memory(w, precision if precision in measured else "bf16", match_gpu(h100.gpu_name).memory_bytes)
+                memory = match_gpu(h100.gpu_name).memory_bytes
+                fit = fit_memory(w, precision if precision in measured else "bf16", memory)
                 smallest = min(p.batch for p in w.points if p.precision in measured)
                 assert fit is not None and fit.max_batch(gpu.memory_bytes) < smallest, (gpu.name, w.workload, precision)
 

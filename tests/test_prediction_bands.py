@@ -7,8 +7,8 @@ import statistics
 
 import pytest
 
-from planner.check.bands import FLOOR, NO_COMPARABLE, NO_COMPARABLE_BASIS, BandTable, Residual, band_table_for
 from planner.check.accuracy import iter_accuracy_tables
+from planner.check.bands import FLOOR, NO_COMPARABLE, NO_COMPARABLE_BASIS, BandTable, Residual, band_table_for
 from planner.check.crossarch import build_crosscheck
 from planner.model.host import LoaderFeed, feed_limit, load_feed
 from planner.model.performance import HostExposure

@@ -114,8 +114,8 @@ class BandTable:
             return eager
         low = eager.low + _side([1 - 1 / (1 + e) for e in shifts])
         high = eager.high + _side([1 / (1 + e) - 1 for e in shifts])
-        return Band(low, high, f"{eager.basis}; widened by how the gain of torch.compile moved between two measured GPU "
-                               f"types (the middle 90% of {len(shifts)} compiled configurations)")
+        return Band(low, high, f"{eager.basis}; widened by how the gain of torch.compile moved between two "
+                               f"measured GPU types (the middle 90% of {len(shifts)} compiled configurations)")
 
     def _band(self, errors: list[float], same_architecture: bool, host: HostExposure, what: str = "") -> Band:
         if not errors:
