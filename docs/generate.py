@@ -60,6 +60,7 @@ GENERATORS: dict[str, Callable[[list[MachineResults]], str]] = {
     "host-noise": tables.host_noise,
     "recommended-check": tables.recommended_check,
     "compiled-bands": tables.compiled_bands,
+    "band-harnesses": tables.band_harnesses,
     "below-roof-candidates": tables.below_roof_candidates,
     "accuracy-h100-h200": tables.accuracy_tables,
     "collectives": tables.collectives,

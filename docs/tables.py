@@ -22,10 +22,12 @@ from planner.check.accuracy_markdown import (
     render_regimes,
     render_repeatability,
 )
+from planner.check.bands import build_band_table
 from planner.check.coverage import TARGET_COVERAGE, band_coverage, overall
 from planner.check.crossarch import MAX_TARGET as CROSS_MAX
 from planner.check.crossarch import MEDIAN_TARGET as CROSS_MEDIAN
 from planner.check.crossarch import build_crosscheck
+from planner.check.harness_bands import harness_coverage
 from planner.check.pairs import build_pair_check
 from planner.check.pairs_markdown import render_pair_check
 from planner.check.repeatability import ANOTHER_LEND, SAME_RUN, all_repeat_pairs, repeat_summaries
@@ -335,6 +337,16 @@ def _script(name: str):  # noqa: ANN202 - a module
     module = sys.modules.setdefault(spec.name, importlib.util.module_from_spec(spec))  # type: ignore[union-attr,arg-type]
     spec.loader.exec_module(module)  # type: ignore[union-attr]  (registered first: a dataclass looks itself up)
     return module
+
+
+def band_harnesses(machines: list[MachineResults]) -> str:
+    """The bands held out, per harness: the measured pair, Lambda, the GPT-2 script and DLE's ratios."""
+    a, b = _by(machines, SOURCE), _by(machines, TARGET)
+    table = build_band_table([a, b], [c for c in (build_crosscheck(a), build_crosscheck(b)) if c and c.rows])
+    rows = [[h.harness, str(h.n), str(h.inside), f"{h.coverage:.1%}", f"±{h.median_half_width:.1%}",
+             "met" if h.coverage >= TARGET_COVERAGE else "missed"]
+            for h in harness_coverage(table, build_pair_check(a))]
+    return _table(["harness", "truths", "inside", "coverage", "median half-width", f"≥ {TARGET_COVERAGE:.0%}"], rows)
 
 
 def compiled_bands(machines: list[MachineResults]) -> str:

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, replace
 from gpuplan_schema.results import MachineResults
 from planner.check.accuracy import AccuracyTable, Compared, iter_accuracy_tables
 from planner.check.crossarch import CrossCheck, build_crosscheck
+from planner.check.gpu_centred import gpu_centred
 from planner.check.repeatability import ANOTHER_LEND, all_repeat_pairs
 from planner.model.performance import HostExposure, Prediction
 from planner.model.split import COMPILED, PLAIN_VARIANTS
@@ -64,6 +65,8 @@ class Residual:
     group: str = ""     # its workload (H100 ↔ H200 rows) or its published GPU: what coverage.py leaves out
     bound: str = ""     # the source configuration's regime, for the accuracy page's grouping
     compiled: bool = False  # a torch.compile configuration's prediction (its own band: BandTable.compiled_band)
+    gpu: str = ""           # a published row's GPU (its band is centred on it: planner/check/gpu_centred.py)
+    family: str = ""        # the model predicted: a published row's family, a measured pair's workload
 
 
 @dataclass(frozen=True)
@@ -93,12 +96,38 @@ class BandTable:
         return replace(self, residuals=[r for r in self.residuals if r.group != group],
                        compile_shifts=[c for c in self.compile_shifts if c.group != group])
 
-    def band(self, same_architecture: bool, host: HostExposure = NO_HOST, compiled: bool = False) -> Band:
+    def without_family(self, family: str) -> BandTable:
+        """The table a published row of `family` is checked against: as if that model had never been published (a
+        user's model is not among the published families)."""
+        return replace(self, residuals=[r for r in self.residuals if r.family != family],
+                       compile_shifts=[c for c in self.compile_shifts if c.group != family])
+
+    def band(self, same_architecture: bool, host: HostExposure = NO_HOST, compiled: bool = False,
+             gpu: str | None = None) -> Band:
+        """The band of a prediction: same architecture or another (there centred on `gpu`'s published rows where
+        it has them), eager or compiled, with the host part of `host`."""
         if compiled:
-            return self.compiled_band(same_architecture, host)
+            return self.compiled_band(same_architecture, host, gpu)
+        if not same_architecture and gpu is not None:
+            centred = self._centred(host, gpu)
+            if centred:
+                return centred
         return self._band(self.gpu_errors(same_architecture), same_architecture, host)
 
-    def compiled_band(self, same_architecture: bool, host: HostExposure = NO_HOST) -> Band:
+    def _centred(self, host: HostExposure, gpu: str) -> Band | None:
+        rows = [(r.gpu, r.error) for r in self.residuals if not r.same_architecture and gpu_set(r.host)
+                and not r.compiled and r.gpu]
+        c = gpu_centred(rows, gpu, _capability)
+        if c is None:
+            return None
+        slower, faster = host.steps(self.host_spread)
+        basis = (f"the middle 90% of {c.rows} published rows of other architectures, each over its GPU's median"
+                 + (f", centred where {c.centred_on} lay ({c.centre - 1:+.0%} from the prediction)"
+                    if c.centred_on else ""))
+        return Band(max(FLOOR, c.low + 1 - 1 / slower), max(FLOOR, c.high + 1 / faster - 1),
+                    basis + self._host_words(slower, faster))
+
+    def compiled_band(self, same_architecture: bool, host: HostExposure = NO_HOST, gpu: str | None = None) -> Band:
         """A torch.compile configuration predicted on another GPU type, never the eager band: its compile gain is
         carried from the source (its eager twin's split), and that gain moved between the measured GPU types.
         Same architecture: the compiled predictions' own residuals (the H100 ↔ H200 rows of compiled points, every
@@ -108,7 +137,7 @@ class BandTable:
         errors = self.gpu_errors(same_architecture, compiled=True)
         if same_architecture and len(errors) >= MIN_COMPILED:
             return self._band(errors, True, host, "compiled ")
-        eager = self._band(self.gpu_errors(same_architecture), same_architecture, host)
+        eager = self.band(same_architecture, host, gpu=gpu)
         shifts = [c.shift for c in self.compile_shifts]
         if eager.basis == NO_COMPARABLE_BASIS or not shifts:
             return eager
@@ -125,10 +154,13 @@ class BandTable:
         high = max(FLOOR, _side([1 / (1 + e) - 1 for e in errors]) + 1 / faster - 1)
         kind = "same architecture" if same_architecture else "other architectures"
         basis = f"the middle 90% of {len(errors)} measured GPU-set {what}predictions, {kind}"
-        if slower - 1 >= 0.005:
-            basis += (f"; −{1 - 1 / slower:.0%}/+{1 / faster - 1:.0%} on a host {self.host_spread:.0%} slower or "
-                      "faster, as two hosts of one GPU type moved apart")
-        return Band(low, high, basis)
+        return Band(low, high, basis + self._host_words(slower, faster))
+
+    def _host_words(self, slower: float, faster: float) -> str:
+        if slower - 1 < 0.005:
+            return ""
+        return (f"; −{1 - 1 / slower:.0%}/+{1 / faster - 1:.0%} on a host {self.host_spread:.0%} slower or faster, "
+                "as two hosts of one GPU type moved apart")
 
 
     def host_band(self, host: HostExposure) -> Band:
@@ -164,11 +196,11 @@ def host_spread(machines: Sequence[MachineResults]) -> float:
 def build_band_table(machines: Sequence[MachineResults], crosschecks: Sequence[CrossCheck] = ()) -> BandTable:
     """The residuals of every compared prediction: the H100 ↔ H200 rows and the published checks' rows."""
     tables = iter_accuracy_tables(machines)
-    residuals = [Residual(True, row.host, row.error, row.workload, row.bound, row.variant == COMPILED)
-                 for table in tables for row in table.rows]
+    residuals = [Residual(True, row.host, row.error, row.workload, row.bound, row.variant == COMPILED,
+                          family=row.workload) for table in tables for row in table.rows]
     for check in crosschecks:
         same = same_arch_gpus(check)  # H100 → H200 rows of the published check are the same architecture
-        residuals += [Residual(r.gpu in same, r.host, r.error, r.gpu, r.bound, r.variant == COMPILED)
+        residuals += [Residual(r.gpu in same, r.host, r.error, r.gpu, r.bound, r.variant == COMPILED, r.gpu, r.family)
                       for r in check.rows]
     return BandTable(residuals, host_spread(machines), compile_shifts(tables))
 
@@ -189,6 +221,12 @@ def compile_shifts(tables: Sequence[AccuracyTable]) -> list[CompileShift]:
     return out
 
 
+def _capability(gpu: str) -> str | None:
+    from planner.specs import match_gpu
+    spec = match_gpu(gpu)
+    return spec.compute_capability if spec else None
+
+
 def same_arch_gpus(check: CrossCheck) -> set[str]:
     from planner.specs import match_gpu
     ref = match_gpu(check.reference)
@@ -202,8 +240,9 @@ def band_table_for(machines: Sequence[MachineResults]) -> BandTable:
     return build_band_table(machines, checks)
 
 
-def with_band(prediction: Prediction, table: BandTable) -> Prediction:
-    band = table.band(prediction.same_architecture, prediction.host_there, prediction.variant == COMPILED)
+def with_band(prediction: Prediction, table: BandTable, gpu: str | None = None) -> Prediction:
+    """The prediction with its band; `gpu`: the GPU it is predicted on (its published rows centre the band)."""
+    band = table.band(prediction.same_architecture, prediction.host_there, prediction.variant == COMPILED, gpu)
     return replace(prediction, band_low=band.low, band_high=band.high, band_basis=band.basis)
 
 

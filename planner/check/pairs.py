@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from gpuplan_schema.results import MachineResults
 from planner.check.crossarch import MAX_TARGET, MEDIAN_TARGET, _nearest
 from planner.model import performance
-from planner.model.performance import Prediction, measured_rates, run_precision, target_rates
+from planner.model.performance import HostExposure, Prediction, measured_rates, run_precision, target_rates
 from planner.model.split import machine_rooflines
 from planner.specs import GpuSpec, match_gpu
 from planner.specs.published_pairs import PairRow, PairTable, load_pairs
@@ -44,6 +44,7 @@ class Side:
     batch: int            # our measured batch the prediction started from
     throughput_per_s: float
     bound: str
+    host: HostExposure = HostExposure()   # how the predicted step depends on its host (its band's host part)
 
     @property
     def setting(self) -> str:
@@ -114,7 +115,7 @@ def predict_row(source: MachineResults, source_spec: GpuSpec, table: PairTable, 
                                                       same, machine_rooflines(source), gpu)
     if p is None:
         return None
-    return Side(row, p.precision, point.batch, p.throughput_per_s, p.bound)
+    return Side(row, p.precision, point.batch, p.throughput_per_s, p.bound, p.host_there)
 
 
 def _ratios(table: PairTable, sides: dict[tuple[str, str], Side]) -> list[PairRatio]:

@@ -272,7 +272,7 @@ def build_target(source: Source, name: str, gpu: GpuSpec, count: int, measured: 
     capacity, fits = build_capacity(source, gpu)
     rates = target_rates(source.rates, source.spec, gpu)
     same_arch = _same_arch(gpu, source.spec)
-    predictions = [with_band(p, source.bands) for w in source.machine.workloads
+    predictions = [with_band(p, source.bands, gpu.name) for w in source.machine.workloads
                    for p in iter_predictions(w, source.rates, rates, same_arch, source.rooflines, gpu)]
     sweep = run_precision(MAIN_PRECISION, rates.flops_per_s)  # fp16 on a GPU without bf16
     recs = build_target_batches(source, gpu, fits, predictions, sweep) if sweep else []
@@ -421,7 +421,7 @@ def build_predictor(source: Source, job: Job, answers: AnswerFn | None = None): 
                       and p.seq_len is None and p.variant in (*PLAIN_VARIANTS, "compile") and p.sweep != "probe"
                       and (safe is None or p.batch <= safe)]
         same_arch = _same_arch(gpu, source.spec)
-        predicted = [with_band(x, source.bands) for x in
+        predicted = [with_band(x, source.bands, gpu.name) for x in
                      (predict_point(p, payload, source.rates, rates, same_arch, source.rooflines, gpu)
                       for p in candidates) if x and x.precision == precision]  # the job's precision, no stand-in
         if not predicted:
