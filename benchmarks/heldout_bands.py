@@ -11,7 +11,9 @@
 
 Coverage (share of measured truths inside their band; goal >= 90 %) and the median half-width, per regime of the
 source configuration (GPU-bound, host-bound) and for compiled configurations apart (their own band since issue 39),
-then per workload, and every miss. Run from the repository root:
+then per workload, and every miss. With `--pair`, also across architectures: the new models DeepLearningExamples
+publishes A100 and V100 rows for (planner/specs/published_pairs.json: efficientnet-b0, resnext101-32x4d), each ratio
+predicted from each new machine against the range its two bands give it. Run from the repository root:
 
     PYTHONPATH=$PWD python benchmarks/heldout_bands.py                                   # 1, on results/
     PYTHONPATH=$PWD python benchmarks/heldout_bands.py --pair runs/h100-new runs/h200-new  # 2
@@ -35,6 +37,8 @@ from gpuplan_schema.results import MachineResults, load_machine, load_results_ro
 from planner.check.accuracy import build_accuracy, comparable, iter_accuracy_tables
 from planner.check.bands import BandTable, Residual, band_table_for
 from planner.check.coverage import TARGET_COVERAGE, Check, check_bands, regime_group
+from planner.check.harness_bands import ratio_inside
+from planner.check.pairs import PairRatio, build_pair_check
 from planner.model.split import COMPILED
 
 
@@ -73,6 +77,39 @@ def new_model_checks(table: BandTable, a: MachineResults, b: MachineResults) -> 
             band = table.without(row.workload).band(True, r.host, r.compiled)
             out.append(Check(r, band.low, band.high, band.basis))
     return out
+
+
+@dataclass(frozen=True)
+class RatioCheck:
+    source: str         # the new machine it was predicted from
+    ratio: PairRatio
+    inside: bool
+    half_width: float
+
+
+def published_new_checks(table: BandTable, machines: list[MachineResults]) -> list[RatioCheck]:
+    """Across architectures, for the new models DLE publishes (efficientnet-b0, resnext101-32x4d: published_pairs.json):
+    each ratio predicted from each new machine, inside the range its two bands give it or not, and that range's
+    larger half-width (planner/check/harness_bands.py ratio_inside)."""
+    out = []
+    for m in machines:
+        check = build_pair_check(m)
+        for ratio in check.ratios if check else []:
+            out.append(RatioCheck(m.machine, ratio, *ratio_inside(table, ratio)))
+    return out
+
+
+def report_published(judged: list[RatioCheck]) -> str:
+    if not judged:
+        return "\nAcross architectures: no new model has a DLE table (planner/specs/published_pairs.json).\n"
+    inside = sum(j.inside for j in judged)
+    lines = ["", f"Across architectures (DLE ratios of the new models): {inside} of {len(judged)} inside the range "
+             f"their two bands give ({inside / len(judged):.1%}), median half-width "
+             f"±{statistics.median(j.half_width for j in judged):.1%}", "",
+             "| from | table | ratio | scope | published | predicted | error | inside |", "|---" * 8 + "|"]
+    lines += [f"| {j.source} | {j.ratio.table} | {j.ratio.label} | {j.ratio.twin} | {j.ratio.published:.3f} | "
+              f"{j.ratio.predicted:.3f} | {j.ratio.error:+.1%} | {'yes' if j.inside else 'no'} |" for j in judged]
+    return "\n".join(lines) + "\n"
 
 
 def group(checks: Iterable[Check], key) -> list[Group]:  # noqa: ANN001 - a function of a Check
@@ -120,17 +157,20 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         machines = load_results_root(args.results)
+        published = ""
         if args.pair:
             new = [_machine(p) for p in args.pair]
-            checks = new_model_checks(band_table_for(machines), *new)
+            table = band_table_for(machines)
+            checks = new_model_checks(table, *new)
             title = f"New models, {new[0].machine} <-> {new[1].machine}, bands from {args.results}"
+            published = report_published(published_new_checks(table, new))
         else:
             checks = committed_checks(machines)
             title = f"Leave one workload out, {args.results}"
     except SystemExit as e:
         print(e, file=sys.stderr)
         return 2
-    print(report(checks, title), end="")
+    print(report(checks, title) + published, end="")
     if args.json:
         args.json.write_text(json.dumps([{"workload": c.residual.group, "kind": kind(c), "error": c.residual.error,
                                           "low": c.low, "high": c.high, "inside": c.inside, "basis": c.basis}

@@ -13,7 +13,7 @@ rows, so that what the two data pipelines add to every row of a table cancels. F
 DLE's "mixed precision" is fp16 autocast (or apex) with a loss scale on both GPUs, so our point is the fp16 one
 (`AMP_PRECISION`), measured where our bf16 answer is; "TF32" is our tf32 point; "FP32" on a GPU without TF32 is our
 tf32 step at that GPU's fp32 rate (performance.STAND_IN), as the published fp32 run's convolutions and matmuls ran.
-Our point: the nearest measured batch of a plain variant (crossarch._nearest). Error = predicted ratio ÷ published
+Our point: the nearest measured batch of a plain variant (crossarch.nearest_point). Error = predicted ratio ÷ published
 ratio − 1 (+: the numerator predicted too fast against the denominator).
 """
 
@@ -23,7 +23,7 @@ import statistics
 from dataclasses import dataclass
 
 from gpuplan_schema.results import MachineResults
-from planner.check.crossarch import MAX_TARGET, MEDIAN_TARGET, _nearest
+from planner.check.crossarch import MAX_TARGET, MEDIAN_TARGET, nearest_point
 from planner.model import performance
 from planner.model.performance import HostExposure, Prediction, measured_rates, run_precision, target_rates
 from planner.model.split import machine_rooflines
@@ -106,7 +106,7 @@ def predict_row(source: MachineResults, source_spec: GpuSpec, table: PairTable, 
     if gpu is None or payload is None or source.ceilings is None:
         return None
     ours = OURS[row.precision]
-    point = _nearest(payload, ours, row.batch)
+    point = nearest_point(payload, ours, row.batch)
     if point is None or run_precision(ours, gpu.flops_per_s) is None:
         return None
     rates = measured_rates(source.ceilings)
