@@ -46,6 +46,7 @@ NO_COMPARABLE_BASIS = "no comparable measurement"
 GPU_ONLY = 0.10   # a residual whose host share is below this says what the GPU part of a prediction misses
 SIDE_QUANTILE = 0.95  # each side of the GPU part: 5% of residuals beyond it, a central 90% between the two
 HOST_QUANTILE = 0.90
+HOST_WORDS = 0.02  # a host part that widens a side by less is left out of the band's words (not of the band)
 MIN_COMPILED = 8  # compiled residuals of a scope a compiled band is read from alone (fewer: the eager band, widened)
 NO_HOST = HostExposure()   # a step the host does not touch
 
@@ -121,9 +122,8 @@ class BandTable:
         if c is None:
             return None
         slower, faster = host.steps(self.host_spread)
-        basis = (f"the middle 90% of {c.rows} published rows of other architectures, each over its GPU's median"
-                 + (f", centred where {c.centred_on} lay ({c.centre - 1:+.0%} from the prediction)"
-                    if c.centred_on else ""))
+        basis = (f"the middle 90% of {c.rows} published rows, other architectures"
+                 + (f", centred on {c.centred_on} ({c.centre - 1:+.0%})" if c.centred_on else ""))
         return Band(max(FLOOR, c.low + 1 - 1 / slower), max(FLOOR, c.high + 1 / faster - 1),
                     basis + self._host_words(slower, faster))
 
@@ -143,8 +143,7 @@ class BandTable:
             return eager
         low = eager.low + _side([1 - 1 / (1 + e) for e in shifts])
         high = eager.high + _side([1 / (1 + e) - 1 for e in shifts])
-        return Band(low, high, f"{eager.basis}; widened by how the gain of torch.compile moved between two "
-                               f"measured GPU types (the middle 90% of {len(shifts)} compiled configurations)")
+        return Band(low, high, f"{eager.basis}; plus compile gain moves ({len(shifts)} pairs)")
 
     def _band(self, errors: list[float], same_architecture: bool, host: HostExposure, what: str = "") -> Band:
         if not errors:
@@ -157,7 +156,9 @@ class BandTable:
         return Band(low, high, basis + self._host_words(slower, faster))
 
     def _host_words(self, slower: float, faster: float) -> str:
-        if slower - 1 < 0.005:
+        """What the host part adds, said where it widens a side by HOST_WORDS or more (a GPU-set step's 0–1 % is
+        not worth a clause on a line a person reads)."""
+        if max(1 - 1 / slower, 1 / faster - 1) < HOST_WORDS:
             return ""
         return (f"; −{1 - 1 / slower:.0%}/+{1 / faster - 1:.0%} on a host {self.host_spread:.0%} slower or faster, "
                 "as two hosts of one GPU type moved apart")

@@ -33,7 +33,7 @@ class Centred:
     low: float
     high: float
     centre: float     # where the truth lay on the target's rows: truth / prediction
-    centred_on: str   # "its own n published rows", "the n rows of its architecture", or "" (none: 1)
+    centred_on: str   # "its own n" (published rows), "the n of its architecture (8.9)", or "" (none: 1)
     rows: int         # rows pooled for the spread
 
 
@@ -55,11 +55,11 @@ def gpu_centred(rows: Sequence[tuple[str, float]], gpu: str | None,
         return None
     centre, words = 1.0, ""
     if gpu in centres:
-        centre, words = centres[gpu], f"its own {len(truths[gpu])} published rows"
+        centre, words = centres[gpu], f"its own {len(truths[gpu])}"
     elif gpu is not None and (cap := capability(gpu)):
         kin = [t for name, ts in truths.items() if capability(name) == cap for t in ts]
         if len(kin) >= MIN_ROWS:
-            centre, words = statistics.median(kin), f"the {len(kin)} rows of its architecture ({cap})"
+            centre, words = statistics.median(kin), f"the {len(kin)} of its architecture ({cap})"
     low = 1 - centre * _quantile(spread, SPREAD_QUANTILE)
     high = centre * _quantile(spread, 1 - SPREAD_QUANTILE) - 1
     return Centred(low, high, centre, words, len(spread))
