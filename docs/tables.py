@@ -22,10 +22,14 @@ from planner.check.accuracy_markdown import (
     render_regimes,
     render_repeatability,
 )
+from planner.check.bands import build_band_table
 from planner.check.coverage import TARGET_COVERAGE, band_coverage, overall
 from planner.check.crossarch import MAX_TARGET as CROSS_MAX
 from planner.check.crossarch import MEDIAN_TARGET as CROSS_MEDIAN
 from planner.check.crossarch import build_crosscheck
+from planner.check.harness_bands import harness_coverage
+from planner.check.pairs import build_pair_check
+from planner.check.pairs_markdown import render_pair_check
 from planner.check.repeatability import ANOTHER_LEND, SAME_RUN, all_repeat_pairs, repeat_summaries
 from planner.check.scaling_check import check_published_scaling, slow_host_bandwidths, summarize_scaling
 from planner.export.frame import machines_frame
@@ -335,6 +339,23 @@ def _script(name: str):  # noqa: ANN202 - a module
     return module
 
 
+def band_harnesses(machines: list[MachineResults]) -> str:
+    """The bands held out, per harness: the measured pair, Lambda, the GPT-2 script and DLE's ratios."""
+    a, b = _by(machines, SOURCE), _by(machines, TARGET)
+    table = build_band_table([a, b], [c for c in (build_crosscheck(a), build_crosscheck(b)) if c and c.rows])
+    rows = [[h.harness, str(h.n), str(h.inside), f"{h.coverage:.1%}", f"±{h.median_half_width:.1%}",
+             "met" if h.coverage >= TARGET_COVERAGE else "missed"]
+            for h in harness_coverage(table, build_pair_check(a))]
+    return _table(["harness", "truths", "inside", "coverage", "median half-width", f"≥ {TARGET_COVERAGE:.0%}"], rows)
+
+
+def compiled_bands(machines: list[MachineResults]) -> str:
+    """Every compiled configuration timed again on a lent GPU, predicted from the other GPU type with the compiled
+    band and the eager band beside it (benchmarks/compiled_bands.py)."""
+    script = _script("compiled_bands")
+    return script.markdown(script.evaluate(machines))
+
+
 def below_roof_candidates(machines: list[MachineResults]) -> str:
     """Each candidate model of the below-roof part on the published rows and the H100 ↔ H200 pair
     (benchmarks/below_roof_candidates.py, a script: loaded from its file)."""
@@ -418,6 +439,11 @@ def recommended_check(machines: list[MachineResults]) -> str:
 def accuracy_crossarch(machines: list[MachineResults]) -> str:
     """Every published GPU predicted from the H100's own measurement, against the published ratio."""
     return render_crosscheck(build_crosscheck(_by(machines, SOURCE)))
+
+
+def accuracy_dle(machines: list[MachineResults]) -> str:
+    """DeepLearningExamples' A100 and V100 rows predicted from the H100, as ratios between the table's own rows."""
+    return render_pair_check(build_pair_check(_by(machines, SOURCE)))
 
 
 # ── several GPUs, input pipeline ────────────────────────────────────────────────────────────────
