@@ -43,6 +43,10 @@ class DeviceSamples:
 # The variants that run the model as written (cudnn.benchmark on or off): a batch sweep's own points.
 PLAIN_VARIANTS = ("default", "no_cudnn_benchmark")
 KNEE = 0.05   # the throughput knee: the smallest batch within this of the best measured
+# The precision the batch sweeps run in, and the batch each reference workload is judged at (acceptance: gpt-small
+# 32, resnet50 256 on an H100): the collectors time them, the planner reads them; defined here, once, for both.
+MAIN_PRECISION = "bf16"
+MAIN_BATCH = {"gpt-small": 32, "resnet50": 256, "mlp-stgan": 4096, "conv-rollout": 40}
 
 
 def knee_batch(throughput: dict[int, float], tolerance: float = KNEE) -> int | None:

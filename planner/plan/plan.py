@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from gpuplan_schema.payloads import Allocator, RooflinePayload, WorkloadPayload
+from gpuplan_schema.payloads.workloads import KNEE
 from gpuplan_schema.results import MachineResults
 from gpuplan_schema.schema import DocumentError
 from planner.check.accuracy import comparable
@@ -32,7 +33,7 @@ from planner.model.performance import (
     target_rates,
 )
 from planner.model.split import PLAIN_VARIANTS, machine_rooflines, sibling_compile_points
-from planner.plan.advice import MAIN_PRECISION, REFERENCE_BATCH, advise_workload  # noqa: F401 - re-exported
+from planner.plan.advice import MAIN_PRECISION, advise_workload  # noqa: F401 - re-exported
 from planner.plan.alignment import recommend_alignment
 from planner.plan.choice import Choice, trials
 from planner.plan.default_jobs import JobRanking, rank_default_jobs
@@ -379,7 +380,8 @@ def predicted_knee(predicted: list[Prediction]) -> Prediction:
     profiled = [p for p in predicted if p.split.basis.startswith("roofline")]
     predicted = profiled or predicted
     best = max(predicted, key=lambda p: p.throughput_per_s)
-    return min((p for p in predicted if p.throughput_per_s >= 0.95 * best.throughput_per_s), key=lambda p: p.batch)
+    near = (p for p in predicted if p.throughput_per_s >= (1 - KNEE) * best.throughput_per_s)
+    return min(near, key=lambda p: p.batch)
 
 
 def _same_arch(a: GpuSpec, b: GpuSpec) -> bool:

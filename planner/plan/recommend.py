@@ -14,12 +14,12 @@ import math
 from dataclasses import dataclass
 
 from gpuplan_schema.payloads import WorkloadPayload, WorkloadPoint
+from gpuplan_schema.payloads.workloads import KNEE  # the knee: the smallest batch within 5% of the best measured
 from planner.model.dataloader_verdict import FeedVerdict
 from planner.model.memory import SAFETY_MARGIN, MemoryFit
 from planner.plan.choice import Choice, Trial, ties
 from planner.units import format_count, short_rate
 
-KNEE = 0.05            # the knee: the smallest batch within 5% of the best measured throughput
 WARMUP_FRACTION = 0.05  # linear warm-up over the first 5% of steps when the learning rate is scaled up
 ALLOCATOR_GAIN = 0.05   # recommend expandable segments from a 5% larger boundary
 EXPANDABLE_SETTING = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
