@@ -29,9 +29,7 @@ from planner.render.report import render_report_html
 from planner.report.decision import DecisionSection
 from planner.report.frame import build_report, build_report_for
 from planner.report.plan import InstancesSection
-from planner.site.index import build_site_index, workload_names
 from planner.site.jobs import build_chooser
-from planner.units import short_rate
 
 VIT = REPO / "tests" / "fixtures" / "vit-b16" / "h100-80gb"
 COMMITTED = sorted(p for p in RESULTS.iterdir() if p.is_dir() and any(p.glob("*.json")))
@@ -44,52 +42,6 @@ def visible(page: str) -> str:
 def plan_json(folder: Path, capsys: pytest.CaptureFixture, *extra: str) -> dict:
     assert gpuplan_main(["plan", str(folder), "--json", *extra]) == 0
     return json.loads(capsys.readouterr().out)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("folder", COMMITTED, ids=lambda p: p.name)
-def test_committed_results_plan_json_report_and_site_give_one_answer(folder, capsys):
-    """For each workload: the bound, the settings, the expected range and the default job's first instances are the
-    same in `gpuplan plan --json`, the report (its structure and its HTML) and the site's index and job chooser."""
-    machine, measured = load_machine_and_root(folder)
-    plan = report_plan(machine, None, measured)
-    report = build_report(machine, plan, measured)
-    decision = next((s for s in report.sections if isinstance(s, DecisionSection)), None)
-    if plan is None:  # a CPU or collectives-only folder: no screen may claim a bound
-        assert decision is None or all(b.bound == "undetermined" and b.throughput is None for b in decision.blocks)
-        return
-    data = plan_json(folder, capsys)
-    answers = {a["workload"]: a for a in data["targets"][0]["answers"] if a["gpu_count"] == 1}
-    page = visible(render_report_html(report))
-    blocks = {b.workload: b for b in decision.blocks}
-    index = build_site_index([machine], [report])
-    cells = dict(zip([c.title for c in index.columns], index.rows[0].cells, strict=True))
-    chooser = build_chooser([(machine, plan)])
-    for workload in workload_names([machine]):
-        answer, block = answers.get(workload), blocks[workload]
-        if answer is None or answer["expected"] is None:
-            continue
-        expected, settings = answer["expected"], answer["settings"]
-        label = BoundKind(expected["bound"]["bound"]).label
-        assert block.bound == label and expected["bound"]["how"] in block.why, workload
-        assert block.throughput.value == expected["throughput_per_s"], workload
-        assert (block.throughput.low, block.throughput.high) == (expected["low_per_s"], expected["high_per_s"])
-        assert f"batch {settings['batch']}" in block.settings_line and settings["precision"] in block.settings_line
-        assert short_rate(expected["throughput_per_s"]) in page and label in page, workload
-        assert cells[workload].value == expected["throughput_per_s"], workload   # the site compares the plan's figure
-        ranked = [r for r in data["jobs"][workload]["ranking"] if r["status"] == "ok"]
-        assert block.job == data["jobs"][workload]["job"]["spec"]
-        cheapest = min(ranked, key=lambda r: (r["cost_usd"], r["hours"]))
-        fastest = min(ranked, key=lambda r: (r["hours"], r["cost_usd"]))
-        picks = {p.role: p for p in block.picks}
-        first = picks.get("fastest and cheapest") or picks["fastest"]
-        assert (first.instance, first.hours) == (fastest["instance"], fastest["hours"]), workload
-        assert (picks.get("cheapest") or first).instance == cheapest["instance"], workload
-        assert cheapest["instance"] in page and fastest["instance"] in page
-        key = f"{machine.machine}|{workload}|{settings['precision']}|1"
-        if key in chooser.tables and data["jobs"][workload]["job"]["samples"] == chooser.tables[key]["samples"]:
-            top = [chooser.instances[row[0]][0] for row in chooser.tables[key]["rows"][:3]]
-            assert top == [r["instance"] for r in data["jobs"][workload]["ranking"][:3]], workload
 
 
 def test_an_unchecked_gpu_is_marked_on_every_screen(capsys):

@@ -228,13 +228,3 @@ def test_fp8_jobs_need_a_measured_fp8_matmul(h100):
     without = Rates({"bf16": 1e15, "fp16": 1e15}, 3e12, "measured ceilings")
     with pytest.raises(JobError, match="m1 measured no fp8 matmul .*bf16, fp16.*choose bf16 or fp16"):
         require_fp8(parse_job("gpt-small fp8 tokens=1B"), without, "m1")
-
-
-def test_a_long_reason_is_cut_at_a_clause_not_inside_a_figure():
-    from planner.render.plan_text import first_sentence
-
-    text = "all cores but one: this machine cannot feed it at batch 256 (3946 images/s): its best, 3873 images/s"
-    cut = "all cores but one: this machine cannot feed it at batch 256 (3946 images/s) …"
-    assert first_sentence(text, limit=80) == cut
-    assert first_sentence("a, b, c 123 456", limit=10) == "a, b …"
-    assert first_sentence("short. Second sentence.", limit=80) == "short"
