@@ -96,9 +96,9 @@ def load_machine(folder: Path) -> MachineResults:
         machine = doc.machine
         documents[path.stem] = doc
     if machine is None:
+        names = ", ".join(p.name for p in skipped[:3]) + (", …" if len(skipped) > 3 else "")
         raise DocumentError(folder, "", f"holds no gpuplan documents: {len(skipped)} JSON file"
-                                        f"{'s' if len(skipped) > 1 else ''} without a gpuplan envelope "
-                                        f"({', '.join(p.name for p in skipped[:3])}{', …' if len(skipped) > 3 else ''})")
+                                        f"{'s' if len(skipped) > 1 else ''} without a gpuplan envelope ({names})")
     return MachineResults(machine, folder, documents, load_other_hosts(folder), tuple(skipped))
 
 

@@ -53,8 +53,8 @@ def test_an_unchecked_gpu_is_marked_on_every_screen(capsys):
     assert b200 and all(r.unchecked for r in b200)
     assert not any(r.unchecked for r in plan.ranking if r.gpu == "H100 SXM")
     asked = report_plan(machine, parse_job("resnet50 bf16 epochs=100 dataset=imagenet"), measured)  # `--job`
-    text = render_plan_text(asked, top=200)
-    rows = [line for line in text.splitlines() if "× B200" in line]
+    text = render_plan_text(asked, top=200, verbose=True)
+    rows = [line for line in text.splitlines() if "× B200" in line and not line.startswith("==")]
     assert rows and all("†" in line for line in rows) and "on B200 † (predicted)" in text
     data = plan_json(FROZEN / "h100-80gb", capsys, "--job", "resnet50 bf16 epochs=100 dataset=imagenet")
     assert all(r["unchecked"] for r in data["ranking"] if r["gpu"] == "B200")
@@ -82,11 +82,11 @@ def test_a_gpu_that_runs_the_jobs_stand_in_precision_is_marked_on_every_screen(c
     assert all(r.status == "ok" and r.precision == "fp16" for r in plan.ranking if r.instance in marked)
     assert all(r.precision == "bf16" for r in plan.ranking if r.status == "ok" and r.instance not in marked)
     footnote = "‡ no bf16 on this GPU: it runs fp16 autocast with loss scaling (GradScaler), the plan's answer there"
-    text = render_plan_text(plan, top=200, width=400)
+    text = render_plan_text(plan, top=200, width=400, verbose=True)
     rows = [line for line in text.splitlines() if line.startswith("   ") and " × " in line and "$" in line]
     assert rows and all(("‡" in line) == any(f"{i}  " in line for i in marked) for line in rows)
     assert footnote in text and "unsupported precision" not in text
-    narrow = render_plan_text(plan, top=200, width=80)
+    narrow = render_plan_text(plan, top=200, width=80, verbose=True)
     assert max(map(len, narrow.splitlines())) <= 80 and "‡ no bf16 on this GPU" in " ".join(narrow.split())
     data = plan_json(FROZEN / "h100-80gb", capsys, "--job", job.spec)
     stand_ins = {(r["precision"], r["stand_in_for"]) for r in data["ranking"] if r["instance"] in marked}
@@ -233,7 +233,7 @@ def test_an_unchecked_gpu_says_how_its_architecture_was_checked_where_it_is_mark
     worst = max(r.error for r in plan.crosscheck.rows if r.gpu in kin)
     assert f"{worst:+.0%}" in notes["L40S"]
     assert "B200" not in notes and "A100 80GB SXM" not in notes
-    text = render_plan_text(plan, top=200, width=400)
+    text = render_plan_text(plan, top=200, width=400, verbose=True)
     assert notes["L40S"] in text
     data = plan_json(FROZEN / "h100-80gb", capsys, "--job", "resnet50 bf16 epochs=100 dataset=imagenet")
     assert data["unchecked_notes"]["L40S"] == notes["L40S"]
@@ -254,7 +254,7 @@ def test_an_unchecked_gpu_with_indirect_evidence_carries_it_beside_its_dagger(ca
     assert note.startswith("T4 is not checked itself") and evidence in note
     assert "Indirect evidence" not in plan.unchecked_notes["L40S"]
     assert any(r.gpu == "T4" and r.unchecked for r in plan.ranking)
-    assert note in " ".join(render_plan_text(plan, top=200, width=400).split())
+    assert note in " ".join(render_plan_text(plan, top=200, width=400, verbose=True).split())
     data = plan_json(FROZEN / "h100-80gb", capsys, "--job", "resnet50 bf16 epochs=100 dataset=imagenet")
     assert data["unchecked_notes"]["T4"] == note
 
@@ -317,7 +317,7 @@ def test_a_pick_on_a_checked_gpu_says_how_its_own_published_rows_lay_beside_the_
     assert checked and notes == list(dict.fromkeys(plan.checked_notes[r.gpu] for r in starred if r.gpu in checked))
     assert all(not r.unchecked for r in starred if any(n.startswith(f"{r.gpu}:") for n in notes))
     assert "H100 SXM" not in plan.checked_notes
-    text = " ".join(render_plan_text(plan, top=200, width=400).split())
+    text = " ".join(render_plan_text(plan, top=200, width=400, verbose=True).split())
     page = " ".join(visible(render_report_html(build_report(machine, plan, measured))).split())
     for note in notes:
         assert note in text and f"{note}." in page

@@ -1,5 +1,5 @@
-"""One decision engine: for every committed machine, every batch, precision, rate, bound and instance that the plan text,
-the report (its decision page and its workload pages) and the site (its index and its job chooser) print is the plan
+"""One decision engine: for every committed machine, every batch, precision, rate, bound and instance that the plan
+text, the report (its decision page and its workload pages) and the site (its index and its job chooser) print is the plan
 JSON's. The outputs are read as a person reads them (the printed text, parsed back into numbers), never through
 the structures they were made from."""
 
@@ -125,7 +125,8 @@ def check_text_picks(lines: list[str], data: dict) -> None:
         assert runs, lines[i + 1]
         check_runs(runs.group(1), row)
         assert same(runs.group(2), row["per_gpu_samples_per_s"])
-        assert abs(number(found.group(3)) - row["cost_usd"]) <= (0.005 if row["cost_usd"] < 10 else 0.5)  # $ to 2dp / whole
+        cost = row["cost_usd"]
+        assert abs(number(found.group(3)) - cost) <= (0.005 if cost < 10 else 0.5)  # cents under $10, whole dollars
 
 
 @pytest.mark.slow
