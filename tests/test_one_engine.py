@@ -1,7 +1,7 @@
 """One decision engine: for every committed machine, every batch, precision, rate, bound and instance that the plan
-text, the report (its decision page and its workload pages) and the site (its index and its job chooser) print is the plan
-JSON's. The outputs are read as a person reads them (the printed text, parsed back into numbers), never through
-the structures they were made from."""
+text, the report (its decision page and its workload pages) and the site (its index and its job chooser) print is
+the plan JSON's. The outputs are read as a person reads them (the printed text, parsed back into numbers), never
+through the structures they were made from."""
 
 from __future__ import annotations
 
