@@ -30,9 +30,11 @@ REPO = Path(__file__).resolve().parent.parent
 
 def run_once(repo: Path, folder: Path, cores: int, full: bool) -> tuple[float, float]:
     """(wall seconds, peak RSS in MB) of one `gpuplan report` in a fresh process on `cores` CPUs."""
-    with tempfile.TemporaryDirectory() as out:
+    with tempfile.TemporaryDirectory() as out, tempfile.TemporaryDirectory() as shim:
         args = [sys.executable, "-m", "planner.cli", "report", str(folder), "--out", out, *(["--full"] if full else [])]
-        env = {**os.environ, "PYTHONPATH": str(repo)}
+        # the templates install as gpuplan_templates (pyproject's package-dir): each checkout's own, not the venv's
+        (Path(shim) / "gpuplan_templates").symlink_to(repo / "templates")
+        env = {**os.environ, "PYTHONPATH": f"{shim}{os.pathsep}{repo}"}
         allowed = sorted(os.sched_getaffinity(0))[:cores]
         start = time.perf_counter()
         child = subprocess.Popen(args, cwd=repo, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,

@@ -42,6 +42,7 @@ GENERATORS: dict[str, Callable[[list[MachineResults]], str]] = {
     "headline": tables.headline,
     "plan-example": tables.plan_example,
     "plan-answer": tables.plan_answer,
+    "plan-default": tables.plan_default,
     "load-results-example": tables.load_results_example,
     "pivot-example": tables.pivot_example,
     "ceilings": tables.ceilings,

@@ -158,7 +158,7 @@ def headline(machines: list[MachineResults]) -> str:
         for m in gpus:
             w = next(w for w in m.workloads if w.workload == name)
             p = _main_bf16(w)
-            cells.append(f"{p.throughput_per_s:.0f} {w.unit}/s (batch {p.batch}, bf16)")
+            cells.append(f"{p.throughput_per_s:.0f} {w.unit}/s (batch {p.batch}, bf16, eager)")
         rows.append([f"`{name}` training"] + cells)
     return _table([""] + [_heading(m) for m in gpus], rows)
 
@@ -217,6 +217,16 @@ def plan_command(machines: list[MachineResults]) -> str:
 def plan_example(machines: list[MachineResults]) -> str:
     """The README's `gpuplan plan` example: the command and what it prints (the same filter, in Python)."""
     return "```text\n$ " + plan_command(machines) + "\n" + "\n".join(_resnet50_answer(machines)) + "\n```\n"
+
+
+def plan_default(machines: list[MachineResults]) -> str:
+    """What `gpuplan plan results/h100-80gb` prints at 80 columns: the folder alone, the answer on one screen."""
+    from planner.plan.plan import build_plan
+    from planner.render.plan_text import render_plan_text
+
+    source = _by(machines, SOURCE)
+    text = render_plan_text(build_plan(source, None, None, [source], rank_defaults=True), width=80)
+    return f"```text\n$ COLUMNS=80 gpuplan plan results/{SOURCE}\n{text}\n```\n"
 
 
 def plan_answer(machines: list[MachineResults]) -> str:

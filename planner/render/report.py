@@ -73,8 +73,26 @@ def vega_javascript() -> Markup:
     The bundle holds no '</script' today; should one ever appear, escape it so the element
     cannot end early ('<\\/' reads the same inside JavaScript strings and regular expressions).
     """
-    bundle = vl_convert.javascript_bundle()
+    bundle = cached_javascript_bundle()
     return Markup(re.sub(r"</(script)", r"<\\/\1", bundle, flags=re.IGNORECASE).replace("<!--", "<\\!--"))
+
+
+def cached_javascript_bundle() -> str:
+    """vl-convert's bundle of vega, vega-lite and vega-embed: building it takes seconds (a third of a report's time on
+    2 cores), and it is the same for one vl-convert version, so it is kept in the user's cache folder
+    ($XDG_CACHE_HOME/gpuplan, else ~/.cache/gpuplan) after the first report. An unwritable cache only costs the time."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gpuplan"
+    path = cache / f"vega-bundle-{vl_convert.__version__}.js"
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        pass
+    bundle = vl_convert.javascript_bundle()
+    try:
+        write_text_atomic(path, bundle)
+    except OSError:
+        pass  # a read-only home: the bundle is built again next time
+    return bundle
 
 
 def render_chart_svg(spec: dict, width: int = PDF_CHART_WIDTH, height: int | None = None) -> Markup:
