@@ -214,11 +214,6 @@ def plan_command(machines: list[MachineResults]) -> str:
             f"grep -A{len(_resnet50_answer(machines)) - 1} '^resnet50 on'")
 
 
-def plan_example(machines: list[MachineResults]) -> str:
-    """The README's `gpuplan plan` example: the command and what it prints (the same filter, in Python)."""
-    return "```text\n$ " + plan_command(machines) + "\n" + "\n".join(_resnet50_answer(machines)) + "\n```\n"
-
-
 def plan_default(machines: list[MachineResults]) -> str:
     """What `gpuplan plan results/h100-80gb` prints at 80 columns: the folder alone, the answer on one screen."""
     from planner.plan.plan import build_plan
@@ -227,6 +222,18 @@ def plan_default(machines: list[MachineResults]) -> str:
     source = _by(machines, SOURCE)
     text = render_plan_text(build_plan(source, None, None, [source], rank_defaults=True), width=80)
     return f"```text\n$ COLUMNS=80 gpuplan plan results/{SOURCE}\n{text}\n```\n"
+
+
+def plan_head(machines: list[MachineResults]) -> str:
+    """The README's example: the default plan of the H100 folder at 80 columns, up to its picks (`head`)."""
+    from planner.plan.plan import build_plan
+    from planner.render.plan_text import render_plan_text
+
+    source = _by(machines, SOURCE)
+    lines = render_plan_text(build_plan(source, None, None, [source], rank_defaults=True), width=80).splitlines()
+    cheapest = next(i for i, line in enumerate(lines) if line.startswith("  cheapest"))
+    head = lines[:next(i for i in range(cheapest + 1, len(lines)) if lines[i][2:3].strip())]  # its wrapped lines too
+    return f"```text\n$ COLUMNS=80 gpuplan plan results/{SOURCE} | head -{len(head)}\n" + "\n".join(head) + "\n```\n"
 
 
 def plan_answer(machines: list[MachineResults]) -> str:
