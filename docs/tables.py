@@ -22,10 +22,14 @@ from planner.check.accuracy_markdown import (
     render_regimes,
     render_repeatability,
 )
+from planner.check.bands import build_band_table
 from planner.check.coverage import TARGET_COVERAGE, band_coverage, overall
 from planner.check.crossarch import MAX_TARGET as CROSS_MAX
 from planner.check.crossarch import MEDIAN_TARGET as CROSS_MEDIAN
 from planner.check.crossarch import build_crosscheck
+from planner.check.harness_bands import harness_coverage
+from planner.check.pairs import build_pair_check
+from planner.check.pairs_markdown import render_pair_check
 from planner.check.repeatability import ANOTHER_LEND, SAME_RUN, all_repeat_pairs, repeat_summaries
 from planner.check.scaling_check import check_published_scaling, slow_host_bandwidths, summarize_scaling
 from planner.export.frame import machines_frame
@@ -158,7 +162,7 @@ def headline(machines: list[MachineResults]) -> str:
         for m in gpus:
             w = next(w for w in m.workloads if w.workload == name)
             p = _main_bf16(w)
-            cells.append(f"{p.throughput_per_s:.0f} {w.unit}/s (batch {p.batch}, bf16)")
+            cells.append(f"{p.throughput_per_s:.0f} {w.unit}/s (batch {p.batch}, bf16, eager)")
         rows.append([f"`{name}` training"] + cells)
     return _table([""] + [_heading(m) for m in gpus], rows)
 
@@ -203,19 +207,37 @@ def _resnet50_answer(machines: list[MachineResults]) -> list[str]:
     from planner.plan.plan import build_plan
     from planner.render.plan_text import render_plan_text
 
-    lines = render_plan_text(build_plan(_by(machines, SOURCE), ["H200"], None, machines)).splitlines()
+    lines = render_plan_text(build_plan(_by(machines, SOURCE), ["H200"], None, machines), verbose=True).splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("resnet50 on"))
     return lines[start:lines.index("", start)]
 
 
 def plan_command(machines: list[MachineResults]) -> str:
     """The README's command: the plan filtered to resnet50's block (grep -A: its line count, after wrapping)."""
-    return f"gpuplan plan results/h100-80gb --target H200 | grep -A{len(_resnet50_answer(machines)) - 1} '^resnet50 on'"
+    return (f"gpuplan plan results/h100-80gb --with results --target H200 --verbose | "
+            f"grep -A{len(_resnet50_answer(machines)) - 1} '^resnet50 on'")
 
 
-def plan_example(machines: list[MachineResults]) -> str:
-    """The README's `gpuplan plan` example: the command and what it prints (the same filter, in Python)."""
-    return "```text\n$ " + plan_command(machines) + "\n" + "\n".join(_resnet50_answer(machines)) + "\n```\n"
+def plan_default(machines: list[MachineResults]) -> str:
+    """What `gpuplan plan results/h100-80gb` prints at 80 columns: the folder alone, the answer on one screen."""
+    from planner.plan.plan import build_plan
+    from planner.render.plan_text import render_plan_text
+
+    source = _by(machines, SOURCE)
+    text = render_plan_text(build_plan(source, None, None, [source], rank_defaults=True), width=80)
+    return f"```text\n$ COLUMNS=80 gpuplan plan results/{SOURCE}\n{text}\n```\n"
+
+
+def plan_head(machines: list[MachineResults]) -> str:
+    """The README's example: the default plan of the H100 folder at 80 columns, up to its picks (`head`)."""
+    from planner.plan.plan import build_plan
+    from planner.render.plan_text import render_plan_text
+
+    source = _by(machines, SOURCE)
+    lines = render_plan_text(build_plan(source, None, None, [source], rank_defaults=True), width=80).splitlines()
+    cheapest = next(i for i, line in enumerate(lines) if line.startswith("  cheapest"))
+    head = lines[:next(i for i in range(cheapest + 1, len(lines)) if lines[i][2:3].strip())]  # its wrapped lines too
+    return f"```text\n$ COLUMNS=80 gpuplan plan results/{SOURCE} | head -{len(head)}\n" + "\n".join(head) + "\n```\n"
 
 
 def plan_answer(machines: list[MachineResults]) -> str:
@@ -335,6 +357,23 @@ def _script(name: str):  # noqa: ANN202 - a module
     return module
 
 
+def band_harnesses(machines: list[MachineResults]) -> str:
+    """The bands held out, per harness: the measured pair, Lambda, the GPT-2 script and DLE's ratios."""
+    a, b = _by(machines, SOURCE), _by(machines, TARGET)
+    table = build_band_table([a, b], [c for c in (build_crosscheck(a), build_crosscheck(b)) if c and c.rows])
+    rows = [[h.harness, str(h.n), str(h.inside), f"{h.coverage:.1%}", f"±{h.median_half_width:.1%}",
+             "met" if h.coverage >= TARGET_COVERAGE else "missed"]
+            for h in harness_coverage(table, build_pair_check(a))]
+    return _table(["harness", "truths", "inside", "coverage", "median half-width", f"≥ {TARGET_COVERAGE:.0%}"], rows)
+
+
+def compiled_bands(machines: list[MachineResults]) -> str:
+    """Every compiled configuration timed again on a lent GPU, predicted from the other GPU type with the compiled
+    band and the eager band beside it (benchmarks/compiled_bands.py)."""
+    script = _script("compiled_bands")
+    return script.markdown(script.evaluate(machines))
+
+
 def below_roof_candidates(machines: list[MachineResults]) -> str:
     """Each candidate model of the below-roof part on the published rows and the H100 ↔ H200 pair
     (benchmarks/below_roof_candidates.py, a script: loaded from its file)."""
@@ -420,6 +459,11 @@ def accuracy_crossarch(machines: list[MachineResults]) -> str:
     return render_crosscheck(build_crosscheck(_by(machines, SOURCE)))
 
 
+def accuracy_dle(machines: list[MachineResults]) -> str:
+    """DeepLearningExamples' A100 and V100 rows predicted from the H100, as ratios between the table's own rows."""
+    return render_pair_check(build_pair_check(_by(machines, SOURCE)))
+
+
 # ── several GPUs, input pipeline ────────────────────────────────────────────────────────────────
 
 def collectives(machines: list[MachineResults]) -> str:
@@ -471,17 +515,17 @@ def screenshot_figures(machines: list[MachineResults]) -> dict:
     throughput to expect, settings and picked instances, as the report words them. docs/screenshots.json
     records this beside the PNGs; `python docs/generate.py --check` compares it with the report of now, so a
     stale screenshot fails without comparing pixels."""
+    from planner.render.words import format_hours, format_usd, pick_settings, rate_range, settings_short
     from planner.report.decision import DecisionSection
     from planner.report.frame import build_report_for
-    from planner.units import short_rate
 
     report = build_report_for(_by(machines, SOURCE).folder, None)
     blocks = [b for s in report.sections if isinstance(s, DecisionSection) for b in s.blocks]
     return {"report": f"results/{SOURCE}", "workloads": [{
-        "workload": b.workload, "bound": b.bound, "settings": b.settings_line,
-        "throughput": (f"{short_rate(b.throughput.low)}–{short_rate(b.throughput.high)} {b.throughput.unit}/s"
-                       if b.throughput else None),
-        "instances": [f"{p.role}: {p.instance}, {p.hours_text}, {p.cost_text}" for p in b.picks],
+        "workload": b.workload, "bound": b.bound, "settings": settings_short(b.answer.settings) if b.answer else None,
+        "throughput": (f"{rate_range(b.answer.expected)} {b.unit}/s" if b.answer and b.answer.expected else None),
+        "instances": [f"{p.role}: {p.instance} ({pick_settings(p.row)}), {format_hours(p.row.hours)}, "
+                      f"{format_usd(p.row.cost_usd)}" for p in b.picks],
     } for b in blocks]}
 
 
