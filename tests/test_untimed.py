@@ -46,7 +46,14 @@ def test_a_plan_from_a_cut_collection_names_every_untimed_stage_and_what_it_coul
     answer = measured_answers(plan)[NAME]
     assert [u.stage for u in answer.untimed] == ["compile", "sweep", "precisions", "boundary", "main-batch",
                                                  "details", "steady", "profile"]
-    text = render_plan_text(plan, width=400)
+    short = render_plan_text(plan, width=400)
+    row = next(line for line in short.splitlines() if line.startswith(NAME))
+    assert "images/s¹²³⁴⁵⁶⁷⁸ " in row  # one mark per untimed stage, on this answer's row alone
+    assert "¹ torch.compile not timed here: on the reference workloads it moved throughput -18%…+250% " \
+           "(median +29%)" in short
+    others = set(measured_answers(plan)) - {NAME}
+    assert not any("¹" in line for line in short.splitlines() if line.split(" ")[0] in others)
+    text = render_plan_text(plan, width=400, verbose=True)
     block = text.split(f"\n{NAME} on ", 1)[1].split("\n\n", 1)[0]
     assert "not timed here: torch.compile (on the reference workloads it moved throughput -18%…+250% " \
            "(median +29%))" in block
@@ -80,3 +87,19 @@ def test_the_effects_quoted_are_those_of_the_committed_reference_runs():
     assert found["compile"][0] == COMPILE_EFFECT
     assert found["precisions"][0] == PRECISION_EFFECT
     assert found["sweep"][0] == SWEEP_EFFECT
+
+
+def test_the_report_says_on_its_first_page_and_the_workload_page_what_was_not_timed(cut_machine):
+    import re
+
+    from planner.plan.plan import DEFAULT_JOB, report_plan
+    from planner.rank.jobs import parse_job
+    from planner.render.report import render_report_html
+    from planner.report.frame import build_report
+
+    report = build_report(cut_machine, report_plan(cut_machine, parse_job(DEFAULT_JOB), []), [])
+    html = re.sub(r"\s+", " ", render_report_html(report))
+    row = html.split(f'<tr data-workload="{NAME}">', 1)[1].split("</tr>", 1)[0]
+    assert "partial collection: torch.compile, the batch sweep past the knee" in row
+    assert html.count("partial collection:") == 1  # the other workloads were collected whole
+    assert "torch.compile not timed here: on the reference workloads it moved throughput -18%…+250%" in html
