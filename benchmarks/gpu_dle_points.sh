@@ -5,9 +5,10 @@
 #
 #   OUT=/some/dir bash benchmarks/gpu_dle_points.sh [--machine ID] [--limit SECONDS] [-- DLE_POINTS_ARGS...]
 #
-#   --machine ID   the results folder the points belong to (default: from the GPU's name, an H100 → h100-80gb, an
-#                  H200 → h200; another GPU needs --machine, and results/ID/ceilings.json must exist)
-#   --limit S      SIGINT after S seconds (default 210): benchmarks/dle_points.py finishes the point it is timing,
+#   --machine ID   the results folder the points belong to (default: from the first visible GPU's name as torch
+#                  reports it, an H100 → h100-80gb, an H200 → h200; another GPU needs --machine); results/ID/
+#                  ceilings.json must exist (the profiles' roofs)
+#   --limit S      SIGINT after S seconds (default 200): benchmarks/dle_points.py finishes the point it is timing,
 #                  keeps everything finished and exits 130; SIGKILL 20 s later if it has not
 #   -- ARGS        passed to benchmarks/dle_points.py (e.g. --model resnet50, --plan FILE)
 #
@@ -19,7 +20,7 @@
 set -u
 usage() { sed -n '2,/^# Needs/p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
 
-MACHINE="" LIMIT=210 KILL_GRACE_S=20
+MACHINE="" LIMIT=200 KILL_GRACE_S=20
 declare -a PASS=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -31,6 +32,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 OUT=${OUT:?OUT must name the folder the tarball goes to}
+mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)   # absolute before the cd below
+cd "$(dirname "$0")/.." || exit 2          # the repository root: the plan names workload files relative to it
 export PYTHONUNBUFFERED=1
 START=$(date +%s)
 

@@ -5,8 +5,11 @@ refuses to add to points of another GPU type."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import tarfile
+from pathlib import Path
 
 from paths import FROZEN, REPO
 
@@ -59,3 +62,23 @@ def test_dle_points_times_profiles_and_resumes(tmp_path):
 
 def _points(out):
     return json.loads((out / "workload-ssd300-cpu.json").read_text())["payload"]["points"]
+
+
+def test_the_gpu_call_packs_one_tarball_of_the_machines_dle_points(tmp_path):
+    """benchmarks/gpu_dle_points.sh on the CPU with a one-configuration plan (the tiny GNMT): one tarball that unpacks
+    under results/ as <machine>/diagnostics/dle-points/; without --machine a CPU has no folder to go to (exit 2)."""
+    plan = tmp_path / "plan.json"
+    config = {"model": "gnmt", "spec": "examples/gnmt.py:build", "tiny": "examples/gnmt.py:build_tiny",
+              "precision": "fp16", "batch": 128, "layout": "n/a", "profile": False, "rows": ["dle-gnmt: x"]}
+    plan.write_text(json.dumps({"kind": "dle_points_plan", "configs": [config]}))
+    env = {**os.environ, "OUT": str(tmp_path / "out"), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    script = str(REPO / "benchmarks" / "gpu_dle_points.sh")
+    done = subprocess.run(["bash", script, "--machine", "h100-80gb", "--", "--plan", str(plan)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    with tarfile.open(tmp_path / "out" / "h100-80gb-dle-points.tgz") as tar:
+        names = set(tar.getnames())
+    folder = "h100-80gb/diagnostics/dle-points"
+    assert {f"{folder}/{n}" for n in ("environment.json", "workload-gnmt-cpu.json", "log.txt", "summary.txt")} <= names
+    refused = subprocess.run(["bash", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and "give --machine" in refused.stderr
