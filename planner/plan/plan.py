@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from gpuplan_schema.payloads import Allocator, RooflinePayload, WorkloadPayload
+from gpuplan_schema.payloads.workloads import KNEE
 from gpuplan_schema.results import MachineResults
 from gpuplan_schema.schema import DocumentError
 from planner.check.accuracy import comparable
@@ -32,8 +33,9 @@ from planner.model.performance import (
     target_rates,
 )
 from planner.model.split import PLAIN_VARIANTS, machine_rooflines, sibling_compile_points
-from planner.plan.advice import MAIN_PRECISION, REFERENCE_BATCH, advise_workload  # noqa: F401 - re-exported
+from planner.plan.advice import MAIN_PRECISION, advise_workload  # noqa: F401 - re-exported
 from planner.plan.alignment import recommend_alignment
+from planner.plan.changes import CHANGES_SHOWN, Change, changes_of, top_changes
 from planner.plan.choice import Choice, trials
 from planner.plan.default_jobs import JobRanking, rank_default_jobs
 from planner.plan.expect import (
@@ -126,6 +128,7 @@ class Plan:
     jobs: dict[str, JobRanking] = field(default_factory=dict)   # workload → its default job (or the one asked) ranked
     job_asked: bool = False     # `job` is the user's (--job), not the default job
     ranker: JobRanker | None = field(default=None, repr=False, compare=False)   # ranks any other job of the source
+    machines_used: tuple[str, ...] = ()   # the machines the plan read: the one given first, then those named with it
 
     @cached_property
     def unchecked_notes(self) -> dict[str, str]:
@@ -153,6 +156,13 @@ class Plan:
         pairs = [self.row_notes(r) for r in rows]
         unchecked, checked = ([n for n in dict.fromkeys(p[side] for p in pairs) if n] for side in (0, 1))
         return unchecked, checked
+
+    @cached_property
+    def changes(self) -> list[Change]:
+        """The three recommended settings worth most over the measured workloads, each with its measured gain
+        (planner/plan/changes.py): the report's decision page shows them, the JSON lists them."""
+        source = self.targets[0]
+        return top_changes(changes_of(source.recommendations), CHANGES_SHOWN, len(source.settings) or None)
 
     @cached_property
     def checked_notes(self) -> dict[str, str]:
@@ -283,7 +293,7 @@ def build_target(source: Source, name: str, gpu: GpuSpec, count: int, measured: 
         precision = run_precision(base.precision, rates.flops_per_s) if base else None
         if rec is None or base is None or precision is None:
             continue  # the GPU has neither the recommended precision nor its stand-in: no answer, not a wrong one
-        settings = replace(base.with_batch(int(rec.choice)), precision=precision)
+        settings = replace(base.with_batch(rec.amount), precision=precision)
         pred = knee_prediction(predictions, payload.workload, sweep, settings.batch)  # type: ignore[arg-type]
         choice = measured.choices.get(payload.workload)
         if pred and choice:
@@ -345,7 +355,7 @@ def at_a_timed_batch_there(source: Source, gpu: GpuSpec, fits: dict, payload: Wo
 def with_batch_row(recs: list[Recommendation], workload: str, batch: int, reason: str) -> list[Recommendation]:
     """A copy of `recs` with `workload`'s batch_size row set to `batch` for `reason`: the caller's list (the target's
     rows, read again for the next workload) is never changed under it."""
-    return [replace(r, value=str(batch), choice=str(batch), reason=reason)
+    return [replace(r, value=str(batch), choice=str(batch), reason=reason, amount=batch)
             if r.workload == workload and r.setting == "batch_size" else r for r in recs]
 
 
@@ -368,7 +378,8 @@ def build_target_batches(source: Source, gpu: GpuSpec, fits: dict, predictions: 
                                    f"−{knee.band_low:.0%}/+{knee.band_high:.0%} ({knee.band_basis}), "
                                    f"{knee.bound_there.name}-bound"
                                    f"{'' if gpu.name in source.validated else ', unvalidated'}; "
-                                   f"fits under the memory model's {format_count(safe)} (5% margin)", str(knee.batch)))
+                                   f"fits under the memory model's {format_count(safe)} (5% margin)", str(knee.batch),
+                                   amount=knee.batch))
     return recs
 
 
@@ -379,7 +390,8 @@ def predicted_knee(predicted: list[Prediction]) -> Prediction:
     profiled = [p for p in predicted if p.split.basis.startswith("roofline")]
     predicted = profiled or predicted
     best = max(predicted, key=lambda p: p.throughput_per_s)
-    return min((p for p in predicted if p.throughput_per_s >= 0.95 * best.throughput_per_s), key=lambda p: p.batch)
+    near = (p for p in predicted if p.throughput_per_s >= (1 - KNEE) * best.throughput_per_s)
+    return min(near, key=lambda p: p.batch)
 
 
 def _same_arch(a: GpuSpec, b: GpuSpec) -> bool:
@@ -442,7 +454,8 @@ def build_predictor(source: Source, job: Job, answers: AnswerFn | None = None): 
                 f"{'' if validated else ', unvalidated'}; "
                 f"max batch {fit.max_batch(gpu.memory_bytes) if fit else 'unknown'}")
         return Estimate(knee.throughput_per_s, knee.batch, safe if safe and safe >= knee.batch else None, note,
-                        knee.band_low, knee.band_high, validated, payload.parameters)
+                        knee.band_low, knee.band_high, validated, payload.parameters,
+                        torch_compile=knee.variant == "compile")
     return predict
 
 
@@ -470,7 +483,7 @@ def plan_answers(source: Source, built: Sequence[Target]) -> AnswerFn:
                 f"{'' if validated else ', unvalidated'}")
         return Estimate(t, settings.batch, safe, note, max(0.0, 1 - expected.low_per_s / t),
                         max(0.0, expected.high_per_s / t - 1), validated, payload.parameters,
-                        runs if runs != job.precision else None)
+                        runs if runs != job.precision else None, settings.torch_compile)
     return answer
 
 
@@ -495,8 +508,9 @@ def build_plan(machine: MachineResults, targets: list[str] | None = None, job: J
             continue  # the measured GPU itself: already first
         built.append(build_source_target(source, label, count) if gpu.name == source.spec.name
                      else build_target(source, label, gpu, count, built[0]))
+    used = tuple(m.machine for m in machines)
     if job is None and not rank_defaults:
-        return Plan(machine.machine, source.spec, built, None, [], check)
+        return Plan(machine.machine, source.spec, built, None, [], check, machines_used=used)
     ranker = JobRanker(source, build_scaling(gather_efficiencies(measured), build_sync_model(measured)), tuple(built))
     precisions = {w: s.precision for w, s in built[0].settings.items()}
     jobs = rank_default_jobs(machine.workloads, ranker.rank, job, precisions) if rank_defaults else {}
@@ -505,11 +519,12 @@ def build_plan(machine: MachineResults, targets: list[str] | None = None, job: J
         default = parse_job(DEFAULT_JOB).workload
         job = jobs[default].job if default in jobs else None
     if job is None:
-        return Plan(machine.machine, source.spec, built, None, [], check, jobs=jobs, ranker=ranker)
+        return Plan(machine.machine, source.spec, built, None, [], check, jobs=jobs, ranker=ranker, machines_used=used)
     predict = build_predictor(source, job, ranker.answers)
     ranking = jobs[job.workload].rows if job.workload in jobs else ranker.rank(job, predict)
     nodes = build_node_ranking(job, predict, machines, scaling=ranker.scaling, feed=build_feed(source, job))
-    return Plan(machine.machine, source.spec, built, job, ranking, check, ASSUMPTIONS, nodes, jobs, asked, ranker)
+    return Plan(machine.machine, source.spec, built, job, ranking, check, ASSUMPTIONS, nodes, jobs, asked, ranker,
+                used)
 
 
 def all_machines(machine: MachineResults, measured: Sequence[MachineResults]) -> list[MachineResults]:
@@ -565,6 +580,7 @@ def plan_to_json(plan: Plan) -> dict:
     return {
         "schema_version": PLAN_SCHEMA_VERSION,
         "source": {"machine": plan.machine, "gpu": plan.source_gpu.name},
+        "machines_used": list(plan.machines_used),
         "targets": [{"name": t.name, "gpu": t.gpu.name, "gpu_count": t.gpu_count, "measured": t.is_source,
                      "predictions": [p.to_dict() for p in t.predictions],
                      "by_precision": [b.to_dict() for b in by_precision(t.predictions)],
@@ -584,4 +600,5 @@ def plan_to_json(plan: Plan) -> dict:
         "crosscheck": plan.crosscheck.to_dict() if plan.crosscheck else None,
         "unchecked_notes": plan.unchecked_notes,
         "checked_notes": plan.checked_notes,
+        "changes": [c.to_dict() for c in plan.changes],
     }
