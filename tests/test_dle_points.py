@@ -138,3 +138,14 @@ def test_points_measured_on_another_gpu_are_not_used(machine):
     assert check.dle_folder is None and "not used" in check.dle_unused
     assert not any(r.top.dle or r.bottom.dle for r in check.ratios)
     assert "none timed in DLE's configuration" in render_pair_check(check)
+
+
+def test_a_proxy_table_stays_on_our_own_points(machine):
+    """Points timed for DLE's rows of our own model are not taken by a proxy table that shares a batch with them
+    (BERT-large pretraining's V100 FP32 at 32 against our SQuAD step)."""
+    _overlay(machine, [("tf32", 256, NCHW), ("tf32", 112, NCHW)])
+    table = next(t for t in load_pairs() if t.id == "dle-resnet50")
+    proxy = replace(table, id="proxy-resnet50", twin="proxy")
+    check = build_pair_check(load_machine(machine), [table, proxy])
+    assert any(r.top.dle for r in check.ratios if r.table == table.id)
+    assert not any(r.top.dle or r.bottom.dle for r in check.ratios if r.table == proxy.id)

@@ -126,10 +126,11 @@ def our_point(source: MachineResults, table: PairTable, row: PairRow, dle: DlePo
     own = dle.point(table.model, ours, row.batch, row.layout) if dle else None
     if own is not None:
         point, payload, profiles = own
-        # our layout's profiles stay where the row's is ours (BERT, GNMT: the machine's profile at another batch)
+        # our layout's profiles stay where the row's is ours (BERT, GNMT: the machine's profile at another batch),
+        # listed first: at a batch both profiled, the one timed with the point splits it (split.roofline_splits)
         same = [r for r in machine_rooflines(source) if r.workload == table.model] if row.layout == table.twin_layout \
             else []
-        return point, payload, profiles + same, row.layout, True
+        return point, payload, same + profiles, row.layout, True
     payload = next((w for w in source.workloads if w.workload == table.model), None)
     point = nearest_point(payload, ours, row.batch) if payload else None
     if payload is None or point is None:
@@ -189,8 +190,10 @@ def build_pair_check(source: MachineResults, tables: list[PairTable] | None = No
         if table.twin == "none":
             listed.append(f"{table.id}: not gpuplan's {table.model} ({table.notes.split('. ')[-1]})")
             continue
+        # a proxy table (pretraining against our SQuAD step) stays on our own points, whatever batch DLE's rows share
+        own = dle if table.twin == "same" else None
         sides = {(r.gpu, r.precision): s for r in table.rows
-                 if (s := predict_row(source, source_spec, table, r, dle)) is not None}
+                 if (s := predict_row(source, source_spec, table, r, own)) is not None}
         if not sides:
             listed.append(f"{table.id}: no measured {table.model} point to start from")
             continue
