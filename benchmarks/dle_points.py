@@ -36,7 +36,7 @@ from collectors.core.device import pick_device  # noqa: E402
 from collectors.environment import collect as environment  # noqa: E402
 from collectors.roofline import collect as roofline  # noqa: E402
 from collectors.roofline.op_roofline import build_roofs  # noqa: E402
-from collectors.workloads import Workload  # noqa: E402
+from collectors.workloads import Workload, WorkloadError  # noqa: E402
 from collectors.workloads import collect as workloads  # noqa: E402
 from collectors.workloads.sweep import Context, measure_point  # noqa: E402
 from collectors.workloads.sweep_plan import has_convolution, instantiate, load_ceilings  # noqa: E402
@@ -189,13 +189,19 @@ def run(args: argparse.Namespace) -> int:
     by_model: dict[str, list[Config]] = {}
     for c in configs:
         by_model.setdefault(c.spec, []).append(c)
+    failed = []
     with Progress("dle points", total=len(by_model)) as progress:
         for spec, group in by_model.items():
-            workload = instantiate(spec, device)
+            try:
+                workload = instantiate(spec, device)
+            except WorkloadError as e:  # one line, and the other models still run
+                failed.append(f"{spec}: {e}")
+                print(f"dle_points.py: {spec}: not built ({e})", file=sys.stderr)
+                continue
             time_points(workload, group, out, machine, ctx)
             profile(workload, group, device, out, machine, args.machine_dir, progress)
             progress.advance(spec)
-    return 0
+    return 1 if failed else 0
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
