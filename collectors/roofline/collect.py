@@ -104,15 +104,17 @@ def timed_batches(folder: Path, workload: str, precision: str) -> list[int]:
 
 def collect_roofline(name: str, roofs: RooflineRoofs, device: torch.device, progress: Progress,
                      folder: Path | None = None, precision: str | None = None,
-                     batches: list[int] | None = None) -> RooflinePayload:
+                     batches: list[int] | None = None, variant: Variant | None = None) -> RooflinePayload:
     """One workload's document: the main batch, then the others; an out-of-memory or any other error
     becomes that batch's status. With `precision` and `batches`: those batches at that precision instead (the
-    first is the document's main one)."""
+    first is the document's main one), in `variant` (default: the plain run; benchmarks/dle_points.py names a
+    layout)."""
     started = time.perf_counter()
     workload = instantiate(name, device)
     if precision and batches:
-        return _document(workload, precision, [profile_batch(workload, precision, b, Variant(), roofs, device,
-                                                             progress) for b in batches], roofs, device, started)
+        profiled = [profile_batch(workload, precision, b, variant or Variant(), roofs, device, progress)
+                    for b in batches]
+        return _document(workload, precision, profiled, roofs, device, started)
     main = build_sweep_plan(name, workload, profiles.PROFILES["quick"], device).main_batch
     precision = pick_precision(device)
     knee = sweep_knee(folder, workload.name, precision) if folder else None
