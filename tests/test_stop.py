@@ -57,7 +57,9 @@ def run(model, inputs):
     if (SLOW == "sweep" and inputs.shape[0] == 2) or SLOW == "profile":
         spin(120 if SLOW == "sweep" else 0.5)
     if SLOW == "native" and inputs.shape[0] == 2:  # one call that stays in native code for many seconds
-        torch.linalg.matrix_power(torch.randn(4096, 4096), 1 << 14)  # 14 squarings, never back in Python
+        if os.environ.get("STOP_TEST_MARK"):  # the test's cue that the call is starting
+            open(os.environ["STOP_TEST_MARK"], "w").close()
+        torch.linalg.matrix_power(torch.randn(4096, 4096), 1 << 48)  # 48 squarings: > 15 s on 2 cores, never in Python
     return model(inputs)
 
 
@@ -204,12 +206,21 @@ def test_ctrl_c_while_torchrun_runs_its_ranks(tmp_path):
     assert_stopped(c, seconds, started)
 
 
+def in_native(mark: Path, timeout_s: float = 300) -> None:
+    """Wait until the workload has entered its long native call (it touches `mark` just before; a loaded CPU can
+    take seconds to get there, and a Ctrl-C before it is a Python-level stop, not the watchdog's)."""
+    ends = time.monotonic() + timeout_s
+    while not mark.exists():
+        assert time.monotonic() < ends, "the workload never reached its native call"
+        time.sleep(0.05)
+    time.sleep(0.5)
+
+
 def test_a_step_held_in_native_code_is_ended_by_the_watchdog(tmp_path):
     """The main thread is inside one long matmul, where no Python handler can run: the watchdog thread (woken by the
     signal's wakeup descriptor) ends the process DEADLINE_S after the Ctrl-C."""
-    c = Collection(tmp_path, "native")
-    c.wait_for("stopme bf16 batch 1: ok")
-    time.sleep(2.0)
+    c = Collection(tmp_path, "native", env={"STOP_TEST_MARK": str(tmp_path / "in-native")})
+    in_native(tmp_path / "in-native")
     seconds, started = c.interrupt(group=False)
     assert c.proc.returncode == 130 and seconds < STOP_S, (seconds, c.stderr()[-1000:])
     assert "did not end within 4 s of the stop" in c.stderr()
@@ -218,9 +229,8 @@ def test_a_step_held_in_native_code_is_ended_by_the_watchdog(tmp_path):
 
 def test_a_second_ctrl_c_ends_it_at_once(tmp_path):
     """Held in native code as above, a second Ctrl-C does not wait for the watchdog's deadline."""
-    c = Collection(tmp_path, "native")
-    c.wait_for("stopme bf16 batch 1: ok")
-    time.sleep(2.0)
+    c = Collection(tmp_path, "native", env={"STOP_TEST_MARK": str(tmp_path / "in-native")})
+    in_native(tmp_path / "in-native")
     os.kill(c.proc.pid, signal.SIGINT)
     time.sleep(1.0)  # a second press (two SIGINTs within SECOND_PRESS_S are one press delivered twice)
     sent = time.monotonic()
