@@ -85,12 +85,18 @@ class BandTable:
     residuals: list[Residual] = field(default_factory=list)   # every compared prediction's
     host_spread: float = 0.0   # how far a host-set step moved between two hosts of one GPU type (host_spread())
     compile_shifts: list[CompileShift] = field(default_factory=list)  # compiled against eager, measured GPU pairs
+    # what a band reads, worked out once per table: a plan asks for thousands of bands of one table (a new table,
+    # `without` or `replace`, starts empty)
+    _memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def gpu_errors(self, same_architecture: bool, compiled: bool = False) -> list[float]:
         """The GPU-set residuals of a scope, of eager predictions or of compiled ones (compiled_band): a compiled
         prediction's misses (its compile gain moved) are not an eager one's."""
-        return [r.error for r in self.residuals if r.same_architecture == same_architecture and gpu_set(r.host)
-                and r.compiled == compiled]
+        key = ("errors", same_architecture, compiled)
+        if key not in self._memo:
+            self._memo[key] = [r.error for r in self.residuals if r.same_architecture == same_architecture
+                               and gpu_set(r.host) and r.compiled == compiled]
+        return self._memo[key]
 
     def without(self, group: str) -> BandTable:
         """The table a residual of `group` is checked against: built as if that group had not been measured."""
@@ -116,9 +122,12 @@ class BandTable:
         return self._band(self.gpu_errors(same_architecture), same_architecture, host)
 
     def _centred(self, host: HostExposure, gpu: str) -> Band | None:
-        rows = [(r.gpu, r.error) for r in self.residuals if not r.same_architecture and gpu_set(r.host)
-                and not r.compiled and r.gpu]
-        c = gpu_centred(rows, gpu, _capability)
+        key = ("centred", gpu)
+        if key not in self._memo:
+            rows = [(r.gpu, r.error) for r in self.residuals if not r.same_architecture and gpu_set(r.host)
+                    and not r.compiled and r.gpu]
+            self._memo[key] = gpu_centred(rows, gpu, _capability)
+        c = self._memo[key]
         if c is None:
             return None
         slower, faster = host.steps(self.host_spread)
