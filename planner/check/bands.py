@@ -36,6 +36,7 @@ from gpuplan_schema.results import MachineResults
 from planner.check.accuracy import AccuracyTable, Compared, iter_accuracy_tables
 from planner.check.crossarch import CrossCheck, build_crosscheck
 from planner.check.gpu_centred import gpu_centred
+from planner.check.gpu_types import one_per_gpu_type
 from planner.check.repeatability import ANOTHER_LEND, all_repeat_pairs
 from planner.model.performance import HostExposure, Prediction
 from planner.model.split import COMPILED, PLAIN_VARIANTS
@@ -245,9 +246,15 @@ def same_arch_gpus(check: CrossCheck) -> set[str]:
 
 
 def band_table_for(machines: Sequence[MachineResults]) -> BandTable:
-    """The band table from every loaded machine: accuracy pairs and each machine's published check."""
-    checks = [c for c in (build_crosscheck(m) for m in machines if m.ceilings and m.workloads) if c]
-    return build_band_table(machines, checks)
+    """The band table from the loaded machines: the accuracy pairs and the published checks, each made from one
+    machine per GPU type (planner/check/gpu_types.py)."""
+    return build_band_table(machines, published_checks(machines))
+
+
+def published_checks(machines: Sequence[MachineResults]) -> list[CrossCheck]:
+    """The published cross-architecture check of one measured machine per GPU type, where a table has its GPU."""
+    measured = one_per_gpu_type(machines, lambda m: bool(m.ceilings and m.workloads))
+    return [c for c in (build_crosscheck(m) for m in measured) if c]
 
 
 def with_band(prediction: Prediction, table: BandTable, gpu: str | None = None) -> Prediction:
