@@ -7,15 +7,16 @@ and the snippets say the same thing as the recommendations.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from planner.plan.expect import Expected
 from planner.plan.plan import Plan, Target
 from planner.plan.recommend import MEASURE_LOADER
 from planner.plan.settings import Settings
+from planner.plan.untimed import Untimed
 
 ALLOCATOR_ENV = "PYTORCH_CUDA_ALLOC_CONF"
-LOADER_DEFAULT, WIDE_RANGE = "loader-default", "wide-range"
+LOADER_DEFAULT, WIDE_RANGE, UNTIMED = "loader-default", "wide-range", "untimed"
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,7 @@ class WorkloadAnswer:
     loader_note: str         # where the data-loader figures come from
     validated: bool = True   # False: no published benchmark checks predictions for this GPU (marked †)
     notes: tuple[Note, ...] = ()
+    untimed: list[Untimed] = field(default_factory=list)  # the collection's stages not timed (planner/plan/untimed.py)
 
     @property
     def bound(self) -> str:
@@ -59,9 +61,11 @@ class WorkloadAnswer:
         return out
 
 
-def answer_notes(settings: Settings, expected: Expected | None, measured: bool) -> tuple[Note, ...]:
-    """The flags an answer carries, from its typed fields."""
-    notes = []
+def answer_notes(settings: Settings, expected: Expected | None, measured: bool,
+                 untimed: list[Untimed] = ()) -> tuple[Note, ...]:
+    """The flags an answer carries, from its typed fields; a stage of the collection not timed is one note each
+    (UNTIMED), so a plan from a cut collection says what it lacks beside every answer it touches."""
+    notes = [Note(UNTIMED, f"{u.what} not timed here: {u.could_change}") for u in untimed]
     if measured and not settings.loader.measured:
         notes.append(Note(LOADER_DEFAULT, f"loader workers not measured for this input: {settings.loader.workers} "
                                           f"is a default; {MEASURE_LOADER}"))
@@ -81,9 +85,10 @@ def answers_of_target(plan: Plan, target: Target) -> list[WorkloadAnswer]:
         note = loader.reason if target.is_source else \
             f"measured on {plan.machine}'s host, not this one: {loader.reason}"
         expected = target.expected.get(workload)
+        untimed = source.untimed.get(workload, [])
         out.append(WorkloadAnswer(workload, target.name, target.gpu.name, target.gpu_count, target.is_source,
                                   settings, expected, reasons.get(workload, {}), note, target.validated,
-                                  answer_notes(settings, expected, target.is_source)))
+                                  answer_notes(settings, expected, target.is_source, untimed), untimed))
     return out
 
 
