@@ -127,7 +127,10 @@ def main() -> int:
     print(f"{'machines':>8}  {'first build':>22}  {'rebuild':>22}  {'s/machine':>9}  {'peak RSS':>9}  largest page")
     for count in args.sizes:
         child = subprocess.run([sys.executable, __file__, "--one", str(count), "--repeats", str(args.repeats)],
-                               check=True, capture_output=True, text=True)
+                               capture_output=True, text=True)
+        if child.returncode:
+            print(child.stderr, file=sys.stderr)
+            return child.returncode
         row = json.loads(child.stdout.splitlines()[-1])
         rows.append(row)
         per = statistics.median(row["first"]) / count

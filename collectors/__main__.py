@@ -271,8 +271,8 @@ def run_from_args(args: argparse.Namespace) -> int:
     try:
         check_options(options)
         if args.budget is None and options.budget_s == STANDARD_BUDGET_S:
-            print(f"standard profile: a {STANDARD_BUDGET_S / 60:.0f}-minute budget, the answer's stages first (the same "
-                  "command continues where this one stops; --budget none runs every stage)", file=sys.stderr)
+            print(f"standard profile: a {STANDARD_BUDGET_S / 60:.0f}-minute budget, the answer's stages first "
+                  "(the same command continues where this one stops; --budget none runs every stage)", file=sys.stderr)
         if options.only is None and options.workloads:
             print("dataloader: not run (a collection of chosen workloads measures the input pipeline when asked: "
                   "--only ... dataloader)", file=sys.stderr)
