@@ -175,7 +175,9 @@ def cmd_site(args: argparse.Namespace) -> int:
         raise UsageError(f"{root} is a machine folder; gpuplan site wants a results root, the folder of machine "
                          f"folders ({root.resolve().parent}); `gpuplan report {root}` renders this one machine")
     build_site = _load("planner.site.build", "build_site")
-    _print_written(build_site(args.results_root, args.out, pdf=args.pdf, paper=args.paper, progress=True))
+    # the bar on a terminal only: a log or a pipe gets the written path, warnings and errors, one line each
+    _print_written(build_site(args.results_root, args.out, pdf=args.pdf, paper=args.paper,
+                              progress=sys.stderr.isatty()))
     return EXIT_OK
 
 
