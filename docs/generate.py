@@ -29,6 +29,7 @@ for path in (ROOT, ROOT / "docs"):  # run as a script from a clone that is not i
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
+import collection_tables  # noqa: E402
 import multinode_tables  # noqa: E402
 import tables  # noqa: E402
 
@@ -70,6 +71,7 @@ GENERATORS: dict[str, Callable[[list[MachineResults]], str]] = {
     "collectives": tables.collectives,
     "ddp": tables.ddp,
     "dataloader": tables.dataloader,
+    "collection-stages": collection_tables.collection_stages,
 }
 
 
