@@ -1,23 +1,22 @@
-"""How long `build_site` takes for 200 machines, made from the committed results with perturbed numbers.
+"""How the site's build time grows with the machines: first build and rebuild at 20, 50, 100 and 200 machines.
 
-    python3 benchmarks/site_200.py [--machines 200] [--repeats 3] [--pdf-samples 2]
+    python3 benchmarks/site_200.py [--sizes 20 50 100 200] [--repeats 1] [--pdf-samples 0]
 
 Method. The machines are copies of results/*/ (H100, H200 and the CPU run, in turn), each with its
 own id and every measured figure scaled by a random factor (±10%, seeded; a statistic's median,
 quartiles and extremes by the same factor, so it stays ordered), written to a temporary folder.
-One warm-up build (imports, fonts, the inlined Vega bundle) is not counted; then:
+Each size runs in a fresh Python process (so that its peak RSS is its own), which first builds a
+3-machine site (imports, fonts, the Vega bundle: not counted), then:
 
-- cold: `--repeats` builds of the HTML site (index, one report page per machine, workload pages,
-  accuracy page, CSV) into a fresh, empty folder each;
-- rebuild: `--repeats` builds into the folder of the last cold build, where nothing changed (the
-  cost of `gpuplan site` on an unchanged root: every page is still rendered and compared, none is
-  written);
-- PDF: the time of one machine's PDF (WeasyPrint), over `--pdf-samples` machines of each kind.
-  The site renders a machine's PDF once and again only when its report or gpuplan changes, so a
-  cold site with PDFs costs about machines × this on top of the cold HTML build.
+- first: `--repeats` builds of the HTML site (no PDFs) into an empty folder each (no cache);
+- rebuild: `--repeats` builds into the folder of the last first build, nothing changed (every
+  machine page read from the site's cache, the shared pages compared, nothing written);
+- peak RSS: the process's and its workers' largest resident set (ru_maxrss).
 
-It prints the median, the minimum and the maximum of each, the pages written and the largest
-machine page. The CPU is shared, so a figure is only as quiet as the machine was.
+It prints one line per size (median, min and max of each, seconds per machine of the first build),
+then the ratio of the largest size's s/machine to the smallest's (issue 42: within 1.5×), and, with
+`--pdf-samples N`, one PDF's time over N machines of each kind. The CPU is shared, so a figure is
+only as quiet as the machine was.
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ import random
 import resource
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -86,41 +86,64 @@ def timed(fn) -> tuple[float, float]:  # noqa: ANN001 - any callable
     return time.perf_counter() - started, cpu_now() - cpu
 
 
-def describe(name: str, runs: list[tuple[float, float]]) -> str:
-    wall, cpu = [w for w, _ in runs], [c for _, c in runs]
-    return (f"{name:<8} median {statistics.median(wall):7.2f} s   min {min(wall):7.2f} s   max {max(wall):7.2f} s"
-            f"   ({len(runs)} runs; CPU time median {statistics.median(cpu):.1f} s)")
+def describe(runs: list[float]) -> str:
+    return f"{statistics.median(runs):7.2f} s ({min(runs):.2f}–{max(runs):.2f})"
+
+
+def peak_rss_mb() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return max(own.ru_maxrss, children.ru_maxrss) / 1024  # KiB on Linux
+
+
+def one_size(count: int, repeats: int) -> dict:
+    """Time the site of `count` machines in this process; return the figures."""
+    with tempfile.TemporaryDirectory(prefix="gpuplan-site-bench-") as tmp:
+        work = Path(tmp)
+        make_machines(work / "warm-root", 3, seed=1)
+        build_site(work / "warm-root", work / "warm", pdf=False)
+        make_machines(work / "results", count)
+        first = []
+        for i in range(repeats):
+            first.append(timed(lambda i=i: build_site(work / "results", work / f"first-{i}", pdf=False))[0])
+            shutil.rmtree(work / f"first-{i - 1}", ignore_errors=True)
+        last = work / f"first-{repeats - 1}"
+        rebuild = [timed(lambda: build_site(work / "results", last, pdf=False))[0] for _ in range(repeats)]
+        pages = [p for p in (last / "machines").glob("*/index.html")]
+        return {"machines": count, "first": first, "rebuild": rebuild, "rss_mb": peak_rss_mb(),
+                "largest_page_mb": max(p.stat().st_size for p in pages) / 1e6}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--machines", type=int, default=200)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--pdf-samples", type=int, default=1, help="PDFs timed per kind of machine (0: none)")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[20, 50, 100, 200])
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--pdf-samples", type=int, default=0, help="PDFs timed per kind of machine (0: none)")
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # a child process: one size, JSON out
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="gpuplan-site-bench-") as tmp:
-        root, work = Path(tmp) / "results", Path(tmp)
-        make_machines(root, args.machines)
-        print(f"{args.machines} machines from {', '.join(SOURCES)} in {root}", flush=True)
-        warm, _ = timed(lambda: build_site(root, work / "warm", pdf=False))
-        print(f"warm-up  {warm:7.2f} s (not counted)", flush=True)
-        cold = []
-        for i in range(args.repeats):
-            cold.append(timed(lambda i=i: build_site(root, work / f"cold-{i}", pdf=False)))
-            shutil.rmtree(work / f"cold-{i - 1}", ignore_errors=True)
-        last = work / f"cold-{args.repeats - 1}"
-        rebuild = [timed(lambda: build_site(root, last, pdf=False)) for _ in range(args.repeats)]
-        files = [p for p in last.rglob("*") if p.is_file()]
-        largest = max((p for p in files if p.name == "index.html" and p.parent.parent.name == "machines"),
-                      key=lambda p: p.stat().st_size)
-        print(describe("cold", cold))
-        print(describe("rebuild", rebuild))
-        print(f"pages    {len(files)} files, {sum(p.stat().st_size for p in files) / 1e6:.0f} MB; largest machine "
-              f"page {largest.stat().st_size / 1e6:.2f} MB ({largest.parent.name})")
-        sampled = [f"{SOURCES[i % len(SOURCES)]}-{i:03d}" for i in range(args.pdf_samples * len(SOURCES))]
-        pdf = [timed(lambda m=m: render_report_pdf(build_report_for(root / m))) for m in sampled]
-        if pdf:
-            print(describe("one PDF", pdf))
+    if args.one:
+        print(json.dumps(one_size(args.one, args.repeats)))
+        return 0
+    rows = []
+    print(f"{'machines':>8}  {'first build':>22}  {'rebuild':>22}  {'s/machine':>9}  {'peak RSS':>9}  largest page")
+    for count in args.sizes:
+        child = subprocess.run([sys.executable, __file__, "--one", str(count), "--repeats", str(args.repeats)],
+                               capture_output=True, text=True)
+        if child.returncode:
+            print(child.stderr, file=sys.stderr)
+            return child.returncode
+        row = json.loads(child.stdout.splitlines()[-1])
+        rows.append(row)
+        per = statistics.median(row["first"]) / count
+        print(f"{count:>8}  {describe(row['first']):>22}  {describe(row['rebuild']):>22}  {per:8.3f}s"
+              f"  {row['rss_mb']:7.0f} MB  {row['largest_page_mb']:.2f} MB", flush=True)
+    if len(rows) > 1:
+        small, large = (statistics.median(r["first"]) / r["machines"] for r in (rows[0], rows[-1]))
+        print(f"s/machine at {rows[-1]['machines']} ÷ at {rows[0]['machines']}: {large / small:.2f}× (flat: ≤ 1.5×)")
+    if args.pdf_samples:
+        with tempfile.TemporaryDirectory(prefix="gpuplan-pdf-bench-") as tmp:
+            make_machines(Path(tmp), args.pdf_samples * len(SOURCES))
+            pdf = [timed(lambda m=m: render_report_pdf(build_report_for(m)))[0] for m in sorted(Path(tmp).iterdir())]
+            print(f"one PDF  {describe(pdf)} over {len(pdf)} machines")
     return 0
 
 

@@ -143,8 +143,8 @@ def load_results_root(root: Path, skipped: list[Path] | None = None) -> list[Mac
     if not root.is_dir():
         raise DocumentError(root, "", "not a results root (no such directory)")
     machines = []
-    for folder in _machine_folders(root):
-        foreign = _all_foreign(folder)
+    for folder in machine_folders(root):
+        foreign = all_foreign(folder)
         if foreign:
             (skipped if skipped is not None else []).extend(foreign)
             continue
@@ -155,7 +155,7 @@ def load_results_root(root: Path, skipped: list[Path] | None = None) -> list[Mac
     return machines
 
 
-def _all_foreign(folder: Path) -> list[Path]:
+def all_foreign(folder: Path) -> list[Path]:
     """The folder's JSON files where every one of them is foreign (no gpuplan document among them); else []."""
     paths = iter_document_paths(folder)
     for path in paths:
@@ -176,11 +176,11 @@ def load_machine_and_root(folder: Path) -> tuple[MachineResults, list[MachineRes
     folder = Path(folder)
     machine = load_machine(folder)
     root = folder.resolve().parent
-    siblings = [load_machine(f) for f in _machine_folders(root) if f.resolve() != folder.resolve()]
+    siblings = [load_machine(f) for f in machine_folders(root) if f.resolve() != folder.resolve()]
     return machine, [machine, *siblings]
 
 
-def _machine_folders(root: Path) -> list[Path]:
+def machine_folders(root: Path) -> list[Path]:
     folders = sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink() and not p.name.startswith("."))
     return [f for f in folders if iter_document_paths(f)]
 

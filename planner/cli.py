@@ -175,7 +175,9 @@ def cmd_site(args: argparse.Namespace) -> int:
         raise UsageError(f"{root} is a machine folder; gpuplan site wants a results root, the folder of machine "
                          f"folders ({root.resolve().parent}); `gpuplan report {root}` renders this one machine")
     build_site = _load("planner.site.build", "build_site")
-    _print_written(build_site(args.results_root, args.out, pdf=args.pdf, paper=args.paper, progress=True))
+    # the bar on a terminal only: a log or a pipe gets the written path, warnings and errors, one line each
+    _print_written(build_site(args.results_root, args.out, pdf=args.pdf, paper=args.paper,
+                              progress=sys.stderr.isatty()))
     return EXIT_OK
 
 
@@ -423,8 +425,9 @@ def _add_report_and_site(sub: Any) -> None:
     p.add_argument("--out", type=Path, default=Path("site/_build"), help="output folder (default: site/_build/)")
     p.add_argument("--paper", choices=("a4", "letter"), default="a4", help="the PDFs' paper size (default: a4)")
     p.add_argument("--no-pdf", dest="pdf", action="store_false",
-                   help="no PDF per machine (a PDF takes seconds; without it, 200 machines build in seconds). "
-                        "By default a machine's PDF is rendered again only when its results or gpuplan changed")
+                   help="no PDF per machine (a PDF takes seconds). By default a machine's PDF is rendered again only "
+                        "when its results or gpuplan changed; its page likewise, from the cache in OUT/.gpuplan-cache/ "
+                        "(docs/report-and-site.md)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

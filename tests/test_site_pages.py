@@ -21,6 +21,7 @@ from planner.report.frame import build_report_for
 from planner.report.summary import SummarySection
 from planner.site.accuracy import build_accuracy_page
 from planner.site.build import ACCURACY_NAME, CSV_NAME, MANIFEST_NAME, build_site
+from planner.site.cache import CACHE_DIR
 from planner.units import format_number
 
 
@@ -188,14 +189,19 @@ def test_a_site_built_on_several_cores_is_the_one_built_on_one(tmp_path, monkeyp
     monkeypatch.setattr(site_machines, "PARALLEL_FROM", 10**6)
     serial = tmp_path / "serial"
     build_site(root, serial, pdf=False)
-    files = sorted(p.relative_to(serial) for p in serial.rglob("*") if p.is_file())
-    assert files == sorted(p.relative_to(parallel) for p in parallel.rglob("*") if p.is_file())
+    files = published(serial)
+    assert files == published(parallel)
     workloads = {f.stem for m in ("h200", "vm-cpu") for f in (FROZEN / m).glob("workload-*.json")}
     # machines, index, accuracy, job chooser, CSV, manifest, a page per workload
     assert len(files) == count + 5 + len(workloads)
     for rel in files:
         if rel.as_posix() != "index.html":  # the index differs in its build stamp only (test_site.py)
             assert (serial / rel).read_bytes() == (parallel / rel).read_bytes(), rel
+
+
+def published(out: Path) -> list[Path]:
+    """The site's files, its cache (planner/site/cache.py) left out."""
+    return sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file() and CACHE_DIR not in p.parts)
 
 
 def test_a_machine_page_with_its_inlined_javascript_stays_under_3_mb(site):

@@ -16,7 +16,7 @@ import altair as alt
 from gpuplan_schema.payloads import OpRoofline, RooflinePayload
 from planner.charts.base import CHART_HEIGHT, DTYPE_COLORS, DTYPE_ORDER, TERA, log_domain
 from planner.charts.ticks import log10_axis
-from planner.charts.vega import unvalidated
+from planner.charts.vega import finish, unvalidated
 from planner.model.roofline import CLASSES, OUTSIDE, ClassShare
 from planner.units import (
     format_bandwidth,
@@ -110,19 +110,19 @@ def build_op_roofline_chart(payload: RooflinePayload, width: int | str = "contai
     if lines:
         series = [dtype for dtype, _ in _roofs(payload)] + ([SLOPE] if bandwidth else [])
         palette = alt.Scale(domain=series, range=[DTYPE_COLORS.get(s, "#555555") for s in series])
-        layers.append(alt.Chart(alt.Data(values=lines)).mark_line(strokeWidth=2).encode(
+        layers.append(alt.Chart(alt.Data(name="roofs")).mark_line(strokeWidth=2).encode(
             x=x, y=y, color=alt.Color("series:N", scale=palette, legend=_legend("Roof")), detail="series:N",
             tooltip=[alt.Tooltip("label:N", title="Roof")]))
     total = sum(op.time_s.median for op in payload.ops)
     present = [c for c in CLASSES if any(op.op_class == c for op in ops)]
     classes = alt.Scale(domain=present, range=[CLASS_COLORS[c] for c in present])
-    layers.append(alt.Chart(alt.Data(values=[_point_row(op, total) for op in ops])).mark_circle(
+    layers.append(alt.Chart(alt.Data(name="ops")).mark_circle(
         opacity=0.75, stroke="#222222", strokeWidth=0.5).encode(
         x=x, y=y, color=alt.Color("class:N", scale=classes, legend=_legend("Op class")),
         size=alt.Size("time_ms:Q", scale=alt.Scale(range=[25, 1200]), legend=None), tooltip=POINT_TOOLTIP))
     chart = alt.layer(*layers).resolve_scale(color="independent").properties(
         width=width, height=CHART_HEIGHT, title=f"Roofline per op: {safe_name(payload.workload, 40)}")
-    return chart.configure_view(stroke=None).to_dict(validate=False)
+    return finish(chart, roofs=lines, ops=[_point_row(op, total) for op in ops])
 
 
 @unvalidated

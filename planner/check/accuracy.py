@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 
 from gpuplan_schema.payloads import Allocator, WorkloadPoint
 from gpuplan_schema.results import MachineResults
+from planner.check.gpu_types import one_per_gpu_type
 from planner.model.host_speed import step_host_ratio
 from planner.model.memory import fit_memory
 from planner.model.performance import (
@@ -220,10 +221,9 @@ def _capacity(payload, other, source_bytes: int, target_bytes: int) -> list[Capa
 
 
 def iter_accuracy_tables(machines: Iterable[MachineResults]) -> list[AccuracyTable]:
-    """Every ordered pair of comparable machines with different GPUs."""
-    usable = [m for m in machines if comparable(m)]
-    return [build_accuracy(a, b) for a in usable for b in usable
-            if a.machine != b.machine and match_gpu(a.gpu_name or "") != match_gpu(b.gpu_name or "")]
+    """Every ordered pair of GPU types, each from one comparable machine of the type (planner/check/gpu_types.py)."""
+    usable = one_per_gpu_type(machines, comparable)
+    return [build_accuracy(a, b) for a in usable for b in usable if a is not b]
 
 
 def site_rows(tables: Iterable[AccuracyTable]) -> list[AccuracyRow]:

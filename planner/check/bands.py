@@ -36,6 +36,7 @@ from gpuplan_schema.results import MachineResults
 from planner.check.accuracy import AccuracyTable, Compared, iter_accuracy_tables
 from planner.check.crossarch import CrossCheck, build_crosscheck
 from planner.check.gpu_centred import gpu_centred
+from planner.check.gpu_types import one_per_gpu_type
 from planner.check.repeatability import ANOTHER_LEND, all_repeat_pairs
 from planner.model.performance import HostExposure, Prediction
 from planner.model.split import COMPILED, PLAIN_VARIANTS
@@ -85,12 +86,18 @@ class BandTable:
     residuals: list[Residual] = field(default_factory=list)   # every compared prediction's
     host_spread: float = 0.0   # how far a host-set step moved between two hosts of one GPU type (host_spread())
     compile_shifts: list[CompileShift] = field(default_factory=list)  # compiled against eager, measured GPU pairs
+    # what a band reads, worked out once per table: a plan asks for thousands of bands of one table (a new table,
+    # `without` or `replace`, starts empty)
+    _memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def gpu_errors(self, same_architecture: bool, compiled: bool = False) -> list[float]:
         """The GPU-set residuals of a scope, of eager predictions or of compiled ones (compiled_band): a compiled
         prediction's misses (its compile gain moved) are not an eager one's."""
-        return [r.error for r in self.residuals if r.same_architecture == same_architecture and gpu_set(r.host)
-                and r.compiled == compiled]
+        key = ("errors", same_architecture, compiled)
+        if key not in self._memo:
+            self._memo[key] = [r.error for r in self.residuals if r.same_architecture == same_architecture
+                               and gpu_set(r.host) and r.compiled == compiled]
+        return self._memo[key]
 
     def without(self, group: str) -> BandTable:
         """The table a residual of `group` is checked against: built as if that group had not been measured."""
@@ -116,9 +123,12 @@ class BandTable:
         return self._band(self.gpu_errors(same_architecture), same_architecture, host)
 
     def _centred(self, host: HostExposure, gpu: str) -> Band | None:
-        rows = [(r.gpu, r.error) for r in self.residuals if not r.same_architecture and gpu_set(r.host)
-                and not r.compiled and r.gpu]
-        c = gpu_centred(rows, gpu, _capability)
+        key = ("centred", gpu)
+        if key not in self._memo:
+            rows = [(r.gpu, r.error) for r in self.residuals if not r.same_architecture and gpu_set(r.host)
+                    and not r.compiled and r.gpu]
+            self._memo[key] = gpu_centred(rows, gpu, _capability)
+        c = self._memo[key]
         if c is None:
             return None
         slower, faster = host.steps(self.host_spread)
@@ -236,9 +246,15 @@ def same_arch_gpus(check: CrossCheck) -> set[str]:
 
 
 def band_table_for(machines: Sequence[MachineResults]) -> BandTable:
-    """The band table from every loaded machine: accuracy pairs and each machine's published check."""
-    checks = [c for c in (build_crosscheck(m) for m in machines if m.ceilings and m.workloads) if c]
-    return build_band_table(machines, checks)
+    """The band table from the loaded machines: the accuracy pairs and the published checks, each made from one
+    machine per GPU type (planner/check/gpu_types.py)."""
+    return build_band_table(machines, published_checks(machines))
+
+
+def published_checks(machines: Sequence[MachineResults]) -> list[CrossCheck]:
+    """The published cross-architecture check of one measured machine per GPU type, where a table has its GPU."""
+    measured = one_per_gpu_type(machines, lambda m: bool(m.ceilings and m.workloads))
+    return [c for c in (build_crosscheck(m) for m in measured) if c]
 
 
 def with_band(prediction: Prediction, table: BandTable, gpu: str | None = None) -> Prediction:

@@ -255,13 +255,15 @@ def _plain_twin_memory_share(point: WorkloadPoint, payload: WorkloadPayload, sou
     return twin.traffic.total_bytes / (twin.step_s.median * source.bytes_per_s)  # type: ignore[union-attr]
 
 
-def scale_factor(split: StepSplit, source: Rates, target: Rates) -> float | None:
-    """step_tgt / step_src; None where the target lacks a dtype the step's matmuls use."""
+def scale_factor(split: StepSplit, source: Rates, target: Rates,
+                 floors: tuple[float, float] | None = None) -> float | None:
+    """step_tgt / step_src; None where the target lacks a dtype the step's matmuls use. `floors`: op_floor's, where
+    the caller has them already (predict_point reads them for the bound too)."""
     if any(d not in target.flops_per_s or d not in source.flops_per_s for d in split.math_roof if split.math_roof[d]):
         return None
     math, memory, latency = roof_parts(split, source, target)
     below = split.below_roof * target.sm_time_ratio  # relative to the source already (target_rates)
-    floor = sum(op_floor(split, source, target))
+    floor = sum(floors if floors is not None else op_floor(split, source, target))
     return step_scale(split, host_ratio(source, target), math + memory + latency + below + floor)
 
 
@@ -283,10 +285,11 @@ def op_floor(split: StepSplit, source: Rates, target: Rates) -> tuple[float, flo
         return 0.0, 0.0
     bytes_ratio = source.bytes_per_s / target.bytes_per_s
     peak_bytes = source.bytes_per_s / target.peak_bytes_per_s
+    at_peak = replace(target, flops_per_s=target.peak_flops_per_s)
     math = memory = 0.0
     for op in split.ops:
         flops_ratio = _flops_ratio(op.dtype, source, target)
-        peak_flops = _flops_ratio(op.dtype, source, replace(target, flops_per_s=target.peak_flops_per_s))
+        peak_flops = _flops_ratio(op.dtype, source, at_peak)
         scaled = op.scaled_on(flops_ratio, bytes_ratio, target.sm_time_ratio)
         extra = max(0.0, op.floor(peak_flops, peak_bytes) - scaled)
         if op.math * peak_flops > op.memory * peak_bytes:
@@ -312,12 +315,12 @@ def step_scale(split: StepSplit, host: float, gpu: float) -> float:
     return split.host * host + gpu
 
 
-def target_bound(split: StepSplit, source: Rates, target: Rates) -> Bound:
+def target_bound(split: StepSplit, source: Rates, target: Rates, floors: tuple[float, float] | None = None) -> Bound:
     """The bound of the step on the target: each class's time scaled as `scale_factor` scales it (its roof part
     by its roof's ratio, its below-roof part by the SM cycles), the host by the hosts' dispatch speed."""
     sm = target.sm_time_ratio
     math_roof, memory_roof, latency = roof_parts(split, source, target)
-    math_floor, memory_floor = op_floor(split, source, target)
+    math_floor, memory_floor = floors if floors is not None else op_floor(split, source, target)
     shares = {"math": math_roof + max(0.0, split.math_class - sum(split.math_roof.values())) * sm + math_floor,
               "memory": memory_roof + max(0.0, split.memory_class - split.memory_roof) * sm + memory_floor,
               "latency": latency}
@@ -372,7 +375,8 @@ def predict_point(point: WorkloadPoint, payload: WorkloadPayload, source: Rates,
     # memory-bound can be math-bound at the fp32 rate, which a per-class split at tf32 cannot show.
     profiles = (rooflines or []) if run == point.precision else []
     split = split_point(point, profiles, payload.workload, *fractions)
-    scale = scale_factor(split, source, target)
+    floors = op_floor(split, source, target)
+    scale = scale_factor(split, source, target, floors)
     if scale is None:
         return None
     step = point.step_s.median * scale  # type: ignore[union-attr]
@@ -380,7 +384,7 @@ def predict_point(point: WorkloadPoint, payload: WorkloadPayload, source: Rates,
     return Prediction(payload.workload, run, point.batch, point.variant, point.seq_len,
                       point.step_s.median, max(step, floor), point.batch / max(step, floor),  # type: ignore[union-attr]
                       bound_of(split), split, ceiling_limited=floor > step, same_architecture=same_architecture,
-                      bound_on_target=target_bound(split, source, target),
+                      bound_on_target=target_bound(split, source, target, floors),
                       measured_precision=point.precision if run != point.precision else None, rate_basis=target.basis)
 
 

@@ -190,6 +190,26 @@ def with_measured_host(split: StepSplit, point: WorkloadPoint) -> StepSplit:
 
 
 def roofline_splits(rooflines: list[RooflinePayload], workload: str, precision: str) -> dict[int, StepSplit]:
+    """The split of each profiled batch of the workload in `precision`, by batch. Kept per list of rooflines (a
+    machine's, made once per plan): a plan predicts each measured point on every catalog GPU, and split every
+    profile again for each (a third of a plan's time). The dict returned is shared: read it, never change it."""
+    memo = _SPLIT_MEMO.get(id(rooflines))
+    if memo is None or memo[0] is not rooflines:
+        memo = _SPLIT_MEMO[id(rooflines)] = (rooflines, {})
+        while len(_SPLIT_MEMO) > SPLIT_MEMO_SIZE:
+            _SPLIT_MEMO.pop(next(iter(_SPLIT_MEMO)))  # the oldest list: its plan is done
+    key = (workload, precision, len(rooflines))
+    if key not in memo[1]:
+        memo[1][key] = _roofline_splits(rooflines, workload, precision)
+    return memo[1][key]
+
+
+# id of a list of rooflines → (the list, held so that its id is not reused while kept; its splits by workload)
+_SPLIT_MEMO: dict[int, tuple[list[RooflinePayload], dict[tuple[str, str, int], dict[int, StepSplit]]]] = {}
+SPLIT_MEMO_SIZE = 8
+
+
+def _roofline_splits(rooflines: list[RooflinePayload], workload: str, precision: str) -> dict[int, StepSplit]:
     out = {}
     for r in rooflines:
         if r.workload == workload and r.precision == precision and r.device == "cuda":

@@ -16,10 +16,8 @@ from gpuplan_schema.payloads import Allocator, RooflinePayload, WorkloadPayload
 from gpuplan_schema.payloads.workloads import KNEE
 from gpuplan_schema.results import MachineResults
 from gpuplan_schema.schema import DocumentError
-from planner.check.accuracy import comparable
-from planner.check.bands import BandTable, band_table_for, measured_band, with_band
+from planner.check.bands import BandTable, measured_band, with_band
 from planner.check.crossarch import CrossCheck, build_crosscheck
-from planner.check.scaling_check import build_sync_model
 from planner.model.dataloader_verdict import FeedVerdict
 from planner.model.host import feed_limit, load_feed
 from planner.model.memory import MemoryFit, fit_memory
@@ -47,16 +45,16 @@ from planner.plan.expect import (
     on_another_host,
 )
 from planner.plan.judge import judge, judge_on_target, plain_point
+from planner.plan.measured import Measured
 from planner.plan.presets import Preset, render_presets_yaml
 from planner.plan.recommend import Recommendation
 from planner.plan.settings import Settings
 from planner.plan.untimed import Untimed, untimed_of
 from planner.rank.fp8 import as_fp8, measured_precision, require_fp8
 from planner.rank.jobs import Job, parse_job
-from planner.rank.nodes import NodeRow, build_node_ranking
+from planner.rank.nodes import NodeRow, rank_nodes
 from planner.rank.ranking import ASSUMPTIONS, OK, Estimate, Predictor, RankedInstance, no_feed_limit, rank_instances
 from planner.scaling.assumed_scaling import ScalingProvider
-from planner.scaling.scaling import build_scaling, gather_efficiencies
 from planner.specs import GpuSpec, load_gpu_catalog, match_gpu
 from planner.specs.require import require_target
 from planner.units import format_count, short_rate
@@ -197,7 +195,7 @@ def load_source(machine: MachineResults) -> Source:
 
 
 def report_plan(machine: MachineResults, job: Job | None = None,
-                measured: Sequence[MachineResults] = ()) -> Plan | None:
+                measured: Sequence[MachineResults] | Measured = ()) -> Plan | None:
     """The plan a report shows (default targets, every workload's default job ranked, `job` in its workload's
     place), or None for a machine the planner cannot use (no GPU in the catalog, no ceilings, no workloads): its
     report says so in each planner part."""
@@ -497,13 +495,13 @@ def _does_not_fit(payload: WorkloadPayload, job: Job, safe: int | None) -> Estim
 
 
 def build_plan(machine: MachineResults, targets: list[str] | None = None, job: Job | None = None,
-               measured: Sequence[MachineResults] = (), *, rank_defaults: bool = False) -> Plan:
+               measured: Sequence[MachineResults] | Measured = (), *, rank_defaults: bool = False) -> Plan:
     """The plan of one measured machine. `measured`: the machines (loaded once, the source among them or
     not) whose measurements the plan may cite: multi-GPU efficiencies, and the accuracy residuals that set
     the prediction bands. `job` is ranked; without one, `rank_defaults` ranks each workload's default job at its
     recommended precision and makes resnet50's (DEFAULT_JOB's workload) the plan's job, as a report shows it."""
-    machines = all_machines(machine, measured)
-    source, check = prepare_source(machine, machines)
+    context = Measured.of(machine, measured)
+    source, check = prepare_source(machine, context)
     names = targets or [source.spec.name, *(t for t in DEFAULT_TARGETS if t != source.spec.name)]
     built = [build_source_target(source, source.spec.name, 1)]
     for name in dict.fromkeys(names):
@@ -512,10 +510,10 @@ def build_plan(machine: MachineResults, targets: list[str] | None = None, job: J
             continue  # the measured GPU itself: already first
         built.append(build_source_target(source, label, count) if gpu.name == source.spec.name
                      else build_target(source, label, gpu, count, built[0]))
-    used = tuple(m.machine for m in machines)
+    used = context.names
     if job is None and not rank_defaults:
         return Plan(machine.machine, source.spec, built, None, [], check, machines_used=used)
-    ranker = JobRanker(source, build_scaling(gather_efficiencies(measured), build_sync_model(measured)), tuple(built))
+    ranker = JobRanker(source, context.scaling, tuple(built))
     precisions = {w: s.precision for w, s in built[0].settings.items()}
     jobs = rank_default_jobs(machine.workloads, ranker.rank, job, precisions) if rank_defaults else {}
     asked = job is not None
@@ -526,23 +524,18 @@ def build_plan(machine: MachineResults, targets: list[str] | None = None, job: J
         return Plan(machine.machine, source.spec, built, None, [], check, jobs=jobs, ranker=ranker, machines_used=used)
     predict = build_predictor(source, job, ranker.answers)
     ranking = jobs[job.workload].rows if job.workload in jobs else ranker.rank(job, predict)
-    nodes = build_node_ranking(job, predict, machines, scaling=ranker.scaling, feed=build_feed(source, job))
+    nodes = rank_nodes(job, predict, context.node, context.socket, ranker.scaling, build_feed(source, job))
     return Plan(machine.machine, source.spec, built, job, ranking, check, ASSUMPTIONS, nodes, jobs, asked, ranker,
                 used)
 
 
-def all_machines(machine: MachineResults, measured: Sequence[MachineResults]) -> list[MachineResults]:
-    return list({m.machine: m for m in (machine, *measured)}.values())
-
-
-def prepare_source(machine: MachineResults, machines: Sequence[MachineResults]) -> tuple[Source, CrossCheck | None]:
-    """The source with what its predictions carry: bands from the residuals of `machines`, and the GPUs a
-    published cross-architecture check (or a measurement among `machines`) validates."""
+def prepare_source(machine: MachineResults, context: Measured) -> tuple[Source, CrossCheck | None]:
+    """The source with what its predictions carry: bands from the residuals of the loaded machines, and the GPUs
+    a published cross-architecture check (or a measurement among them) validates."""
     source = load_source(machine)
     check = build_crosscheck(machine)
-    validated = (check.validated_gpus() if check else set()) | {g.name for m in machines if comparable(m)
-                                                                 and (g := match_gpu(m.gpu_name or ""))}
-    return replace(source, bands=band_table_for(machines), validated=frozenset(validated)), check
+    validated = (check.validated_gpus() if check else set()) | context.validated
+    return replace(source, bands=context.band_table, validated=frozenset(validated)), check
 
 
 @dataclass(frozen=True)
@@ -565,11 +558,11 @@ class JobRanker:
                               feed=build_feed(self.source, job))
 
 
-def build_ranker(machine: MachineResults, measured: Sequence[MachineResults] = ()) -> JobRanker:
+def build_ranker(machine: MachineResults, measured: Sequence[MachineResults] | Measured = ()) -> JobRanker:
     """Raises PlanError for a machine the planner cannot use."""
-    source, _ = prepare_source(machine, all_machines(machine, measured))
-    return JobRanker(source, build_scaling(gather_efficiencies(measured), build_sync_model(measured)),
-                     (build_source_target(source, source.spec.name, 1),))
+    context = Measured.of(machine, measured)
+    source, _ = prepare_source(machine, context)
+    return JobRanker(source, context.scaling, (build_source_target(source, source.spec.name, 1),))
 
 
 def build_feed(source: Source, job: Job):  # noqa: ANN201 - a FeedProvider

@@ -214,6 +214,11 @@ def build_node_ranking(job: Job, predict: Predictor, machines: Iterable[MachineR
     """The plan's hook: `--job` ranked over node counts, from the loaded machines (empty when none has
     multi-GPU measurements on GPUs for the job's workload)."""
     machines = list(machines)
-    measured = measured_node(machines)
-    inputs = node_inputs(measured, job.workload, socket_of(machines)) if measured else None
+    return rank_nodes(job, predict, measured_node(machines), socket_of(machines), scaling, feed)
+
+
+def rank_nodes(job: Job, predict: Predictor, measured: MeasuredNode | None, socket: SocketLink | None,
+               scaling: ScalingProvider = assumed_scaling, feed: FeedProvider = no_feed_limit) -> list[NodeRow]:
+    """`build_node_ranking` from the node and socket already found among the loaded machines."""
+    inputs = node_inputs(measured, job.workload, socket) if measured else None
     return expand_nodes(job, predict, inputs, scaling=scaling, feed=feed) if inputs else []

@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from gpuplan_schema.results import MachineResults
 from planner.charts.accuracy import build_accuracy_chart
 from planner.check.accuracy import TARGET_ERROR, WORST_ERROR, AccuracyRow, AccuracySummary, build_summaries, row_key
+from planner.check.bands import published_checks
 from planner.check.coverage import TARGET_COVERAGE, CoverageGroup, overall
-from planner.check.crossarch import MAX_TARGET, MEDIAN_TARGET, CrossCheck, build_crosscheck
+from planner.check.crossarch import MAX_TARGET, MEDIAN_TARGET, CrossCheck
 from planner.check.repeatability import RepeatPair, RepeatSummary, repeat_summaries
 from planner.check.scaling_check import ScalingCheck, ScalingSummary, summarize_scaling
 
@@ -38,8 +39,8 @@ class AccuracyPage:
 
 
 def build_crosschecks(machines: Sequence[MachineResults]) -> list[CrossCheck]:
-    """Each measured machine's published cross-architecture check, where a table has its GPU."""
-    return [c for c in (build_crosscheck(m) for m in machines if m.ceilings and m.workloads) if c and c.rows]
+    """The published cross-architecture check of one measured machine per GPU type, where a table has its GPU."""
+    return [c for c in published_checks(machines) if c.rows]
 
 
 def build_accuracy_page(rows: Iterable[AccuracyRow], crosschecks: Sequence[CrossCheck] = (),

@@ -7,36 +7,40 @@
     jobs.html                   the job chooser: instances ranked for a workload, precision and amount
     gpuplan-results.csv         every measured figure of every machine (the tidy export)
 
-Every machine is loaded and every page rendered in memory before anything is written. Output is
-deterministic (same input, same bytes) apart from one build-time stamp on the index, links are
-relative (the folder can be served from anywhere or opened from disk), and a file is only
-rewritten when its content changed, so a rebuild of an unchanged root touches nothing. A PDF,
-the one slow page (seconds each), is rendered again only when its report or gpuplan's code
-changed: the manifest (.gpuplan-site.json) keeps the digest of what each PDF was made from, and
-lists the files a build wrote, so that the pages of a machine no longer in the root are removed.
+Every machine is loaded once and planned once, against one `Measured` (what a plan reads of the other
+machines: bands, validated GPUs, scaling), and every page is made in memory before anything is written.
+A page whose inputs are unchanged since the last build is read from the cache (planner/site/cache.py says
+what each entry's key holds), so an unchanged root rebuilds in seconds and a changed machine folder costs
+its own page, or every page where it changes what the plans read of it. Output is deterministic (same
+input, same bytes) apart from one build-time stamp on the index, links are relative (the folder can be
+served from anywhere or opened from disk), and a file is only rewritten when its content changed. A PDF
+(seconds each) is rendered again only when its page's inputs or the paper changed: the manifest
+(.gpuplan-site.json) keeps the key of what each PDF was made from, and lists the files a build wrote, so
+that the pages of a machine no longer in the root are removed.
 """
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import re
+import sys
 from collections.abc import Sequence
-from functools import lru_cache
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from gpuplan_templates import TEMPLATES_DIR
-
+from gpuplan_schema.machine import sanitize_machine_id
 from gpuplan_schema.progress import Progress
-from gpuplan_schema.results import MachineResults, load_results_root
+from gpuplan_schema.results import MachineResults, machine_folders
 from gpuplan_schema.schema import DocumentError, utc_now, write_bytes_atomic, write_text_atomic
 from planner.check.accuracy import AccuracyRow, iter_accuracy_tables, site_rows
-from planner.check.coverage import band_coverage
+from planner.check.coverage import check_bands, summarise
+from planner.check.gpu_types import one_per_gpu_type
 from planner.check.repeatability import all_repeat_pairs
 from planner.check.scaling_check import check_published_scaling
 from planner.export.frame import machines_frame, to_csv
-from planner.plan.plan import report_plan
+from planner.plan.measured import Measured
+from planner.plan.plan import plannable, report_plan
 from planner.render.report import (
     DEFAULT_PAPER,
     HTML_NAME,
@@ -51,15 +55,17 @@ from planner.render.report import (
 from planner.report.frame import Report
 from planner.scaling.intra_node import load_link_runs
 from planner.site.accuracy import build_accuracy_page, build_crosschecks
+from planner.site.cache import CACHE_DIR, SiteCache, digest_of
 from planner.site.index import build_site_index
 from planner.site.jobs import AMOUNTS, JOBS_NAME, build_chooser
-from planner.site.machines import build_machine_pages, render_machine_pdfs
+from planner.site.load import load_root
+from planner.site.machines import MachinePage, build_machine_pages, render_machine_pdfs
 from planner.site.workloads import WORKLOADS_DIR, build_workload_pages, workload_files
 
+PROG = "gpuplan"
 MACHINES_DIR = "machines"
 INDEX_NAME, ACCURACY_NAME, CSV_NAME = "index.html", "accuracy.html", "gpuplan-results.csv"
 MANIFEST_NAME = ".gpuplan-site.json"
-CODE_DIRS = (Path(__file__).resolve().parent.parent, TEMPLATES_DIR)  # the planner package and the templates
 # The one part of the output that differs between builds; compared with it masked out.
 STAMP_RE = re.compile(r'(<time class="build-stamp" datetime=")[^"]*(">)[^<]*(</time>)')
 
@@ -89,25 +95,6 @@ def render_site_page(template: str, nav: list[NavLink], charts: bool = False, **
         pdf_name=PDF_NAME, csv_name=CSV_NAME, **context)
 
 
-@lru_cache(maxsize=1)
-def code_digest() -> str:
-    """gpuplan's planner code and templates, with the versions of the PDF's renderers: a change to any of
-    them may change a PDF, so it is part of every PDF's digest."""
-    import vl_convert
-    import weasyprint
-
-    digest = hashlib.sha256(f"{weasyprint.__version__} {vl_convert.__version__}".encode())
-    for folder in CODE_DIRS:
-        for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in (".py", ".j2", ".css", ".js")):
-            digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
-
-
-def pdf_digest(report: Report, paper: str) -> str:
-    """What a PDF is made from: the report (its repr holds every figure and chart spec), the paper, the code."""
-    return hashlib.sha256(f"{code_digest()}\0{paper}\0{report!r}".encode()).hexdigest()
-
-
 def load_manifest(out: Path) -> dict:
     try:
         manifest = json.loads((out / MANIFEST_NAME).read_text(encoding="utf-8"))
@@ -116,69 +103,168 @@ def load_manifest(out: Path) -> dict:
         return {}  # none, or unreadable: every PDF is rendered again, nothing is removed
 
 
-def render_pdfs(out: Path, reports: list[Report], paper: str, old: dict, progress: bool) -> tuple[dict, dict]:
-    """Each machine's PDF, rendered only where its digest differs from the last build's (or its file is gone).
-    Returns (new PDF bytes by path, digest by relative path)."""
-    pdfs, digests, stale = {}, {}, []
-    for report in reports:
-        path = safe_child(out / MACHINES_DIR, report.machine_id) / PDF_NAME
-        rel = path.relative_to(out.resolve()).as_posix()
-        digests[rel] = pdf_digest(report, paper)
-        if old.get(rel) != digests[rel] or not path.is_file():
-            stale.append((path, report))
-    if stale:
-        with Progress("site PDFs", len(stale), None if progress else io.StringIO()) as bar:
-            bar.note(f"rendering {len(stale)} PDF{'s' if len(stale) > 1 else ''} (seconds each)")
-            made = render_machine_pdfs([report for _, report in stale], paper)
-            pdfs = {path: data for (path, _), data in zip(stale, made, strict=True)}
-            bar.advance("done", len(stale))
-    return pdfs, digests
+@dataclass(frozen=True)
+class SiteBuild:
+    """What a build did: the index page's path, and which machines' pages were made and which read from the cache."""
+
+    index: Path
+    rendered: list[str]
+    cached: list[str]
 
 
 def build_site(results_root: Path, out: Path = Path("site/_build"), *, accuracy: Sequence[AccuracyRow] | None = None,
                pdf: bool = True, paper: str = DEFAULT_PAPER, progress: bool = False) -> Path:
-    """Render every machine under RESULTS_ROOT into OUT; return the index page's path. The root is loaded
-    once; each machine's plan is built once and shared by its page and PDF.
+    """Render every machine under RESULTS_ROOT into OUT; return the index page's path.
 
     `accuracy`: the planner's predictions checked against measurements, for the accuracy page (default:
-    every pair of measured GPUs under the root predicts the other).
-    `pdf`: render each machine's PDF (slow: seconds each; only those whose report changed)."""
+    each pair of measured GPU types under the root predicts the other).
+    `pdf`: render each machine's PDF (slow: seconds each; only those whose inputs changed)."""
+    return make_site(results_root, out, accuracy=accuracy, pdf=pdf, paper=paper, progress=progress).index
+
+
+def make_site(results_root: Path, out: Path = Path("site/_build"), *, accuracy: Sequence[AccuracyRow] | None = None,
+              pdf: bool = True, paper: str = DEFAULT_PAPER, progress: bool = False) -> SiteBuild:
+    """`build_site`, saying what it made and what it read from the cache (planner/site/cache.py)."""
     paper_of(paper)
-    machines = load_results_root(Path(results_root))
-    crosschecks = build_crosschecks(machines) if accuracy is None else []  # given rows: only those
-    repeats = all_repeat_pairs(machines) if accuracy is None else []
-    coverage = band_coverage(machines, crosschecks) if accuracy is None else []
-    scaling = check_published_scaling(load_link_runs(machines)) if accuracy is None else []
-    if accuracy is None:
-        accuracy = site_rows(iter_accuracy_tables(machines))
-    out = Path(out).resolve()
-    files_of = workload_files([w.workload for m in machines for w in m.workloads])
-    planned = [(m, report_plan(m, None, machines)) for m in machines]   # each machine's plan, once
-    built = build_machine_pages(planned, site_nav("../../", "", files_of), pdf)
-    reports = [page.report for page in built]
-    check_unique_ids(machines, reports)
-    files: dict[Path, str | bytes] = {
-        safe_child(out / MACHINES_DIR, page.report.machine_id) / HTML_NAME: page.html for page in built}
+    out, cache = Path(out).resolve(), SiteCache(Path(out).resolve() / CACHE_DIR)
+    stream = None if progress else io.StringIO()
+    count = len(machine_folders(Path(results_root))) if Path(results_root).is_dir() else 0
+    with Progress("site", count + 3, stream) as bar:
+        bar.note(f"reading {count} machine folders")
+        loaded = load_root(Path(results_root), cache)
+        for line in loaded.warnings:
+            warn(f"{PROG}: warning: {line}", bar if progress else None)
+        bar.advance("loaded", count - len(loaded.machines))
+        machines = loaded.machines
+        context = Measured(tuple(machines), tuple(machines))
+        files_of = workload_files([w.workload for m in machines for w in m.workloads])
+        nav = site_nav("../../", "", files_of)
+        keys = {m.machine: digest_of("machine", loaded.digests[m.machine], context.digest, nav, pdf) for m in machines}
+        manifest = load_manifest(out)
+        stale = stale_pdfs(out, machines, keys, paper, manifest.get("pdf", {})) if pdf else {}
+        pages, made = machine_pages(machines, context, keys, nav, pdf, set(stale), cache, bar)
+        reports = [page.summary for page in pages.values()]
+        check_unique_ids(machines, reports)
+        files: dict[Path, str | bytes] = {
+            safe_child(out / MACHINES_DIR, page.summary.machine_id) / HTML_NAME: page.html for page in pages.values()}
+        bar.note("shared pages")
+        files.update(shared_pages(out, machines, loaded.digests, context, reports, files_of, accuracy, cache))
+        bar.advance("accuracy, job chooser, workloads, CSV")
+        index_html = render_site_page("site_index.html.j2", site_nav("", INDEX_NAME, files_of), has_pdf=pdf,
+                                      index=build_site_index(machines, reports, {
+                                          name: f"{WORKLOADS_DIR}/{file}" for name, file in files_of.items()}),
+                                      stamp="")
+        digests = {pdf_path(out, pages[m].summary): pdf_key(keys[m], paper) for m in keys} if pdf else {}
+        if stale:
+            bar.note(f"rendering {len(stale)} PDF{'s' if len(stale) > 1 else ''} (seconds each)")
+            made = render_machine_pdfs([pages[m].report for m in stale], paper)  # type: ignore[misc]
+            files.update({path: data for path, data in zip(stale.values(), made, strict=True)})
+        bar.advance("pages made")
+        write_site(out, files, index_html, manifest, digests)
+        cache.commit()
+        bar.advance(f"written: {len(made)} machine pages made, {len(machines) - len(made)} from the cache")
+    return SiteBuild(out / INDEX_NAME, made, [m.machine for m in machines if m.machine not in made])
+
+
+def warn(line: str, bar: Progress | None) -> None:
+    if bar is not None:
+        bar.warn(line)
+    else:
+        print(line, file=sys.stderr)
+
+
+def pdf_path(out: Path, report: Report) -> str:
+    """A machine's PDF, relative to the site's folder (the manifest's key)."""
+    return (safe_child(out / MACHINES_DIR, report.machine_id) / PDF_NAME).relative_to(out).as_posix()
+
+
+def pdf_key(page_key: str, paper: str) -> str:
+    """What a PDF is made from: its page's inputs (the machine's documents, what its plan reads of the others, the
+    code) and the paper."""
+    return digest_of("pdf", page_key, paper)
+
+
+def stale_pdfs(out: Path, machines: list[MachineResults], keys: dict[str, str], paper: str,
+               old: dict) -> dict[str, Path]:
+    """machine → its PDF's path, for each PDF whose inputs changed since the last build (or whose file is gone)."""
+    stale = {}
+    for m in machines:
+        path = safe_child(out / MACHINES_DIR, sanitize_machine_id(m.machine)) / PDF_NAME
+        rel = path.relative_to(out).as_posix()
+        if old.get(rel) != pdf_key(keys[m.machine], paper) or not path.is_file():
+            stale[m.machine] = path
+    return stale
+
+
+def machine_pages(machines: list[MachineResults], context: Measured, keys: dict[str, str], nav: list[NavLink],
+                  pdf: bool, keep: set[str], cache: SiteCache, bar: Progress
+                  ) -> tuple[dict[str, MachinePage], list[str]]:
+    """machine → its page: from the cache where its key is there (and its whole report is not needed for a PDF),
+    else made (on every core). Also returns the machines whose pages were made."""
+    pages: dict[str, MachinePage] = {}
+    for m in machines:
+        found = cache.get("page", keys[m.machine]) if m.machine not in keep else None
+        if isinstance(found, MachinePage):
+            pages[m.machine] = found
+    bar.advance("from the cache", len(pages))
+    todo = [m for m in machines if m.machine not in pages]
+    if todo:
+        bar.note(f"planning and rendering {len(todo)} machines")
+    for m, page in zip(todo, build_machine_pages(todo, context, nav, pdf, keep, lambda: bar.advance("machine page")),
+                       strict=True):
+        pages[m.machine] = page
+        cache.put("page", keys[m.machine], replace(page, report=None))
+    return {m.machine: pages[m.machine] for m in machines}, [m.machine for m in todo]
+
+
+def shared_pages(out: Path, machines: list[MachineResults], digests: dict[str, str], context: Measured,
+                 reports: list[Report], files_of: dict[str, str], accuracy: Sequence[AccuracyRow] | None,
+                 cache: SiteCache) -> dict[Path, str | bytes]:
+    """The workload pages, and the accuracy page, job chooser and CSV (each from the cache where every input is
+    unchanged)."""
+    files: dict[Path, str | bytes] = {}
     for page in build_workload_pages(reports, files_of):
         here = f"{WORKLOADS_DIR}/{page.file_name}"
         files[out / here] = render_site_page("site_workload.html.j2", site_nav("../", here, files_of), page=page)
-    accuracy_page = build_accuracy_page(accuracy, crosschecks, repeats, coverage, scaling)
-    files[out / ACCURACY_NAME] = render_site_page("site_accuracy.html.j2", site_nav("", ACCURACY_NAME, files_of),
-                                                  charts=accuracy_page.chart is not None, accuracy=accuracy_page)
-    files[out / JOBS_NAME] = render_site_page("site_jobs.html.j2", site_nav("", JOBS_NAME, files_of),
-                                              chooser=build_chooser(planned),
-                                              amounts=", ".join(f"{k:g}" for k in AMOUNTS))
-    files[out / CSV_NAME] = to_csv(machines_frame(machines))
-    pages = {name: f"{WORKLOADS_DIR}/{file}" for name, file in files_of.items()}
-    index_html = render_site_page("site_index.html.j2", site_nav("", INDEX_NAME, files_of), has_pdf=pdf,
-                                  index=build_site_index(machines, reports, pages), stamp="")
-    manifest = load_manifest(out)
-    digests = {}
-    if pdf:
-        rendered, digests = render_pdfs(out, reports, paper, manifest.get("pdf", {}), progress)
-        files.update(rendered)
-    write_site(out, files, index_html, manifest, digests)
-    return out / INDEX_NAME
+    every = tuple(sorted(digests.items()))
+    made = {
+        ACCURACY_NAME: lambda: accuracy_page(machines, context, accuracy, files_of),
+        JOBS_NAME: lambda: chooser_page(machines, context, files_of),
+        CSV_NAME: lambda: to_csv(machines_frame(machines)),
+    }
+    for name, make in made.items():
+        key = digest_of(name, every, context.digest, tuple(files_of.items()),
+                        None if accuracy is None or name != ACCURACY_NAME else tuple(accuracy))
+        found = cache.get("shared", key)
+        if not isinstance(found, str):
+            found = make()
+            cache.put("shared", key, found)
+        files[out / name] = found
+    return files
+
+
+def accuracy_page(machines: list[MachineResults], context: Measured, accuracy: Sequence[AccuracyRow] | None,
+                  files_of: dict[str, str]) -> str:
+    """The predictions against measurements: given rows only, else each pair of measured GPU types, the published
+    checks, the repeats, the bands' coverage and the multi-GPU check."""
+    given = accuracy is not None
+    crosschecks = [] if given else build_crosschecks(machines)
+    repeats = [] if given else all_repeat_pairs(machines)
+    coverage = [] if given else summarise(check_bands(context.band_table))
+    scaling = [] if given else check_published_scaling(load_link_runs(machines))
+    rows = accuracy if accuracy is not None else site_rows(iter_accuracy_tables(machines))
+    page = build_accuracy_page(rows, crosschecks, repeats, coverage, scaling)
+    return render_site_page("site_accuracy.html.j2", site_nav("", ACCURACY_NAME, files_of),
+                            charts=page.chart is not None, accuracy=page)
+
+
+def chooser_page(machines: list[MachineResults], context: Measured, files_of: dict[str, str]) -> str:
+    """The job chooser, ranked from one machine per GPU type (the one that measured the most workloads): the
+    ranking answers 'which instance', which the hosts of one GPU type answer alike."""
+    chosen = one_per_gpu_type(machines, plannable)
+    planned = [(m, report_plan(m, None, context)) for m in chosen]
+    return render_site_page("site_jobs.html.j2", site_nav("", JOBS_NAME, files_of), chooser=build_chooser(planned),
+                            amounts=", ".join(f"{k:g}" for k in AMOUNTS))
 
 
 def write_site(out: Path, files: dict[Path, str | bytes], index_html: str, old: dict, digests: dict) -> None:

@@ -15,14 +15,19 @@ import multiprocessing
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Generic, TypeVar
 
 from gpuplan_schema.results import MachineResults
-from planner.plan.plan import Plan
+from planner.plan.measured import Measured
+from planner.plan.plan import report_plan
 from planner.render.report import NavLink, render_report_html, render_report_pdf
-from planner.report.frame import Report, build_report
+from planner.report.decision import DecisionSection
+from planner.report.frame import Report, Section, build_report
+from planner.report.multigpu import MultiGpuSection
+from planner.report.summary import SummarySection
+from planner.report.workloads import WorkloadSection
 
 PARALLEL_FROM = 8   # items; fewer are made in this process
 T = TypeVar("T")
@@ -31,8 +36,9 @@ R = TypeVar("R")
 
 @dataclass(frozen=True)
 class MachinePage:
-    report: Report
+    summary: Report              # site_summary(report): what the index and workload pages read, and the cache keeps
     html: str
+    report: Report | None = None  # the whole report, where its PDF is to be rendered
 
 
 @dataclass(frozen=True)
@@ -54,33 +60,58 @@ def worker_count(jobs: int) -> int:
     return min(cores, jobs)
 
 
-def map_forked(make: Callable[[T], R], items: Sequence[T]) -> list[R]:
-    """[make(item) for item in items], on every core when there are enough items to pay for the workers.
-    `make` and the items reach the workers by fork, never pickled; the results come back pickled."""
+def map_forked(make: Callable[[T], R], items: Sequence[T], done: Callable[[], None] = lambda: None) -> list[R]:
+    """[make(item) for item in items], on every core when there are enough items to pay for the workers; `done`
+    is called as each item's result arrives. `make` and the items reach the workers by fork, never pickled; the
+    results come back pickled."""
     global _JOB
     workers = worker_count(len(items) - 1)
     if workers < 2 or len(items) < PARALLEL_FROM or "fork" not in multiprocessing.get_all_start_methods():
-        return [make(item) for item in items]
-    first = make(items[0])
+        return [_then(make(item), done) for item in items]
+    first = _then(make(items[0]), done)
     _JOB = _Job(make, items)
     try:
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
             rest = range(1, len(items))
-            return [first, *pool.map(_make_at, rest, chunksize=max(1, len(rest) // (8 * workers)))]
+            made = pool.map(_make_at, rest, chunksize=max(1, len(rest) // (8 * workers)))
+            return [first, *(_then(result, done) for result in made)]
     finally:
         _JOB = None
 
 
-def build_machine_pages(planned: list[tuple[MachineResults, Plan | None]], nav: list[NavLink],
-                        has_pdf: bool) -> list[MachinePage]:
-    """Each machine's report and its page from its plan (built once by the caller), in the order given."""
-    machines = [m for m, _ in planned]
+def _then(result: R, done: Callable[[], None]) -> R:
+    done()
+    return result
 
-    def make(pair: tuple[MachineResults, Plan | None]) -> MachinePage:
-        report = build_report(pair[0], pair[1], machines)
-        return MachinePage(report, render_report_html(report, nav=nav, has_pdf=has_pdf))
 
-    return map_forked(make, planned)
+def build_machine_pages(machines: Sequence[MachineResults], context: Measured, nav: list[NavLink], has_pdf: bool,
+                        keep: set[str], done: Callable[[], None] = lambda: None) -> list[MachinePage]:
+    """Each machine's plan (against the shared `context`), report and page, in the order given; the whole report
+    is kept only for the machines named in `keep` (their PDFs are to be rendered)."""
+    _ = context.digest, context.scaling  # worked out here, once, before the workers inherit it
+
+    def make(machine: MachineResults) -> MachinePage:
+        report = build_report(machine, report_plan(machine, None, context))
+        return MachinePage(site_summary(report), render_report_html(report, nav=nav, has_pdf=has_pdf),
+                           report if machine.machine in keep else None)
+
+    return map_forked(make, machines, done)
+
+
+def site_summary(report: Report) -> Report:
+    """What the site's shared pages (index, workloads) read of a report, without its charts: what the cache keeps
+    of it. Its decision, summary, workload and multi-GPU sections."""
+    kept: list[Section] = []
+    for section in report.sections:
+        if isinstance(section, DecisionSection):
+            kept.append(replace(section, blocks=[replace(b, chart=None) for b in section.blocks]))
+        elif isinstance(section, WorkloadSection):
+            kept.append(replace(section, throughput_chart=None, memory_chart=None, sequence_chart=None))
+        elif isinstance(section, MultiGpuSection):
+            kept.append(replace(section, busbw_chart=None))
+        elif isinstance(section, SummarySection):
+            kept.append(section)
+    return replace(report, head=kept, pages=[], appendix=[])
 
 
 def map_spawned(make: Callable[[T], R], items: Sequence[T]) -> list[R]:
