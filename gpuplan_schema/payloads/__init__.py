@@ -36,6 +36,7 @@ from gpuplan_schema.payloads.roofline import (
     RooflineRoofs,
     class_times,
 )
+from gpuplan_schema.payloads.trace import TracedOp, TraceMemory, TracePayload, TraceRun
 from gpuplan_schema.payloads.workloads import (
     DeviceSamples,
     MemoryUse,
@@ -52,6 +53,7 @@ __all__ = [
     "BandwidthCeiling", "CeilingsPayload", "DispatchCeiling", "MatmulCeiling", "MatmulShape",
     "DeviceSamples", "MemoryUse", "OomBoundary", "TrafficEstimate", "WorkloadPayload", "WorkloadPoint",
     "KernelTime", "OpClass", "OpRoofline", "RooflineAtBatch", "RooflinePayload", "RooflineRoofs", "class_times",
+    "TraceMemory", "TracedOp", "TracePayload", "TraceRun",
     "DataloaderPayload", "EpochBoundary", "LoaderPoint", "SyntheticImages",
     "CollectivePoint", "CollectivesPayload", "DdpPayload", "DdpPoint", "DdpWorkload", "GpuMatmul", "LaunchInfo",
     "NodeLayout",
@@ -66,4 +68,5 @@ PAYLOADS: dict[str, type] = {
     "dataloader": DataloaderPayload,
     "collectives": CollectivesPayload,
     "ddp": DdpPayload,
+    "trace": TracePayload,
 }

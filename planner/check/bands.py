@@ -91,6 +91,10 @@ class BandTable:
         return Band(low, high, basis)
 
 
+    def band_for(self, prediction: Prediction) -> Band:
+        """The band of one prediction (a table of other residuals, e.g. a trace's, picks by more than these two)."""
+        return self.band(prediction.same_architecture, prediction.host_there)
+
     def host_band(self, host: HostExposure) -> Band:
         """A configuration measured on this GPU type, as another host of it would run it: no GPU part (the GPU was
         measured), the host part as a prediction's, at least FLOOR (timed again on other H100s, the plan's measured
@@ -145,7 +149,7 @@ def band_table_for(machines: Sequence[MachineResults]) -> BandTable:
 
 
 def with_band(prediction: Prediction, table: BandTable) -> Prediction:
-    band = table.band(prediction.same_architecture, prediction.host_there)
+    band = table.band_for(prediction)
     return replace(prediction, band_low=band.low, band_high=band.high, band_basis=band.basis)
 
 

@@ -56,6 +56,9 @@ from planner.scaling.assumed_scaling import ScalingProvider
 from planner.scaling.scaling import build_scaling, gather_efficiencies
 from planner.specs import GpuSpec, load_gpu_catalog, match_gpu
 from planner.specs.require import require_target
+from planner.trace.bands import trace_bands
+from planner.trace.machine import is_prediction
+from planner.trace.model_file import load_learned
 from planner.units import format_count, short_rate
 
 PLAN_SCHEMA_VERSION = 1
@@ -126,6 +129,7 @@ class Plan:
     jobs: dict[str, JobRanking] = field(default_factory=dict)   # workload → its default job (or the one asked) ranked
     job_asked: bool = False     # `job` is the user's (--job), not the default job
     ranker: JobRanker | None = field(default=None, repr=False, compare=False)   # ranks any other job of the source
+    traced: bool = False        # the source is a trace (planner/trace): every figure predicted, none measured
 
     @cached_property
     def unchecked_notes(self) -> dict[str, str]:
@@ -171,6 +175,7 @@ class Source:
     rooflines: list[RooflinePayload] = field(default_factory=list)
     bands: BandTable = field(default_factory=BandTable)
     validated: frozenset[str] = frozenset()
+    traced: bool = False   # predicted from a trace (planner/trace): no figure of the source GPU was measured
 
 
 def load_source(machine: MachineResults) -> Source:
@@ -226,7 +231,8 @@ def build_capacity(source: Source, gpu: GpuSpec) -> tuple[list[Capacity], dict[t
 def build_source_target(source: Source, name: str, count: int) -> Target:
     machine = source.machine
     capacity, fits = build_capacity(source, source.spec)
-    predictions = [measured_band(p) for w in machine.workloads
+    own_band = (lambda p: with_band(p, source.bands)) if source.traced else measured_band
+    predictions = [own_band(p) for w in machine.workloads
                    for p in iter_predictions(w, source.rates, source.rates, True, source.rooflines, None)]
     loader = next((d.payload for d in machine.documents.values() if d.kind == "dataloader"), None)
     cores = machine.environment.cpu.logical_cores if machine.environment else None
@@ -249,7 +255,7 @@ def build_source_target(source: Source, name: str, count: int) -> Target:
             own = exact_prediction(predictions, advice.settings) or \
                 knee_prediction(predictions, payload.workload, MAIN_PRECISION, advice.knee.batch)
             if expected and own:
-                band = source.bands.host_band(own.host_there)
+                band = source.bands.band_for(own) if source.traced else source.bands.host_band(own.host_there)
                 expected = on_another_host(expected, band.low, band.high, band.basis)
             if expected:
                 target.keep_expected(payload.workload, expected, input_feed(source, advice.settings))
@@ -496,7 +502,7 @@ def build_plan(machine: MachineResults, targets: list[str] | None = None, job: J
         built.append(build_source_target(source, label, count) if gpu.name == source.spec.name
                      else build_target(source, label, gpu, count, built[0]))
     if job is None and not rank_defaults:
-        return Plan(machine.machine, source.spec, built, None, [], check)
+        return Plan(machine.machine, source.spec, built, None, [], check, traced=source.traced)
     ranker = JobRanker(source, build_scaling(gather_efficiencies(measured), build_sync_model(measured)), tuple(built))
     precisions = {w: s.precision for w, s in built[0].settings.items()}
     jobs = rank_default_jobs(machine.workloads, ranker.rank, job, precisions) if rank_defaults else {}
@@ -505,11 +511,13 @@ def build_plan(machine: MachineResults, targets: list[str] | None = None, job: J
         default = parse_job(DEFAULT_JOB).workload
         job = jobs[default].job if default in jobs else None
     if job is None:
-        return Plan(machine.machine, source.spec, built, None, [], check, jobs=jobs, ranker=ranker)
+        return Plan(machine.machine, source.spec, built, None, [], check, jobs=jobs, ranker=ranker,
+                    traced=source.traced)
     predict = build_predictor(source, job, ranker.answers)
     ranking = jobs[job.workload].rows if job.workload in jobs else ranker.rank(job, predict)
     nodes = build_node_ranking(job, predict, machines, scaling=ranker.scaling, feed=build_feed(source, job))
-    return Plan(machine.machine, source.spec, built, job, ranking, check, ASSUMPTIONS, nodes, jobs, asked, ranker)
+    return Plan(machine.machine, source.spec, built, job, ranking, check, ASSUMPTIONS, nodes, jobs, asked, ranker,
+                source.traced)
 
 
 def all_machines(machine: MachineResults, measured: Sequence[MachineResults]) -> list[MachineResults]:
@@ -518,8 +526,11 @@ def all_machines(machine: MachineResults, measured: Sequence[MachineResults]) ->
 
 def prepare_source(machine: MachineResults, machines: Sequence[MachineResults]) -> tuple[Source, CrossCheck | None]:
     """The source with what its predictions carry: bands from the residuals of `machines`, and the GPUs a
-    published cross-architecture check (or a measurement among `machines`) validates."""
+    published cross-architecture check (or a measurement among `machines`) validates. A machine predicted from a
+    trace carries the trace's bands (planner/trace/bands.py) and validates no GPU: nothing of it was measured."""
     source = load_source(machine)
+    if is_prediction(machine):
+        return replace(source, bands=trace_bands(load_learned().residuals), traced=True), None
     check = build_crosscheck(machine)
     validated = (check.validated_gpus() if check else set()) | {g.name for m in machines if comparable(m)
                                                                  and (g := match_gpu(m.gpu_name or ""))}
@@ -563,8 +574,10 @@ def plan_to_json(plan: Plan) -> dict:
 
     return {
         "schema_version": PLAN_SCHEMA_VERSION,
-        "source": {"machine": plan.machine, "gpu": plan.source_gpu.name},
-        "targets": [{"name": t.name, "gpu": t.gpu.name, "gpu_count": t.gpu_count, "measured": t.is_source,
+        "source": {"machine": plan.machine, "gpu": plan.source_gpu.name,
+                   "predicted_from": "trace" if plan.traced else "measurements"},
+        "targets": [{"name": t.name, "gpu": t.gpu.name, "gpu_count": t.gpu_count,
+                     "measured": t.is_source and not plan.traced, "from_trace": plan.traced,
                      "predictions": [p.to_dict() for p in t.predictions],
                      "capacity": [c.to_dict() for c in t.capacity],
                      "recommendations": [r.to_dict() for r in t.recommendations],

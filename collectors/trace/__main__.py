@@ -1,0 +1,59 @@
+"""`python -m collectors.trace SPEC... [--out DIR] [--machine ID]` (and `gpuplan trace`): see collectors/trace."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from collectors.trace.collect import load_on_meta, save_trace, trace_configs, trace_workload
+from collectors.workloads import BUILTIN, WorkloadError
+from gpuplan_schema.machine import sanitize_machine_id
+from gpuplan_schema.progress import Progress
+
+PROG = os.environ.get("GPUPLAN_PROG", "python3 -m collectors.trace")
+DEFAULT_MACHINE = "trace"
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=PROG, description="Trace workloads on the meta device (no GPU, no weights): every op of a training step "
+        "(forward, backward, AdamW) at the standard profile's precisions and batches, with its FLOPs, bytes and "
+        "launches, and the memory the step holds. `gpuplan plan DIR/MACHINE` then predicts every catalog GPU.")
+    p.add_argument("workloads", nargs="+", metavar="SPEC",
+                   help=f"a built-in workload ({', '.join(BUILTIN)}) or path/to/file.py:function, as for "
+                        "`gpuplan collect --workload` (the file is imported and its function called)")
+    p.add_argument("--out", type=Path, default=Path("results"), metavar="DIR",
+                   help="the results root; the documents go to DIR/MACHINE/trace-<workload>.json (default: results)")
+    p.add_argument("--machine", default=DEFAULT_MACHINE, metavar="ID",
+                   help=f"the trace folder's machine id (default: {DEFAULT_MACHINE})")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    machine = sanitize_machine_id(args.machine)
+    folder = args.out / machine
+    try:  # every spec is loaded before anything runs: a typo stops the command with nothing written
+        loaded = [(spec, load_on_meta(spec)) for spec in args.workloads]
+    except WorkloadError as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    failed = 0
+    with Progress("trace", total=sum(len(trace_configs(spec, w)) for spec, w in loaded)) as progress:
+        for spec, workload in loaded:
+            payload = trace_workload(spec, workload, progress)
+            path = save_trace(payload, folder, machine)
+            bad = [r for r in payload.runs if r.status != "ok"]
+            for run in bad:
+                progress.warn(f"{payload.workload} {run.precision} batch {run.batch}: {run.reason}")
+            failed += not payload.ok_runs()
+            progress.warn(f"{path}: {len(payload.runs) - len(bad)} of {len(payload.runs)} steps traced in "
+                          f"{payload.elapsed_s:.1f} s")
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())
