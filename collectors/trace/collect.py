@@ -58,11 +58,11 @@ def aggregate(calls: list[TracedCall]) -> list[TracedOp]:
     for call in calls:
         groups[call.key].append(call)
     out = []
-    for (name, phase, dtype, shapes, layout), group in groups.items():
+    for (name, phase, dtype, shapes, variant), group in groups.items():
         flops = None if any(c.flops is None for c in group) else sum(c.flops for c in group)  # type: ignore[misc]
         out.append(TracedOp(name, phase, len(group), float(sum(c.read_bytes for c in group)),
                             float(sum(c.written_bytes for c in group)), sum(c.launches for c in group), dtype,
-                            [list(s) for s in shapes], flops, layout))
+                            [list(s) for s in shapes], flops, variant))
     return out
 
 

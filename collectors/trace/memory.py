@@ -81,7 +81,7 @@ def _tensors(value: object) -> list[torch.Tensor]:
     return [t for t in tree_leaves(value) if isinstance(t, torch.Tensor)]
 
 
-def thin(timeline: list[tuple[int, int]], points: int = 200) -> list[tuple[int, int]]:
+def thin(timeline: list[tuple[int, int]], points: int = 64) -> list[tuple[int, int]]:
     """At most `points` of the timeline, the peak and the ends kept (a document holds a chart's worth, not every op)."""
     if len(timeline) <= points:
         return list(timeline)

@@ -35,21 +35,33 @@ class TracedCall:
     read_bytes: int
     written_bytes: int
     launches: int
-    layout: str | None = None
+    variant: str | None = None
 
     @property
     def key(self) -> tuple:
         """What makes two calls the same op for the document: aggregated by this (layer after layer collapse)."""
-        return self.name, self.phase, self.dtype, self.shapes, self.layout
+        return self.name, self.phase, self.dtype, self.shapes, self.variant
 
 
 def _tensors(value: Any) -> list[torch.Tensor]:
     return [t for t in tree_leaves(value) if isinstance(t, torch.Tensor)]
 
 
-def layout_of(tensors: list[torch.Tensor]) -> str | None:
-    """"channels_last" where the op's first tensor is an image batch stored NHWC (or NDHWC), else None: cuDNN runs
-    an NCHW convolution through transposes, and batch norm has kernels of its own for each layout."""
+def _argument(func: torch._ops.OpOverload, args: tuple, kwargs: dict, name: str) -> Any:
+    for i, arg in enumerate(func._schema.arguments):
+        if arg.name == name:
+            return args[i] if i < len(args) else kwargs.get(name)
+    return None
+
+
+def variant_of(func: torch._ops.OpOverload, args: tuple, kwargs: dict, tensors: list[torch.Tensor]) -> str | None:
+    """What sets a kernel apart beside its shapes: an attention's mask ("masked": an attention bias, forward or
+    backward) or causality ("causal"), an image batch stored NHWC ("channels_last": cuDNN runs an NCHW convolution
+    through transposes, and batch norm has kernels of its own for each layout); None for the rest."""
+    if "scaled_dot_product" in func._schema.name:
+        if isinstance(_argument(func, args, kwargs, "attn_bias"), torch.Tensor):
+            return "masked"
+        return "causal" if _argument(func, args, kwargs, "is_causal") else None
     first = tensors[0] if tensors else None
     if first is None or first.dim() not in (4, 5) or first.layout != torch.strided or first.is_contiguous():
         return None
@@ -64,15 +76,6 @@ def launches_of(name: str, args: tuple, flops: float | None, moved: int) -> int:
     if base.startswith(("_foreach_", "_fused_", "_amp_foreach_")) and args and isinstance(args[0], (list, tuple)):
         return max(1, math.ceil(len(args[0]) / MULTI_TENSOR_CHUNK))
     return 1
-
-
-def _causal(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> bool:
-    """Whether an attention call is causal (its schema's `is_causal` argument); torch's FLOP formula counts the full
-    score matrix either way."""
-    for i, arg in enumerate(func._schema.arguments):
-        if arg.name == "is_causal":
-            return bool(args[i] if i < len(args) else kwargs.get("is_causal", False))
-    return False
 
 
 class TraceRecorder(TorchDispatchMode):
@@ -97,10 +100,11 @@ class TraceRecorder(TorchDispatchMode):
         if self.recording:
             read, written = count_bytes(func, args, kwargs, out)
             flops = count_flops(func, args, kwargs, out)
-            if flops and _causal(func, args, kwargs):
-                flops /= 2  # a causal kernel skips the blocks above the diagonal, as FlashAttention counts it
             tensors = _tensors((args, kwargs))
+            variant = variant_of(func, args, kwargs, tensors)
+            if flops and variant == "causal":
+                flops /= 2  # a causal kernel skips the blocks above the diagonal, as FlashAttention counts it
             shapes = tuple(tuple(t.shape) for t in tensors[:MAX_SHAPES])
             self.calls.append(TracedCall(name, self.phase, compute_dtype(args, kwargs, out), shapes, flops, read,
-                                         written, launches_of(name, args, flops, read + written), layout_of(tensors)))
+                                         written, launches_of(name, args, flops, read + written), variant))
         return out

@@ -30,7 +30,8 @@ class TracedOp:
     dtype: str | None = None
     shapes: list[list[int]] = field(default_factory=list)   # of its first tensor arguments
     flops: float | None = None        # None: no FLOP formula for this op
-    layout: str | None = None         # "channels_last": its first tensor an NHWC image batch; None: any other
+    variant: str | None = None        # what sets its kernel apart beside its shapes: "masked" or "causal" (an
+                                      # attention), "channels_last" (an NHWC image batch); None: nothing
 
     def check(self) -> str | None:
         if self.calls < 1 or self.launches < 0 or self.read_bytes < 0 or self.written_bytes < 0:

@@ -257,6 +257,9 @@ def build_source_target(source: Source, name: str, count: int) -> Target:
             if expected and own:
                 band = source.bands.band_for(own) if source.traced else source.bands.host_band(own.host_there)
                 expected = on_another_host(expected, band.low, band.high, band.basis)
+            if expected and source.traced:  # nothing was measured: the figure is the trace's prediction
+                expected = replace(expected, how="predicted", basis=f"predicted from the trace on {source.spec.name}: "
+                                                                     f"{expected.basis.removeprefix('measured ')}")
             if expected:
                 target.keep_expected(payload.workload, expected, input_feed(source, advice.settings))
     return target

@@ -35,7 +35,9 @@ def render_plan_lines(plan: Plan, verbose: bool, top: int, width: int) -> list[s
     """The plan's lines, tables already fitted to `width`; render_plan_text wraps what is still wider."""
     answers = build_answers(plan)
     measured = next(t for t in plan.targets if t.is_source)
-    lines = [f"Plan from {plan.machine} ({plan.source_gpu.name}, measured): settings first; "
+    source = f"predicted from a trace: no GPU measured; {plan.source_gpu.name} as learned from its profiles" \
+        if plan.traced else f"{plan.source_gpu.name}, measured"
+    lines = [f"Plan from {plan.machine} ({source}): settings first; "
              f"{'every figure follows' if verbose else '--verbose for every figure and reason'}"]
     order = list(measured.settings)
     job = plan.job if plan.job_asked else None  # the default jobs' rankings are the report's and the JSON's
@@ -75,8 +77,8 @@ def render_workload(plan: Plan, workload: str, answers: list[WorkloadAnswer]) ->
     if not mine:
         return []
     first, others = mine[0], mine[1:]
-    out = ["", f"{workload} on {first.target} ({'measured' if first.measured else 'predicted'}): "
-               + settings_line(first.settings)]
+    label = "predicted from the trace" if plan.traced else "measured" if first.measured else "predicted"
+    out = ["", f"{workload} on {first.target} ({label}): " + settings_line(first.settings)]
     if first.expected:
         e = first.expected
         out += [f"   → {range_words(first)}: {e.basis}",

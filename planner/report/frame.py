@@ -48,8 +48,10 @@ from planner.report.plan import (
 from planner.report.roofline import OpRooflineSection, build_op_roofline_sections
 from planner.report.sections import NotCollectedSection, PlaceholderSection
 from planner.report.summary import SummarySection, build_summary
+from planner.report.trace import TraceSection, build_trace_sections
 from planner.report.workloads import WorkloadSection, build_workload_sections
 from planner.specs import match_gpu
+from planner.trace.machine import is_prediction, planned_machine
 
 __all__ = ["REPORT_ORDER", "CeilingsSection", "NotCollectedSection", "PlaceholderSection", "Report", "Section",
            "Slot", "SummarySection", "build_report"]
@@ -57,7 +59,7 @@ __all__ = ["REPORT_ORDER", "CeilingsSection", "NotCollectedSection", "Placeholde
 Section = (DecisionSection | SummarySection | NotCollectedSection | PlaceholderSection | CeilingsSection
            | RooflineSection | WorkloadSection | OpRooflineSection | DataloaderSection | MultiGpuSection | MethodSection
            | RecommendationsSection | InstancesSection | PredictionsSection
-           | WorkloadMethodSection | EnvironmentSection | GlossarySection)
+           | WorkloadMethodSection | EnvironmentSection | GlossarySection | TraceSection)
 
 
 @dataclass(frozen=True)
@@ -69,7 +71,7 @@ class ReportInput:
 
 
 SlotBuilder = Callable[[ReportInput], Sequence[Section]]
-HEAD_KINDS = ("decision", "summary", "not_collected")
+HEAD_KINDS = ("trace", "decision", "summary", "not_collected")
 
 
 @dataclass(frozen=True)
@@ -156,6 +158,7 @@ def build_report_for(folder: Path, job: Job | None = None) -> Report:
     """The report of the machine folder `folder`, with its plan: the machines beside it in its results root
     supply the multi-GPU measurements the ranking cites; `job` is ranked (default: DEFAULT_JOB)."""
     machine, measured = load_machine_and_root(folder)
+    machine = planned_machine(machine)  # a trace folder: its traces predicted (planner/trace/machine.py)
     return build_report(machine, report_plan(machine, job, measured), measured)
 
 
@@ -171,11 +174,14 @@ def build_report(machine: MachineResults, plan: Plan | None = None, measured: Se
     given = ReportInput(machine, plan)
     body = [section for slot in REPORT_ORDER for section in slot.sections(given)]
     # The answer first: what to set and where to run, before the summary of measured changes and the detail.
-    head: list[Section] = [*build_decision_sections(machine, plan, workload_rankings(plan)),
+    head: list[Section] = [*build_trace_sections(machine),
+                           *build_decision_sections(machine, plan, workload_rankings(plan)),
                            build_summary(machine, collected, body)]
     present = {doc.kind for doc in machine.documents.values()}
     missing = [kind for kind in PAYLOADS if kind not in present]
     if missing:
         head.append(NotCollectedSection(missing))
-    return Report(machine.machine, sanitize_machine_id(machine.machine), machine.device_label,
-                  machine.gpu_name, collected, head + body)
+    device = f"Predicted from a trace: no GPU measured ({machine.gpu_name} model)" if is_prediction(machine) \
+        else machine.device_label
+    return Report(machine.machine, sanitize_machine_id(machine.machine), device, machine.gpu_name, collected,
+                  head + body)

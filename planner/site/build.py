@@ -55,6 +55,7 @@ from planner.site.index import build_site_index
 from planner.site.jobs import AMOUNTS, JOBS_NAME, build_chooser
 from planner.site.machines import build_machine_pages, render_machine_pdfs
 from planner.site.workloads import WORKLOADS_DIR, build_workload_pages, workload_files
+from planner.trace.machine import planned_machine
 
 MACHINES_DIR = "machines"
 INDEX_NAME, ACCURACY_NAME, CSV_NAME = "index.html", "accuracy.html", "gpuplan-results.csv"
@@ -152,8 +153,9 @@ def build_site(results_root: Path, out: Path = Path("site/_build"), *, accuracy:
     if accuracy is None:
         accuracy = site_rows(iter_accuracy_tables(machines))
     out = Path(out).resolve()
-    files_of = workload_files([w.workload for m in machines for w in m.workloads])
-    planned = [(m, report_plan(m, None, machines)) for m in machines]   # each machine's plan, once
+    shown = [planned_machine(m) for m in machines]   # a trace folder: its traces predicted (planner/trace)
+    files_of = workload_files([w.workload for m in shown for w in m.workloads])
+    planned = [(m, report_plan(m, None, machines)) for m in shown]   # each machine's plan, once
     built = build_machine_pages(planned, site_nav("../../", "", files_of), pdf)
     reports = [page.report for page in built]
     check_unique_ids(machines, reports)
@@ -171,7 +173,7 @@ def build_site(results_root: Path, out: Path = Path("site/_build"), *, accuracy:
     files[out / CSV_NAME] = to_csv(machines_frame(machines))
     pages = {name: f"{WORKLOADS_DIR}/{file}" for name, file in files_of.items()}
     index_html = render_site_page("site_index.html.j2", site_nav("", INDEX_NAME, files_of), has_pdf=pdf,
-                                  index=build_site_index(machines, reports, pages), stamp="")
+                                  index=build_site_index(shown, reports, pages), stamp="")
     manifest = load_manifest(out)
     digests = {}
     if pdf:

@@ -24,8 +24,9 @@ FOLDED = {
 LAYOUT_KINDS = frozenset({"convolution", "convolution_backward", "batch_norm", "batch_norm_backward"})
 MATMUL_BASE = frozenset({"mm", "addmm", "bmm", "baddbmm", "convolution", "convolution_backward", "attention",
                          "attention_backward", "_cudnn_rnn", "_cudnn_rnn_backward"})
-# The variants a trace tells apart (planner/trace/training.py kind_and_class): a masked attention, an NHWC layout.
-VARIANTS = ("_masked", "_nhwc")
+# The variants a trace tells apart (TracedOp.variant; planner/trace/training.py kind_and_class)
+VARIANT_SUFFIX = {"masked": "_masked", "causal": "_causal", "channels_last": "_nhwc"}
+VARIANTS = tuple(VARIANT_SUFFIX.values())
 MATMUL_KINDS = frozenset({*MATMUL_BASE, *(k + v for k in MATMUL_BASE for v in VARIANTS)})
 
 

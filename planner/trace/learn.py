@@ -39,7 +39,7 @@ from planner.trace.training import build_rows, roofs_of
 PLAIN = ("default", "no_cudnn_benchmark")
 HOST_SET = 0.7
 OVERLAPS = tuple(i / 20 for i in range(11))
-FP32_SCALES = tuple(0.5 + i / 20 for i in range(31))
+FP32_SCALES = tuple(0.1 + i / 20 for i in range(39))
 FUSED = tuple(i / 20 for i in range(4, 21))
 COMPILED_HOST = (0.25, 0.5, 0.75, 1.0, 1.25)
 

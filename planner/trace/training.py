@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from gpuplan_schema.payloads import CeilingsPayload, RooflinePayload, TracedOp, TracePayload, TraceRun
 from planner.trace.efficiency import ANY, Group, Row, math_class
 from planner.trace.gemm import gemm_of
-from planner.trace.kinds import LAYOUT_KINDS, MATMUL_KINDS, Roofs, base_kind, op_kind
+from planner.trace.kinds import LAYOUT_KINDS, MATMUL_KINDS, VARIANT_SUFFIX, Roofs, base_kind, op_kind
 
 
 def roofs_of(ceilings: CeilingsPayload) -> Roofs:
@@ -34,13 +34,13 @@ def group_of(op: TracedOp, roofs: Roofs, precision: str) -> Group:
 
 
 def kind_and_class(op: TracedOp, precision: str) -> tuple[str, str]:
-    """The op's kind and, for a matmul kind, its math class ("any" for the others: their efficiency is learned
-    across dtypes, as the profile lists each op once whatever dtypes its calls had)."""
+    """The op's kind (with its variant where the kind has kernels of its own for it: a masked or causal attention,
+    an NHWC convolution or batch norm) and, for a matmul kind, its math class ("any" for the others: their
+    efficiency is learned across dtypes, as the profile lists each op once whatever dtypes its calls had)."""
     kind = op_kind(op.name)
-    if kind.startswith("attention") and len(op.shapes) >= 4:
-        kind += "_masked"  # an attention bias or mask: cuDNN's masked kernels run at half the unmasked ones' rate
-    if op.layout == "channels_last" and kind in LAYOUT_KINDS:
-        kind += "_nhwc"    # convolutions and batch norms have kernels of their own per layout
+    suffix = VARIANT_SUFFIX.get(op.variant or "")
+    if suffix and (kind.startswith("attention") or kind in LAYOUT_KINDS):
+        kind += suffix
     return kind, math_class(op.dtype, precision) if kind in MATMUL_KINDS else ANY
 
 

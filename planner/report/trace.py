@@ -1,0 +1,31 @@
+"""The report's first word on a machine predicted from a trace: "predicted from a trace: no GPU measured", the GPU
+whose measurements the prediction was learned from, and per workload the ops that dominate the predicted step and
+the unknown share (planner/trace/summary.py computes them; this only arranges them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuplan_schema.results import MachineResults
+from planner.report.sections import SectionBase
+from planner.trace.machine import is_prediction
+from planner.trace.model_file import load_learned
+from planner.trace.summary import TraceSummary, trace_summaries
+
+
+@dataclass(frozen=True)
+class TraceSection(SectionBase, kind="trace", title="Predicted from a trace: no GPU measured", in_toc=False):
+    reference: str                 # the GPU the model was learned on
+    learned_from: list[str]        # its reference workloads
+    summaries: list[TraceSummary]
+    median_error: float | None     # the held-out steps' median |error| (benchmarks/trace_leave_one_out.py)
+
+
+def build_trace_sections(machine: MachineResults) -> list[TraceSection]:
+    """One section for a machine predicted from a trace (planner/trace/machine.py), none for a measured one."""
+    if not is_prediction(machine):
+        return []
+    learned = load_learned()
+    errors = sorted(abs(e) for e in learned.residuals.eager)
+    return [TraceSection(learned.model.gpu, list(learned.model.efficiency.workloads),
+                         trace_summaries(machine, learned.model), errors[len(errors) // 2] if errors else None)]
