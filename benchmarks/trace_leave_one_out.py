@@ -38,9 +38,10 @@ from collectors.trace.collect import load_on_meta, save_trace, trace_configs, tr
 from gpuplan_schema.payloads import TracePayload  # noqa: E402
 from gpuplan_schema.results import MachineResults, load_machine  # noqa: E402
 from gpuplan_schema.schema import document_to_dict, load_document, write_text_atomic  # noqa: E402
-from planner.check.bands import _side, gpu_set, host_spread  # noqa: E402
+from planner.check.bands import gpu_set, host_spread  # noqa: E402
 from planner.check.crossarch import build_crosscheck  # noqa: E402
 from planner.model.split import machine_rooflines  # noqa: E402
+from planner.trace.bands import sides  # noqa: E402
 from planner.trace.learn import learn_gpu  # noqa: E402
 from planner.trace.loo import MIN_STEP_S, BatchResidual, StepResidual, leave_one_out  # noqa: E402
 from planner.trace.model_file import LEARNED, Learned, Residuals, learned_to_dict  # noqa: E402
@@ -83,10 +84,9 @@ def trace_references(folder: Path, machines: list[MachineResults], retrace: bool
 
 
 def in_band(residuals: list[StepResidual], error: float, workload: str) -> bool:
-    """Whether the measurement lay inside the band made from the OTHER workloads' residuals (bands.py's sides)."""
-    others = [r.error for r in residuals if r.workload != workload]
-    low = _side([1 - 1 / (1 + e) for e in others])
-    high = _side([1 / (1 + e) - 1 for e in others])
+    """Whether the measurement lay inside the band a trace-only plan gives (planner/trace/bands.py's sides), made
+    from the OTHER workloads' residuals."""
+    low, high = sides([r.error for r in residuals if r.workload != workload])
     measured_over_predicted = 1 / (1 + error)
     return 1 - low <= measured_over_predicted <= 1 + high
 

@@ -30,6 +30,7 @@ for path in (ROOT, ROOT / "docs"):  # run as a script from a clone that is not i
         sys.path.insert(0, str(path))
 
 import tables  # noqa: E402
+import trace_tables  # noqa: E402
 
 from gpuplan_schema.results import MachineResults, load_results_root  # noqa: E402
 
@@ -63,6 +64,7 @@ GENERATORS: dict[str, Callable[[list[MachineResults]], str]] = {
     "collectives": tables.collectives,
     "ddp": tables.ddp,
     "dataloader": tables.dataloader,
+    "trace-leave-one-out": trace_tables.trace_leave_one_out,
 }
 
 

@@ -78,8 +78,9 @@ def trace_run(workload: Workload, precision: str, batch: int) -> TraceRun:
     part = mem.at_peak
     memory = TraceMemory(mem.peak, part.get("parameters", 0), part.get("inputs", 0), part.get("gradients", 0),
                          part.get("optimizer", 0), part.get("activations", 0) + part.get("other", 0),
-                         [list(p) for p in thin(mem.timeline)])
-    return TraceRun(precision, batch, "ok", None, aggregate(step.calls), memory, time.perf_counter() - started)
+                         [list(p) for p in thin(mem.timeline)], mem.largest)
+    return TraceRun(precision, batch, "ok", None, aggregate(step.calls), memory, time.perf_counter() - started,
+                    step.module_calls)
 
 
 def iter_runs(spec: str, workload: Workload, progress: Progress | None = None) -> Iterator[TraceRun]:

@@ -34,6 +34,7 @@ class LiveMemory:
     timeline: list[tuple[int, int]] = field(default_factory=list)
     seen: dict[int, tuple[str, int]] = field(default_factory=dict)   # storage id → (category, bytes)
     ops: int = 0
+    largest: int = 0   # the largest block allocated in the step: what fragmentation must find room for
 
     @property
     def total(self) -> int:
@@ -52,6 +53,7 @@ class LiveMemory:
         if key in self.seen:
             return
         size = rounded(storage.nbytes())
+        self.largest = max(self.largest, size)
         self.seen[key] = (category, size)
         self.live[category] += size
         weakref.finalize(storage, self._free, key)
@@ -74,6 +76,7 @@ class LiveMemory:
         self.at_peak = dict(self.live)
         self.timeline = [(0, self.total)]
         self.ops = 0
+        self.largest = 0
 
 
 def _tensors(value: object) -> list[torch.Tensor]:

@@ -55,6 +55,25 @@ class AdamWState:
 class TracedStep:
     calls: list[TracedCall]
     memory: LiveMemory
+    module_calls: int = 0   # nn.Module forward calls in the recorded step: each costs the host Python time
+
+
+class ModuleCounter:
+    """Counts every nn.Module call while it is on (a global forward pre-hook, removed on exit)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.on = False
+
+    def __enter__(self) -> ModuleCounter:
+        self.handle = torch.nn.modules.module.register_module_forward_pre_hook(self._count)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.handle.remove()
+
+    def _count(self, module: torch.nn.Module, args: object) -> None:
+        self.calls += self.on
 
 
 def _loss(workload: Workload, inputs: Any, targets: Any, precision: str) -> torch.Tensor:
@@ -107,13 +126,13 @@ def trace_step(workload: Workload, precision: str, batch: int) -> TracedStep:
     recorder = TraceRecorder(memory)
     run: Callable[[], None] = (lambda: train_step(workload, inputs, targets, precision, optimizer, recorder)) \
         if workload.training else (lambda: infer_step(workload, inputs, precision, recorder))
-    with recorder:
+    with recorder, ModuleCounter() as modules:
         recorder.recording = False
         run()
         memory.adopt(optimizer.exp_avgs + optimizer.exp_avg_sqs + optimizer.steps, "optimizer")
         memory.reset_peak()
-        recorder.recording = True
+        recorder.recording = modules.on = True
         run()
     for p in params:
         p.grad = None
-    return TracedStep(recorder.calls, memory)
+    return TracedStep(recorder.calls, memory, modules.calls)

@@ -48,7 +48,8 @@ class TracedOp:
 @dataclass(frozen=True)
 class TraceMemory:
     """Bytes the step holds at its peak, by what holds them (`gradients` is everything backward allocates: the
-    parameters' gradients and backward's own buffers), and the live bytes along the step (op index, bytes)."""
+    parameters' gradients and backward's own buffers), the live bytes along the step (op index, bytes) and the
+    largest single block it allocates."""
 
     peak_bytes: int
     parameters_bytes: int
@@ -57,6 +58,7 @@ class TraceMemory:
     optimizer_bytes: int
     activations_bytes: int
     timeline: list[list[int]] = field(default_factory=list)
+    largest_bytes: int = 0            # the largest single block the step allocates (fragmentation must fit it)
 
     def check(self) -> str | None:
         parts = (self.parameters_bytes, self.inputs_bytes, self.gradients_bytes, self.optimizer_bytes,
@@ -79,6 +81,7 @@ class TraceRun:
     ops: list[TracedOp] = field(default_factory=list)
     memory: TraceMemory | None = None
     trace_s: float = 0.0              # the CPU's wall time to trace it
+    module_calls: int = 0             # nn.Module calls of the step (each costs the host Python time)
 
     def check(self) -> str | None:
         if self.batch < 1:

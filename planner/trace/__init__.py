@@ -2,7 +2,7 @@
 
 By stage: `kinds` (what an op is, its time at a GPU's roofs) and `gemm` (a matrix product's shape and how well it
 fills a GPU); `training` (the profiled op rows the efficiency is learned from), `efficiency` (per-op efficiency
-per kind), `predict` (a traced step's time: GPU, host, their overlap), `memory` (peak against batch, the largest
+per kind), `predict` (a traced step's time: GPU, host, how they join), `memory` (peak against batch, the largest
 batch), `learn` (everything one reference GPU teaches: efficiency, host, fp32, compile, memory) and `loo` (each
 reference workload predicted without its own measurements); `model_file` (learned.json, written by
 benchmarks/trace_leave_one_out.py), `bands` (a trace-only plan's bands from the held-out residuals) and `machine`

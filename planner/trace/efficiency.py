@@ -20,16 +20,19 @@ pooled memory-kind figures and counted as unlearned: its share of the predicted 
 
 from __future__ import annotations
 
-import itertools
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from planner.trace.gemm import Gemm
 from planner.trace.kinds import base_kind
 
-K_HALVES = (0.0, 32.0, 64.0, 128.0, 256.0, 512.0)
+K_HALVES = (0.0,)
+# An NCHW convolution's transposes move its bytes twice more (cuDNN transposes the input in and the output back):
+# counted once each at the roof, not learned (the profiles hold one NHWC network, ResNet-50, whose held-out fit
+# could only learn the NCHW convolutions' overhead into the convolution's own efficiency)
+NCHW_TRANSPOSES = 1.0
 EVEN = (1.0, 0.8, 0.6, 0.45, 0.3)          # the efficiency of an even, not 8-aligned product against an aligned one
 ODD = (0.5, 0.3, 0.2, 0.15, 0.1, 0.07)     # of one with an odd dimension
 MIN_ROWS = 2
@@ -44,15 +47,22 @@ def math_class(dtype: str | None, precision: str) -> str:
 
 @dataclass(frozen=True)
 class Shape:
-    """How a matrix product's shape sets its efficiency (gemm.py): the reduction depth at half efficiency, and the
-    efficiency of an even and of an odd product against an 8-aligned one."""
+    """How a matrix product's shape sets its efficiency (gemm.py): the reduction depth at half efficiency, the
+    efficiency of an even and of an odd product against an 8-aligned one, and how many times its transposes' bytes
+    an NCHW convolution moves beside its product (cuDNN's nchwToNhwc and back, the bias added apart)."""
 
     k_half: float = 0.0
     even: float = 1.0
     odd: float = 1.0
+    nchw: float = NCHW_TRANSPOSES
 
     def aligned(self, alignment: int) -> float:
         return 1.0 if alignment >= 8 else self.odd if alignment == 1 else self.even
+
+    @property
+    def unaligned(self) -> Shape:
+        """The same without the alignment factors: plain fp32 products run on SIMT kernels, which take any."""
+        return Shape(self.k_half, 1.0, 1.0, self.nchw)
 
 
 @dataclass(frozen=True)
@@ -63,13 +73,14 @@ class Group:
     math_s: float
     memory_s: float
     gemm: Gemm | None = None
+    nchw_s: float = 0.0       # per call: an NCHW convolution's transposes (its bytes twice, at the copy roof)
 
     def roof_s(self, sms: int, shape: Shape) -> float:
         """Σ over the calls of the roofline time, the math time stretched by the shape's fill (matmul kinds)."""
         math_s = self.math_s
         if self.gemm is not None and math_s:
             math_s /= self.gemm.fill(sms, shape.k_half) * shape.aligned(self.gemm.alignment)
-        return self.calls * max(math_s, self.memory_s)
+        return self.calls * (max(math_s, self.memory_s) + shape.nchw * self.nchw_s)
 
 
 @dataclass(frozen=True)
@@ -103,7 +114,7 @@ class Efficiency:
     """One GPU's learned per-op efficiency (module docstring)."""
 
     sms: int
-    shape: Shape
+    shapes: dict[str, Shape]                  # family (FAMILIES) → its shape parameters
     kinds: dict[str, KindFit]                 # "mm/half", "add", …
     pooled: KindFit                           # any kind no profile showed
     workloads: tuple[str, ...] = field(default_factory=tuple)   # what it was learned from
@@ -119,12 +130,18 @@ class Efficiency:
                     return f"{k}/{c}"
         return None
 
-    def time_s(self, kind: str, cls: str, groups: Iterable[Group]) -> tuple[float, bool]:
-        """(predicted seconds of these calls, whether the kind was learned)."""
+    def time_s(self, kind: str, cls: str, groups: Iterable[Group], fp32_slowdown: float = 1.0) -> tuple[float, bool]:
+        """(predicted seconds of these calls, whether the kind was learned). No profile ran plain fp32: an fp32
+        product takes its kind's fixed cost per call and `fp32_slowdown` (learned from the measured fp32 steps,
+        learn.py) times its roof, the alignment factors left out (SIMT kernels)."""
         groups = list(groups)
         key = self.key(kind, cls)
         fit = self.kinds[key] if key else self.pooled
-        roof = sum(g.roof_s(self.sms, self.shape) for g in groups)
+        shape = self.shapes.get(family(kind), Shape())
+        if cls == "fp32":
+            roof = sum(g.roof_s(self.sms, shape.unaligned) for g in groups)
+            return sum(g.calls for g in groups) * fit.per_call_s + fp32_slowdown * roof, key is not None
+        roof = sum(g.roof_s(self.sms, shape) for g in groups)
         return sum(g.calls for g in groups) * fit.per_call_s + fit.slowdown * roof, key is not None
 
 
@@ -150,10 +167,18 @@ def _roof(row: Row, sms: int, shape: Shape) -> float:
     return sum(g.roof_s(sms, shape) for g in row.groups)
 
 
-def fit_kind(rows: list[Row], sms: int, shape: Shape) -> KindFit:
+def fit_kind(rows: list[Row], sms: int, shape: Shape, least: float = 0.0) -> KindFit:
+    """The kind's (per_call_s, slowdown) by the weighted least squares, the slowdown at least `least` (a matrix
+    product never beats the measured matmul roof: 1 for the matmul kinds; caches can serve a memory-bound op's bytes
+    faster than the copy bandwidth, so 0 for the others)."""
     x1 = [float(r.calls) for r in rows]
     x2 = [_roof(r, sms, shape) for r in rows]
-    a, b = _nnls2(x1, x2, [r.measured_s for r in rows], [1.0 / (r.step_s * r.step_s) for r in rows])
+    y, w = [r.measured_s for r in rows], [1.0 / (r.step_s * r.step_s) for r in rows]
+    a, b = _nnls2(x1, x2, y, w)
+    if b < least:  # held at the floor, the fixed cost refitted to what is left
+        b = least
+        a = max(0.0, sum(wi * xi * (yi - b * zi) for wi, xi, yi, zi in zip(w, x1, y, x2, strict=True))
+                / max(sum(wi * xi * xi for wi, xi in zip(w, x1, strict=True)), 1e-300))
     return KindFit(a, b if b > 0 else 1.0, len(rows))  # no roof signal (ops of ~no work): their time is their calls'
 
 
@@ -170,40 +195,62 @@ def _error(fits: dict[str, KindFit], rows: list[Row], sms: int, shape: Shape) ->
     return total
 
 
+FLOOR = 1.0
+GRID = {"k_half": K_HALVES, "even": EVEN, "odd": ODD}
+ROUNDS = 3
+
+
 def fit_shape(matmul: dict[str, list[Row]], sms: int) -> tuple[Shape, dict[str, KindFit]]:
-    """The shape parameters (a grid; the matmul kinds refitted at each point) that fit the matmul rows best."""
+    """The shape parameters that fit these matmul rows best (the kinds refitted at each trial): each parameter in
+    turn over its grid, the others held, for ROUNDS rounds (coordinate descent: the full grid is 180 points)."""
     rows = [r for rs in matmul.values() for r in rs]
-    best: tuple[float, Shape, dict[str, KindFit]] | None = None
-    for k_half, even, odd in itertools.product(K_HALVES, EVEN, ODD):
-        shape = Shape(k_half, even, odd)
-        fits = {k: fit_kind(rs, sms, shape) for k, rs in matmul.items()}
-        error = _error(fits, rows, sms, shape)
-        if best is None or error < best[0]:
-            best = (error, shape, fits)
-    return (best[1], best[2]) if best else (Shape(), {})
+
+    def trial(shape: Shape) -> tuple[float, Shape, dict[str, KindFit]]:
+        fits = {k: fit_kind(rs, sms, shape, FLOOR) for k, rs in matmul.items()}
+        return _error(fits, rows, sms, shape), shape, fits
+
+    best = trial(Shape())
+    for _ in range(ROUNDS):
+        for name, values in GRID.items():
+            best = min((trial(replace(best[1], **{name: v})) for v in values), key=lambda t: t[0])
+    return best[1], best[2]
+
+
+def family(kind: str) -> str:
+    """Which shape parameters a kind's products take: convolutions' (implicit GEMMs, cuDNN's tiles) or the
+    matrix products' (cuBLAS's); the others have no product shape."""
+    return "conv" if kind.startswith("convolution") else "gemm"
 
 
 def fit_efficiency(rows: list[Row], sms: int) -> Efficiency:
-    """Learn one GPU's efficiency from its profiled op rows (module docstring)."""
+    """Learn one GPU's efficiency from its profiled op rows (module docstring): the shape parameters per family
+    with its matmul kinds, then every other kind with enough rows."""
     by_key: dict[str, list[Row]] = defaultdict(list)
     for r in rows:
         by_key[_key(r)].append(r)
-    shape, kinds = fit_shape({k: rs for k, rs in by_key.items() if "/" in k}, sms)
+    shapes: dict[str, Shape] = {}
+    kinds: dict[str, KindFit] = {}
+    for name in ("gemm", "conv"):
+        mine = {k: rs for k, rs in by_key.items() if "/" in k and family(k) == name}
+        if mine:
+            shapes[name], fits = fit_shape(mine, sms)
+            kinds.update(fits)
     for k, rs in by_key.items():
         if k not in kinds and len(rs) >= MIN_ROWS:
-            kinds[k] = fit_kind(rs, sms, shape)
+            kinds[k] = fit_kind(rs, sms, Shape())
     memory = [f for k, f in kinds.items() if "/" not in k]
     pooled = KindFit(statistics.median(f.per_call_s for f in memory) if memory else 5e-6,
                      statistics.median(f.slowdown for f in memory) if memory else 2.0, 0)
-    return Efficiency(sms, shape, kinds, pooled, tuple(sorted({r.workload for r in rows})))
+    return Efficiency(sms, shapes, kinds, pooled, tuple(sorted({r.workload for r in rows})))
 
 
 def efficiency_to_dict(e: Efficiency) -> dict:
-    return {"sms": e.sms, "shape": {"k_half": e.shape.k_half, "even": e.shape.even, "odd": e.shape.odd},
+    return {"sms": e.sms, "shapes": {k: v.__dict__ for k, v in e.shapes.items()},
             "workloads": list(e.workloads), "pooled": e.pooled.to_dict(),
             "kinds": {k: f.to_dict() for k, f in sorted(e.kinds.items())}}
 
 
 def efficiency_from_dict(d: dict) -> Efficiency:
-    return Efficiency(int(d["sms"]), Shape(**d["shape"]), {k: KindFit(**f) for k, f in d["kinds"].items()},
+    return Efficiency(int(d["sms"]), {k: Shape(**v) for k, v in d["shapes"].items()},
+                      {k: KindFit(**f) for k, f in d["kinds"].items()},
                       KindFit(**d["pooled"]), tuple(d.get("workloads", ())))

@@ -21,11 +21,10 @@ FOLDED = {
     "_scaled_dot_product_flash_attention_backward": "attention_backward",
 }
 # Kinds whose time is set by tensor-core math at their size: their efficiency is learned per kind and size.
-LAYOUT_KINDS = frozenset({"convolution", "convolution_backward", "batch_norm", "batch_norm_backward"})
 MATMUL_BASE = frozenset({"mm", "addmm", "bmm", "baddbmm", "convolution", "convolution_backward", "attention",
                          "attention_backward", "_cudnn_rnn", "_cudnn_rnn_backward"})
-# The variants a trace tells apart (TracedOp.variant; planner/trace/training.py kind_and_class)
-VARIANT_SUFFIX = {"masked": "_masked", "causal": "_causal", "channels_last": "_nhwc"}
+# The attention variants with kernels of their own (TracedOp.variant; planner/trace/training.py kind_and_class)
+VARIANT_SUFFIX = {"masked": "_masked", "causal": "_causal"}
 VARIANTS = tuple(VARIANT_SUFFIX.values())
 MATMUL_KINDS = frozenset({*MATMUL_BASE, *(k + v for k in MATMUL_BASE for v in VARIANTS)})
 

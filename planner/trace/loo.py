@@ -57,7 +57,7 @@ class BatchResidual:
 def _steps(model: GpuModel, points: list[Measured], variant: str) -> Iterator[StepResidual]:
     for m in points:
         step = model.step(m.run)
-        predicted = step.step_s if variant == "eager" else model.compile.step_s(step, model.host.overlap)
+        predicted = step.step_s if variant == "eager" else model.compile.step_s(step, model.host.sharpness)
         yield StepResidual(model.machine, m.workload.workload, m.point.precision, m.point.batch, variant,
                            m.point.step_s.median, predicted, step.host_s > step.gpu_s,  # type: ignore[union-attr]
                            step.unknown_share)
@@ -76,7 +76,7 @@ def held_out(machine: MachineResults, traces: dict[str, TracePayload], workload:
     for b in payload.default_boundaries:
         line = memory_line(traces[workload], b.precision)
         if spec and line and b.status == "ok" and b.max_batch and not b.capped:
-            predicted = line.max_batch(spec.memory_bytes, model.memory.usable, model.memory.offset_bytes)
+            predicted = model.memory.max_batch(line, spec.memory_bytes)
             batches.append(BatchResidual(machine.machine, workload, b.precision, b.max_batch, predicted))
     return steps, batches
 

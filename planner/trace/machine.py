@@ -82,7 +82,7 @@ def _boundaries(trace: TracePayload, model: GpuModel, card_bytes: int) -> list[O
     for precision in dict.fromkeys(r.precision for r in trace.ok_runs()):
         line = memory_line(trace, precision)
         if line:
-            most = line.max_batch(card_bytes, model.memory.usable, model.memory.offset_bytes)
+            most = model.memory.max_batch(line, card_bytes)
             out.append(OomBoundary(precision, "ok" if most else "oom", most or None, most + 1, fresh_process=True))
     return out
 
@@ -96,7 +96,7 @@ def predicted_workload(trace: TracePayload, model: GpuModel, card_bytes: int) ->
     if main is not None and main.status == "ok" and trace.training:
         step = steps[(MAIN, trace.main_batch)]
         points.append(_point(trace, main, step, model, "variant", "compile",
-                             model.compile.step_s(step, model.host.overlap)))
+                             model.compile.step_s(step, model.host.sharpness)))
     return WorkloadPayload(trace.workload, trace.source, trace.unit, trace.training, "cuda", "trace", trace.parameters,
                            points, _boundaries(trace, model, card_bytes), 0.0, trace.tokens_per_sample)
 

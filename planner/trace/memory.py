@@ -6,8 +6,8 @@ optimizer state fixed; activations per sample), so the traced runs of a precisio
 
     peak(batch) = fixed + per_sample × batch          (least squares over the precision's traced batches)
 
-The largest batch on a GPU of `card_bytes` is where the line, plus the allocator's offset, reaches the share of the
-card the reference workloads' measured boundaries reached (`usable`).
+The largest batch on a GPU of `card_bytes` is where the line, plus the allocator's offset and room for its largest
+block (fragmentation), reaches the share of the card the reference workloads' measured boundaries reached.
 """
 
 from __future__ import annotations
@@ -23,19 +23,30 @@ class MemoryLine:
     fixed_bytes: float
     per_sample_bytes: float
     batches: int
+    largest_fixed: float = 0.0       # the largest single block, against batch too
+    largest_per_sample: float = 0.0
 
     def peak(self, batch: int) -> float:
         return self.fixed_bytes + self.per_sample_bytes * batch
 
-    def max_batch(self, card_bytes: float, usable: float, offset_bytes: float) -> int:
-        room = usable * card_bytes - offset_bytes - self.fixed_bytes
-        return max(0, int(room / self.per_sample_bytes)) if self.per_sample_bytes > 0 else 0
+    def largest(self, batch: int) -> float:
+        return self.largest_fixed + self.largest_per_sample * batch
+
+    def max_batch(self, card_bytes: float, usable: float, offset_bytes: float, fragmentation: float = 0.0) -> int:
+        """The largest batch whose peak, the allocator's offset and `fragmentation` times its largest block fit
+        `usable` of the card: a caching allocator fails when no free segment holds the next large block, however
+        much is free in all (gpt-small's logits, nanoGPT's: the measured boundaries fall short by about one of
+        them)."""
+        room = usable * card_bytes - offset_bytes - self.fixed_bytes - fragmentation * self.largest_fixed
+        slope = self.per_sample_bytes + fragmentation * self.largest_per_sample
+        return max(0, int(room / slope)) if slope > 0 else 0
 
 
 def memory_line(trace: TracePayload, precision: str) -> MemoryLine | None:
-    """The precision's line through its traced peaks; None with fewer than two batches."""
-    peaks = {r.batch: float(r.memory.peak_bytes) for r in trace.ok_runs(precision) if r.memory}
-    if len(peaks) < 2:
+    """The precision's line through its traced peaks (and largest blocks); None with fewer than two batches."""
+    runs = {r.batch: r.memory for r in trace.ok_runs(precision) if r.memory}
+    if len(runs) < 2:
         return None
-    fixed, per_sample = least_squares(list(peaks), list(peaks.values()))
-    return MemoryLine(fixed, per_sample, len(peaks)) if per_sample > 0 else None
+    fixed, per_sample = least_squares(list(runs), [float(m.peak_bytes) for m in runs.values()])
+    big_fixed, big_slope = least_squares(list(runs), [float(m.largest_bytes) for m in runs.values()])
+    return MemoryLine(fixed, per_sample, len(runs), big_fixed, big_slope) if per_sample > 0 else None

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from gpuplan_schema.payloads import CeilingsPayload, RooflinePayload, TracedOp, TracePayload, TraceRun
 from planner.trace.efficiency import ANY, Group, Row, math_class
 from planner.trace.gemm import gemm_of
-from planner.trace.kinds import LAYOUT_KINDS, MATMUL_KINDS, VARIANT_SUFFIX, Roofs, base_kind, op_kind
+from planner.trace.kinds import MATMUL_KINDS, VARIANT_SUFFIX, Roofs, base_kind, op_kind
 
 
 def roofs_of(ceilings: CeilingsPayload) -> Roofs:
@@ -29,18 +29,20 @@ def group_of(op: TracedOp, roofs: Roofs, precision: str) -> Group:
     calls = max(op.calls, 1)
     flops = op.flops / calls if op.flops is not None else None
     kind = op_kind(op.name)
-    return Group(op.calls, roofs.math_s(flops, op.dtype, precision), op.bytes / calls / roofs.bytes_per_s,
-                 gemm_of(kind, op.shapes, flops))
+    memory_s = op.bytes / calls / roofs.bytes_per_s
+    nchw = kind.startswith("convolution") and op.variant != "channels_last" and op.shapes and len(op.shapes[0]) == 4
+    return Group(op.calls, roofs.math_s(flops, op.dtype, precision), memory_s, gemm_of(kind, op.shapes, flops),
+                 2 * memory_s if nchw else 0.0)
 
 
 def kind_and_class(op: TracedOp, precision: str) -> tuple[str, str]:
-    """The op's kind (with its variant where the kind has kernels of its own for it: a masked or causal attention,
-    an NHWC convolution or batch norm) and, for a matmul kind, its math class ("any" for the others: their
+    """The op's kind (with its variant where the kind has kernels of its own for it: a masked or causal attention)
+    and, for a matmul kind, its math class ("any" for the others: their
     efficiency is learned across dtypes, as the profile lists each op once whatever dtypes its calls had)."""
     kind = op_kind(op.name)
     suffix = VARIANT_SUFFIX.get(op.variant or "")
-    if suffix and (kind.startswith("attention") or kind in LAYOUT_KINDS):
-        kind += suffix
+    if suffix and kind.startswith("attention"):
+        kind += suffix   # a convolution's layout is in its Group (the NCHW transposes), a batch norm's learned alike
     return kind, math_class(op.dtype, precision) if kind in MATMUL_KINDS else ANY
 
 

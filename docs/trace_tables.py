@@ -1,0 +1,78 @@
+"""The generated block of docs/accuracy.md on trace-only plans: benchmarks/trace_leave_one_out.py's residuals
+(results/<machine>/diagnostics/trace-leave-one-out.json), each reference workload predicted from its trace by a
+model learned without its own measurements."""
+
+from __future__ import annotations
+
+import json
+import statistics
+
+from gpuplan_schema.results import MachineResults
+
+OUT_NAME = "trace-leave-one-out.json"     # benchmarks/trace_leave_one_out.py writes it
+MIN_STEP_S = 0.020
+TARGETS = ("goal (issue 41): steps ≥ 20 ms median |error| ≤ 10 %, none over 25 %; max batch within 5 %; ≥ 90 % "
+           "inside the band")
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{x:.1%}"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows]) + "\n"
+
+
+def _loaded(machines: list[MachineResults]) -> list[dict]:
+    out = []
+    for m in machines:
+        path = m.folder / "diagnostics" / OUT_NAME
+        if path.is_file():
+            out.append(json.loads(path.read_text(encoding="utf-8")))
+    return out
+
+
+def _summary_rows(runs: list[dict]) -> list[list[str]]:
+    rows = []
+    for run in runs:
+        s = run["summary"]
+        rows.append([s["machine"], str(s["steps"]), _pct(s["median_abs_error"]), _pct(s["max_abs_error"]),
+                     str(s["over_25"]), _pct(s["compiled_median_abs_error"]),
+                     f"{s['batches_within_5']} of {s['batches']}", f"{s['inside_band']} of {s['banded']}"])
+    return rows
+
+
+def _workload_rows(runs: list[dict]) -> list[list[str]]:
+    names = sorted({w for run in runs for w in run["summary"]["workloads"]})
+    rows = []
+    for name in names:
+        row = [name]
+        for run in runs:
+            w = run["summary"]["workloads"].get(name)
+            row += [str(w["n"]), _pct(w["median_abs_error"]), _pct(w["max_abs_error"])] if w else ["0", "–", "–"]
+        compiled = [abs(s["error"]) for run in runs for s in run["steps"]
+                    if s["workload"] == name and s["variant"] == "compile" and s["measured_s"] >= MIN_STEP_S]
+        row.append(_pct(statistics.median(compiled)) if compiled else "–")
+        rows.append(row)
+    return rows
+
+
+def _batch_rows(runs: list[dict]) -> list[list[str]]:
+    return [[b["machine"], b["workload"], b["precision"], f"{b['measured']:,}", f"{b['predicted']:,}",
+             f"{b['error']:+.1%}"] for run in runs for b in run["batches"]]
+
+
+def trace_leave_one_out(machines: list[MachineResults]) -> str:
+    runs = _loaded(machines)
+    if not runs:
+        return "No leave-one-out run is committed (benchmarks/trace_leave_one_out.py --write).\n"
+    head = ["GPU", "steps ≥ 20 ms", "median abs error", "max abs error", "over 25 %", "compiled median",
+            "max batch within 5 %", "inside the band"]
+    machine_heads = [f"{run['summary']['machine']} {what}" for run in runs for what in ("n", "median", "max")]
+    return (f"Each reference workload traced on a CPU and predicted without its own measurements; {TARGETS}.\n\n"
+            + _table(head, _summary_rows(runs))
+            + "\nPer workload (plain steps ≥ 20 ms; the last column: torch.compile steps, both GPUs):\n\n"
+            + _table(["workload", *machine_heads, "compiled median"], _workload_rows(runs))
+            + "\nLargest batch, predicted from the traced memory against the measured boundary (default allocator):\n\n"
+            + _table(["GPU", "workload", "precision", "measured", "predicted", "error"], _batch_rows(runs)))
