@@ -58,6 +58,18 @@ def test_the_plan_json_has_the_shape_of_a_measured_machines_marked_as_from_a_tra
         assert all(c["max_batch"] > 0 for c in target["capacity"])
 
 
+def test_the_plan_lists_what_each_traced_step_spends_its_time_on(plan):
+    (summary,) = plan_to_json(plan)["trace"]
+    assert summary["workload"] == "sensor-cnn" and summary["ops"] and 0 <= summary["unknown_share"] < 1
+    assert sum(o["share"] for o in summary["ops"]) <= 1 and summary["peak_bytes"] > 0
+
+
+def test_a_measured_machines_plan_has_no_trace(h100):
+    out = plan_to_json(build_plan(h100, ["H100 SXM"]))
+    assert out["trace"] == [] and out["source"]["predicted_from"] == "measurements"
+    assert out["targets"][0]["measured"] and not out["targets"][0]["from_trace"]
+
+
 def test_a_trace_plan_ranks_instances_for_a_job(plan):
     ok = [r for r in plan.ranking if r.status == "ok"]
     assert len(ok) > 10 and len({r.gpu for r in ok}) > 5

@@ -59,6 +59,7 @@ from planner.specs.require import require_target
 from planner.trace.bands import trace_bands
 from planner.trace.machine import is_prediction
 from planner.trace.model_file import load_learned
+from planner.trace.summary import TraceSummary, trace_summaries
 from planner.units import format_count, short_rate
 
 PLAN_SCHEMA_VERSION = 1
@@ -130,6 +131,7 @@ class Plan:
     job_asked: bool = False     # `job` is the user's (--job), not the default job
     ranker: JobRanker | None = field(default=None, repr=False, compare=False)   # ranks any other job of the source
     traced: bool = False        # the source is a trace (planner/trace): every figure predicted, none measured
+    trace: list[TraceSummary] = field(default_factory=list)   # traced: per workload, the dominant ops, unknown share
 
     @cached_property
     def unchecked_notes(self) -> dict[str, str]:
@@ -504,8 +506,10 @@ def build_plan(machine: MachineResults, targets: list[str] | None = None, job: J
             continue  # the measured GPU itself: already first
         built.append(build_source_target(source, label, count) if gpu.name == source.spec.name
                      else build_target(source, label, gpu, count, built[0]))
+    traced = {"traced": source.traced,
+              "trace": trace_summaries(machine, load_learned().model) if source.traced else []}
     if job is None and not rank_defaults:
-        return Plan(machine.machine, source.spec, built, None, [], check, traced=source.traced)
+        return Plan(machine.machine, source.spec, built, None, [], check, **traced)
     ranker = JobRanker(source, build_scaling(gather_efficiencies(measured), build_sync_model(measured)), tuple(built))
     precisions = {w: s.precision for w, s in built[0].settings.items()}
     jobs = rank_default_jobs(machine.workloads, ranker.rank, job, precisions) if rank_defaults else {}
@@ -514,13 +518,12 @@ def build_plan(machine: MachineResults, targets: list[str] | None = None, job: J
         default = parse_job(DEFAULT_JOB).workload
         job = jobs[default].job if default in jobs else None
     if job is None:
-        return Plan(machine.machine, source.spec, built, None, [], check, jobs=jobs, ranker=ranker,
-                    traced=source.traced)
+        return Plan(machine.machine, source.spec, built, None, [], check, jobs=jobs, ranker=ranker, **traced)
     predict = build_predictor(source, job, ranker.answers)
     ranking = jobs[job.workload].rows if job.workload in jobs else ranker.rank(job, predict)
     nodes = build_node_ranking(job, predict, machines, scaling=ranker.scaling, feed=build_feed(source, job))
     return Plan(machine.machine, source.spec, built, job, ranking, check, ASSUMPTIONS, nodes, jobs, asked, ranker,
-                source.traced)
+                **traced)
 
 
 def all_machines(machine: MachineResults, measured: Sequence[MachineResults]) -> list[MachineResults]:
@@ -598,4 +601,5 @@ def plan_to_json(plan: Plan) -> dict:
         "crosscheck": plan.crosscheck.to_dict() if plan.crosscheck else None,
         "unchecked_notes": plan.unchecked_notes,
         "checked_notes": plan.checked_notes,
+        "trace": [t.to_dict() for t in plan.trace],
     }

@@ -39,6 +39,9 @@ def render_plan_lines(plan: Plan, verbose: bool, top: int, width: int) -> list[s
         if plan.traced else f"{plan.source_gpu.name}, measured"
     lines = [f"Plan from {plan.machine} ({source}): settings first; "
              f"{'every figure follows' if verbose else '--verbose for every figure and reason'}"]
+    if plan.trace:
+        lines += ["", "What the traces' steps spend their predicted GPU time on:",
+                  *(f"   {t.words}" for t in plan.trace)]
     order = list(measured.settings)
     job = plan.job if plan.job_asked else None  # the default jobs' rankings are the report's and the JSON's
     if not job:  # the whole answer on the first screen, whatever the number of workloads

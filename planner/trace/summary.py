@@ -42,6 +42,17 @@ class TraceSummary:
     memory_parts: dict[str, int] = field(default_factory=dict)
     failed: list[str] = field(default_factory=list)   # "fp32 batch 64: <reason>"
 
+    def to_dict(self) -> dict:
+        """The plan JSON's `trace` entry (docs/plan-json.md)."""
+        return {**{k: v for k, v in self.__dict__.items() if k != "ops"}, "ops": [o.__dict__ for o in self.ops]}
+
+    @property
+    def words(self) -> str:
+        """One line: the ops that dominate and the unknown share, for the plan text."""
+        ops = ", ".join(f"{o.kind} {o.share:.0%}" for o in self.ops[:3])
+        unknown = f" ({', '.join(self.unknown)})" if self.unknown else ""
+        return f"{self.workload}: {ops}; unknown operations {self.unknown_share:.0%} of the GPU time{unknown}"
+
 
 def summarise(trace: TracePayload, model: GpuModel) -> TraceSummary | None:
     runs = trace.ok_runs()
