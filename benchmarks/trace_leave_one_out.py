@@ -13,9 +13,11 @@ Steps (all on the CPU; ~10 min on 2 shared cores, most of it tracing conv-rollou
 3. print the acceptance figures: steps of at least 20 ms, median |error| and the largest; the largest batch within
    5 %; the share of measured steps inside the band the plan would give (its half-widths calibrated on the other
    workloads' residuals: each workload's band is made without its own residuals);
-4. with --write: results/<machine>/diagnostics/trace-leave-one-out.json (every residual; docs/accuracy.md's
-   generated block reads it) and planner/trace/learned.json (the models learned from every workload, the
-   residuals the bands are made from: what `gpuplan plan` reads for a trace folder).
+4. each reference workload's trace, predicted without its own measurements, against the published
+   cross-architecture tables (planner/check/crossarch.py), beside the measured H100's rows for the same tables;
+5. with --write: results/<machine>/diagnostics/trace-leave-one-out.json (every residual, and on the H100 the
+   published rows; docs/accuracy.md's generated block reads it) and planner/trace/learned.json (the models learned
+   from every workload, the residuals the bands are made from: what `gpuplan plan` reads for a trace folder).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,13 +40,14 @@ import torch  # noqa: E402
 from collectors.trace.collect import load_on_meta, save_trace, trace_configs, trace_run  # noqa: E402
 from gpuplan_schema.payloads import TracePayload  # noqa: E402
 from gpuplan_schema.results import MachineResults, load_machine  # noqa: E402
-from gpuplan_schema.schema import document_to_dict, load_document, write_text_atomic  # noqa: E402
+from gpuplan_schema.schema import build_document, document_to_dict, load_document, write_text_atomic  # noqa: E402
 from planner.check.bands import gpu_set, host_spread  # noqa: E402
 from planner.check.crossarch import build_crosscheck  # noqa: E402
 from planner.model.split import machine_rooflines  # noqa: E402
 from planner.trace.bands import sides  # noqa: E402
 from planner.trace.learn import learn_gpu  # noqa: E402
 from planner.trace.loo import MIN_STEP_S, BatchResidual, StepResidual, leave_one_out  # noqa: E402
+from planner.trace.machine import trace_machine  # noqa: E402
 from planner.trace.model_file import LEARNED, Learned, Residuals, learned_to_dict  # noqa: E402
 from planner.trace.references import REFERENCE_MACHINES, REFERENCE_SPECS  # noqa: E402
 
@@ -120,6 +124,23 @@ def print_summary(s: dict) -> None:
         print(f"  {w:22s} n={row['n']:3d}  median {row['median_abs_error']:6.1%}  largest {row['max_abs_error']:6.1%}")
 
 
+def published_check(machine: MachineResults, traces: dict[str, TracePayload], base: Learned) -> list[dict]:
+    """Each reference workload's trace predicted without its own measurements (a trace folder of it alone, the model
+    learned leaving it out) and checked against the published cross-architecture tables as a measured machine is
+    (planner/check/crossarch.py), beside the measured machine's own row for the same table and GPU."""
+    measured = build_crosscheck(machine)
+    mine = {(r.table, r.gpu): r.error for r in (measured.rows if measured else [])}
+    out = []
+    for name, trace in traces.items():
+        model = learn_gpu(machine, traces, leave_out=name)
+        doc = build_document("trace", "trace", "1", f"trace-{name}", trace)
+        folder = MachineResults(f"trace-{name}", machine.folder, {f"trace-{name}": doc})
+        check = build_crosscheck(trace_machine(folder, replace(base, models={machine.machine: model})).machine)
+        out += [{"workload": name, "table": r.table, "gpu": r.gpu, "error": r.error,
+                 "measured_error": mine.get((r.table, r.gpu))} for r in (check.rows if check else [])]
+    return out
+
+
 def cross_residuals(machine: MachineResults) -> list[float]:
     check = build_crosscheck(machine)
     return [r.error for r in check.rows if gpu_set(r.host)] if check else []
@@ -148,14 +169,26 @@ def main(argv: list[str] | None = None) -> int:
         if args.write:
             out = {"summary": summary, "steps": [s.to_dict() for s in steps], "batches": [b.to_dict() for b in batches]}
             write_text_atomic(machine.folder / "diagnostics" / OUT_NAME, json.dumps(out, indent=1) + "\n")
+    residuals = Residuals(eager, compiled, cross_residuals(machines[0]), host_spread(machines))
+    learned = Learned(models, {m.machine: m.ceilings for m in machines}, residuals)  # type: ignore[misc]
+    published = published_check(machines[0], traces, learned)
+    print_published(published)
     if args.write:
-        residuals = Residuals(eager, compiled, cross_residuals(machines[0]), host_spread(machines))
-        learned = Learned(models, {m.machine: m.ceilings for m in machines}, residuals)  # type: ignore[misc]
         ceilings = {m.machine: document_to_dict(next(d for d in m.documents.values() if d.kind == "ceilings"))
                     ["payload"] for m in machines}
         write_text_atomic(LEARNED, json.dumps(learned_to_dict(learned, ceilings), indent=1) + "\n")
+        path = machines[0].folder / "diagnostics" / OUT_NAME
+        write_text_atomic(path, json.dumps({**json.loads(path.read_text()), "published": published}, indent=1) + "\n")
         print(f"\nwrote {LEARNED.relative_to(ROOT)} and results/*/diagnostics/{OUT_NAME}")
     return 0
+
+
+def print_published(rows: list[dict]) -> None:
+    errors = [abs(r["error"]) for r in rows]
+    theirs = [abs(r["measured_error"]) for r in rows if r["measured_error"] is not None]
+    if errors:
+        print(f"\npublished tables, {len(rows)} rows: trace median |ratio error| {statistics.median(errors):.1%}, "
+              f"largest {max(errors):.1%}; the measured machine's, same rows: {statistics.median(theirs):.1%}")
 
 
 if __name__ == "__main__":

@@ -63,6 +63,23 @@ def _batch_rows(runs: list[dict]) -> list[list[str]]:
              f"{b['error']:+.1%}"] for run in runs for b in run["batches"]]
 
 
+def _published_rows(runs: list[dict]) -> list[list[str]]:
+    rows = [r for run in runs for r in run.get("published", [])]
+    out = []
+    for name in sorted({r["workload"] for r in rows}):
+        mine = [r for r in rows if r["workload"] == name]
+        errors = [abs(r["error"]) for r in mine]
+        measured = [abs(r["measured_error"]) for r in mine if r["measured_error"] is not None]
+        out.append([name, str(len(mine)), _pct(statistics.median(errors)), _pct(max(errors)),
+                    _pct(statistics.median(measured)) if measured else "–"])
+    if rows:
+        errors = [abs(r["error"]) for r in rows]
+        measured = [abs(r["measured_error"]) for r in rows if r["measured_error"] is not None]
+        out.append(["all", str(len(rows)), _pct(statistics.median(errors)), _pct(max(errors)),
+                    _pct(statistics.median(measured)) if measured else "–"])
+    return out
+
+
 def trace_leave_one_out(machines: list[MachineResults]) -> str:
     runs = _loaded(machines)
     if not runs:
@@ -75,4 +92,9 @@ def trace_leave_one_out(machines: list[MachineResults]) -> str:
             + "\nPer workload (plain steps ≥ 20 ms; the last column: torch.compile steps, both GPUs):\n\n"
             + _table(["workload", *machine_heads, "compiled median"], _workload_rows(runs))
             + "\nLargest batch, predicted from the traced memory against the measured boundary (default allocator):\n\n"
-            + _table(["GPU", "workload", "precision", "measured", "predicted", "error"], _batch_rows(runs)))
+            + _table(["GPU", "workload", "precision", "measured", "predicted", "error"], _batch_rows(runs))
+            + "\nAgainst the published cross-architecture tables (each GPU's published throughput over the H100's, "
+            "predicted from the trace alone, the workload left out of the model), beside the measured H100's plan on "
+            "the same rows:\n\n"
+            + _table(["workload", "rows", "trace median abs ratio error", "trace max", "measured H100's median"],
+                     _published_rows(runs)))

@@ -151,6 +151,15 @@ def test_a_bad_workload_spec_is_one_line_and_exit_2(tmp_path, capsys):
     assert not any(tmp_path.iterdir())   # nothing written
 
 
+def test_a_trace_never_goes_into_a_measured_machines_folder(tmp_path, in_repo, capsys):
+    measured = tmp_path / "h100"
+    measured.mkdir()
+    (measured / "ceilings.json").write_text("{}")
+    assert trace_cli.main(["examples/user_workload.py:build", "--out", str(tmp_path), "--machine", "h100"]) == 2
+    assert "holds measured results (ceilings.json)" in capsys.readouterr().err
+    assert sorted(p.name for p in measured.iterdir()) == ["ceilings.json"]
+
+
 @pytest.mark.parametrize("example", EXAMPLES)
 def test_every_example_that_runs_under_collect_traces_without_change(example, in_repo):
     spec = f"examples/{example}"

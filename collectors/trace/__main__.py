@@ -14,7 +14,7 @@ from gpuplan_schema.progress import Progress
 
 PROG = os.environ.get("GPUPLAN_PROG", "python3 -m collectors.trace")
 DEFAULT_MACHINE = "trace"
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,26 +32,51 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def refuse_measured(folder: Path) -> str | None:
+    """Why `folder` cannot take traces: it holds a machine's measured documents (a plan reads a folder as measured
+    or as traced, never both)."""
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        if not path.name.startswith("trace-"):
+            return f"{folder}: holds measured results ({path.name}); trace into another folder (--machine ID)"
+    return None
+
+
+def trace_all(loaded: list, folder: Path, machine: str, progress: Progress) -> int:
+    """Trace each loaded workload and save it; the number with no step traced (their old trace, if any, kept)."""
+    failed = 0
+    for spec, workload in loaded:
+        payload = trace_workload(spec, workload, progress)
+        bad = [r for r in payload.runs if r.status != "ok"]
+        for run in bad:
+            progress.warn(f"{payload.workload} {run.precision} batch {run.batch}: {run.reason}")
+        if not payload.ok_runs() and (folder / f"trace-{payload.workload}.json").exists():
+            progress.warn(f"{payload.workload}: no step traced; the trace already in {folder} is kept")
+            failed += 1
+            continue
+        failed += not payload.ok_runs()
+        path = save_trace(payload, folder, machine)
+        progress.warn(f"{path}: {len(payload.runs) - len(bad)} of {len(payload.runs)} steps traced in "
+                      f"{payload.elapsed_s:.1f} s")
+    return failed
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     machine = sanitize_machine_id(args.machine)
     folder = args.out / machine
     try:  # every spec is loaded before anything runs: a typo stops the command with nothing written
+        if problem := refuse_measured(folder):
+            raise WorkloadError(problem)
         loaded = [(spec, load_on_meta(spec)) for spec in args.workloads]
     except WorkloadError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    failed = 0
-    with Progress("trace", total=sum(len(trace_configs(spec, w)) for spec, w in loaded)) as progress:
-        for spec, workload in loaded:
-            payload = trace_workload(spec, workload, progress)
-            path = save_trace(payload, folder, machine)
-            bad = [r for r in payload.runs if r.status != "ok"]
-            for run in bad:
-                progress.warn(f"{payload.workload} {run.precision} batch {run.batch}: {run.reason}")
-            failed += not payload.ok_runs()
-            progress.warn(f"{path}: {len(payload.runs) - len(bad)} of {len(payload.runs)} steps traced in "
-                          f"{payload.elapsed_s:.1f} s")
+    try:
+        with Progress("trace", total=sum(len(trace_configs(spec, w)) for spec, w in loaded)) as progress:
+            failed = trace_all(loaded, folder, machine, progress)
+    except KeyboardInterrupt:  # the workloads saved so far stay; the one being traced is not written
+        print(f"{PROG}: interrupted; the traces already written to {folder} are kept", file=sys.stderr)
+        return EXIT_INTERRUPTED
     return EXIT_FAILED if failed else EXIT_OK
 
 

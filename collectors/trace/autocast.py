@@ -10,7 +10,10 @@ autocast itself acts, so its casts are differentiable and backward sees them, as
   (a leaf that requires grad) is cast once per region and the cast is reused, as autocast's cast cache does;
 - runs attention as the fused kernel a GPU picks: cuDNN's for half precision, the memory-efficient one for
   fp32 and TF32 (what the roofline profiles of every reference workload show on the H100 and the H200). Both
-  have meta kernels and autograd formulas, so backward records their backward kernel.
+  have meta kernels and autograd formulas, so backward records their backward kernel;
+- runs dropout as the fused `native_dropout`, an nn.LSTM as one `_cudnn_rnn` (in fp16 under autocast, as
+  cuDNN's autocast does), and cross_entropy as CUDA autocast leaves it (its log_softmax in the logits' dtype,
+  nll_loss in fp32), where meta would decompose each into other ops than a GPU's.
 
 A call made inside another call's implementation is not seen again (the mode is off while a handler runs), as
 for autocast the casts happen at the first op of its lists that the call reaches.
@@ -207,7 +210,7 @@ def register_meta_kernels() -> None:
         _LIBRARY.impl("_cudnn_rnn_backward", _rnn_backward_meta, "Meta")
 
 
-_LIBRARY = torch.library.Library("aten", "IMPL")  # noqa: TID251 - kept alive: a Library drops its kernels when freed
+_LIBRARY = torch.library.Library("aten", "IMPL")  # kept alive: a Library drops its kernels when it is freed
 register_meta_kernels()
 
 

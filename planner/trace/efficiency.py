@@ -8,14 +8,17 @@ efficiency), so that an op's time on that GPU is
 
 where roof_s is the larger of the call's math time (FLOPs at the measured matmul roof of its dtype) and memory time
 (bytes at the measured copy bandwidth). For the matrix products (gemm.py) a call's math time is first divided by
-how well its shape fills the GPU (waves of tiles, the reduction depth K / (K + k_half)) and, for a dimension off the
-8-element alignment, by its alignment's factor: a bert-base matmul and gpt-small's 50,257-wide head are one kind,
-not one efficiency. Matmul kinds are learned per math class (half: fp16 and bf16; tf32; fp32), the others across them.
+how well its shape fills the GPU (waves of tiles, split-K) and, for a dimension off the 8-element alignment, by its
+alignment's factor: a bert-base matmul and gpt-small's 50,257-wide head are one kind, not one efficiency; an NCHW
+convolution adds its transposes. Matmul kinds are learned per math class (half: fp16 and bf16; tf32), never faster
+than the measured roof (slowdown at least 1); plain fp32 products (no profile ran them) take one slowdown learned
+from the measured fp32 steps (learn.py); the other kinds are learned across dtypes.
 
 The profiles aggregate each op over its calls (per name), so the fit is on sums: per kind, a non-negative least
 squares over every profiled op row (each row weighted by 1 / its profile's step, so that every profile counts
-alike), the two shape parameters by a grid search on the matmul rows. A kind no profile shows is timed with the
-pooled memory-kind figures and counted as unlearned: its share of the predicted step is the plan's unknown share.
+alike), the alignment factors by a search over their grids on the matmul rows, per family (cuBLAS products, cuDNN
+convolutions). A kind no profile shows is timed with the pooled memory-kind figures and counted as unlearned: its
+share of the predicted step is the plan's unknown share.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ from dataclasses import dataclass, field, replace
 from planner.trace.gemm import Gemm
 from planner.trace.kinds import base_kind
 
+# The reduction depth at half efficiency (gemm.Gemm.fill): 32 to 512 were tried, and the held-out median did not move
+# once split-K was modelled; kept at 0 (no depth penalty), a grid of one
 K_HALVES = (0.0,)
 # An NCHW convolution's transposes move its bytes twice more (cuDNN transposes the input in and the output back):
 # counted once each at the roof, not learned (the profiles hold one NHWC network, ResNet-50, whose held-out fit

@@ -33,11 +33,12 @@ class MemoryLine:
         return self.largest_fixed + self.largest_per_sample * batch
 
     def max_batch(self, card_bytes: float, usable: float, offset_bytes: float, fragmentation: float = 0.0) -> int:
-        """The largest batch whose peak, the allocator's offset and `fragmentation` times its largest block fit
-        `usable` of the card: a caching allocator fails when no free segment holds the next large block, however
-        much is free in all (gpt-small's logits, nanoGPT's: the measured boundaries fall short by about one of
-        them)."""
-        room = usable * card_bytes - offset_bytes - self.fixed_bytes - fragmentation * self.largest_fixed
+        """The largest batch whose peak, the allocator's offset and `fragmentation` times its largest block's
+        per-sample part fit `usable` of the card: a caching allocator fails when no free segment holds the next
+        large block, however much is free in all (gpt-small's logits, nanoGPT's: the measured boundaries fall short
+        by about one of them). A block that does not grow with the batch (an embedding table) is allocated once,
+        before the step's, and takes no such room."""
+        room = usable * card_bytes - offset_bytes - self.fixed_bytes
         slope = self.per_sample_bytes + fragmentation * self.largest_per_sample
         return max(0, int(room / slope)) if slope > 0 else 0
 
