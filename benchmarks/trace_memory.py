@@ -5,8 +5,8 @@ peak resident memory.
 
     python benchmarks/trace_memory.py [--cores 2] [--repeats 3] [--out FILE]
 
-Each repeat runs `python -m collectors.trace FILE:build` (what `gpuplan trace` runs) pinned to the first `--cores`
-cores (taskset), the decoder defined in a workload file written to a temporary folder; the wall time is the child's,
+Each repeat runs `python -m collectors.trace benchmarks/trace_decoder.py:build` (what `gpuplan trace` runs) pinned
+to the first `--cores` cores (taskset) into a temporary folder; the wall time is the child's,
 the peak memory its maximum resident set (getrusage of the children, in a fresh process per repeat so that each
 repeat's maximum is its own). Acceptance (issue 41): at most 60 s and 4 GB. Timings taken on a shared machine are
 not claims: re-time on a quiet one (the median of the repeats and their spread are printed).
@@ -26,16 +26,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-WORKLOAD = '''
-from collectors.workloads.models.builtin import gpt_small
-
-
-def build():
-    """GPT-2 medium's width, 20 layers, an untied head: 355 M parameters."""
-    spec = gpt_small(d_model=1024, n_layers=20, n_heads=16)
-    spec["name"] = "decoder-350m"
-    return spec
-'''
+DECODER = ROOT / "benchmarks" / "trace_decoder.py"   # the 355 M-parameter decoder
 MEASURE = '''
 import resource, subprocess, sys, time, json
 started = time.perf_counter()
@@ -49,8 +40,8 @@ print(json.dumps({"rc": rc, "wall_s": wall, "max_rss_bytes": rss}))
 def one_run(folder: Path, cores: int) -> dict:
     """One traced run in a fresh measuring process (so RUSAGE_CHILDREN is this run's alone)."""
     pin = ["taskset", "-c", f"0-{cores - 1}"] if shutil.which("taskset") and cores < (os.cpu_count() or 1) else []
-    trace = [*pin, sys.executable, "-m", "collectors.trace", f"{folder / 'decoder.py'}:build", "--out",
-             str(folder / "out"), "--machine", "decoder"]
+    trace = [*pin, sys.executable, "-m", "collectors.trace", f"{DECODER}:build", "--out", str(folder / "out"),
+             "--machine", "decoder"]
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS=str(cores))
     done = subprocess.run([sys.executable, "-c", MEASURE, *trace], env=env, capture_output=True, text=True,
                           check=False)
@@ -68,7 +59,6 @@ def main(argv: list[str] | None = None) -> int:
     runs = []
     with tempfile.TemporaryDirectory(prefix="gpuplan-trace-bench-") as tmp:
         folder = Path(tmp)
-        (folder / "decoder.py").write_text(WORKLOAD)
         for i in range(args.repeats):
             run = one_run(folder, args.cores)
             if run["rc"]:

@@ -30,7 +30,9 @@ def group_of(op: TracedOp, roofs: Roofs, precision: str) -> Group:
     flops = op.flops / calls if op.flops is not None else None
     kind = op_kind(op.name)
     memory_s = op.bytes / calls / roofs.bytes_per_s
-    nchw = kind.startswith("convolution") and op.variant != "channels_last" and op.shapes and len(op.shapes[0]) == 4
+    # cuDNN runs a channels-first convolution (1-D ones too, as 2-D of height 1) through NHWC transposes
+    nchw = kind.startswith("convolution") and op.variant != "channels_last" and bool(op.shapes) \
+        and len(op.shapes[0]) in (3, 4, 5)
     return Group(op.calls, roofs.math_s(flops, op.dtype, precision), memory_s, gemm_of(kind, op.shapes, flops),
                  2 * memory_s if nchw else 0.0)
 
