@@ -62,11 +62,16 @@ def variant_of(func: torch._ops.OpOverload, args: tuple, kwargs: dict, tensors: 
         if isinstance(_argument(func, args, kwargs, "attn_bias"), torch.Tensor):
             return "masked"
         return "causal" if _argument(func, args, kwargs, "is_causal") else None
-    first = tensors[0] if tensors else None
-    if first is None or first.dim() not in (4, 5) or first.layout != torch.strided or first.is_contiguous():
-        return None
-    fmt = torch.channels_last if first.dim() == 4 else torch.channels_last_3d
-    return "channels_last" if first.is_contiguous(memory_format=fmt) else None
+    # a convolution runs NHWC where its input or its weight is channels_last (cuDNN's suggested memory format), and
+    # meta's batch norm returns contiguous outputs whatever its input was: a convolution looks at all its images
+    images = tensors if "convolution" in func._schema.name else tensors[:1]
+    return "channels_last" if any(_channels_last(t) for t in images) else None
+
+
+def _channels_last(t: torch.Tensor) -> bool:
+    if t.dim() not in (4, 5) or t.layout != torch.strided or t.is_contiguous():
+        return False
+    return t.is_contiguous(memory_format=torch.channels_last if t.dim() == 4 else torch.channels_last_3d)
 
 
 def launches_of(name: str, args: tuple, flops: float | None, moved: int) -> int:
