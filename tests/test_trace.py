@@ -114,6 +114,32 @@ def test_attention_is_the_fused_kernel_a_gpu_picks_with_causal_flops_halved():
     assert not any("bmm" in op.name for op in half.ops)   # no math path: no score matrix in memory
 
 
+class Recurrent(nn.Module):
+    """A GRU and PyTorch's own multi-head attention: a GPU runs one cuDNN call and the fused attention for them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gru = nn.GRU(64, 64, batch_first=True)
+        self.mha = nn.MultiheadAttention(64, 4, batch_first=True)
+        self.head = nn.Linear(64, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h, _ = self.gru(x)
+        h, _ = self.mha(h, h, h, need_weights=False)
+        return self.head(h.mean(1))
+
+
+def test_a_gru_and_multi_head_attention_are_the_kernels_a_gpu_runs():
+    with torch.device("meta"):
+        model = Recurrent()
+    run = trace_run(tiny_workload(model, _tiny_batch), "bf16", 8)
+    assert run.status == "ok", run.reason
+    names = {op.name for op in run.ops}
+    assert {"aten::_cudnn_rnn", "aten::_cudnn_rnn_backward", "aten::_scaled_dot_product_cudnn_attention"} <= names
+    assert dtypes(run, "aten::_cudnn_rnn") == {"fp16"}            # cuDNN's RNNs run fp16 under any autocast
+    assert not names & {"aten::_safe_softmax", "aten::sigmoid_backward"}   # no math path, no per-step gates
+
+
 class NeedsValues(nn.Module):
     def __init__(self) -> None:
         super().__init__()

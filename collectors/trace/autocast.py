@@ -11,9 +11,10 @@ autocast itself acts, so its casts are differentiable and backward sees them, as
 - runs attention as the fused kernel a GPU picks: cuDNN's for half precision, the memory-efficient one for
   fp32 and TF32 (what the roofline profiles of every reference workload show on the H100 and the H200). Both
   have meta kernels and autograd formulas, so backward records their backward kernel;
-- runs dropout as the fused `native_dropout`, an nn.LSTM as one `_cudnn_rnn` (in fp16 under autocast, as
-  cuDNN's autocast does), and cross_entropy as CUDA autocast leaves it (its log_softmax in the logits' dtype,
-  nll_loss in fp32), where meta would decompose each into other ops than a GPU's.
+- runs dropout as the fused `native_dropout`, an nn.LSTM, GRU or RNN as one `_cudnn_rnn` (in fp16 under autocast,
+  as cuDNN's autocast does), nn.MultiheadAttention with this mode on inside it, and cross_entropy as CUDA
+  autocast leaves it (its log_softmax in the logits' dtype, nll_loss in fp32), where meta would decompose each
+  into other ops than a GPU's.
 
 A call made inside another call's implementation is not seen again (the mode is off while a handler runs), as
 for autocast the casts happen at the first op of its lists that the call reaches.
@@ -74,8 +75,10 @@ class GpuOnMeta(TorchFunctionMode):
             return self._attention(*args, **kwargs)
         if name == "dropout":
             return _dropout(func, *args, **kwargs)
-        if name == "lstm":
-            return cudnn_lstm(*args, **kwargs)
+        if name in CUDNN_MODES and not kwargs:
+            return cudnn_rnn(name, *args)
+        if name == "multi_head_attention_forward":
+            return self._multi_head_attention(func, args, kwargs)
         return func(*args, **kwargs)
 
     def __enter__(self) -> GpuOnMeta:
@@ -88,6 +91,20 @@ class GpuOnMeta(TorchFunctionMode):
     def __exit__(self, *exc: object) -> None:
         super().__exit__(*exc)
         self._flag.__exit__(*exc)
+
+    def _multi_head_attention(self, func: Callable, args: tuple, kwargs: dict) -> Any:
+        """nn.MultiheadAttention's function, run with this mode on inside it: its projections are cast and its
+        attention (scaled_dot_product_attention where no weights are asked for, as on a GPU) is the fused kernel.
+        The mode is off while a handler runs and the function would hand itself back to the mode on entry, so its
+        own check (`has_torch_function` in torch.nn.functional) is answered no for the call."""
+        module = torch.nn.functional
+        saved = module.has_torch_function
+        module.has_torch_function = lambda *a, **k: False  # type: ignore[assignment]
+        try:
+            with self:
+                return func(*args, **kwargs)
+        finally:
+            module.has_torch_function = saved
 
     def _cross_entropy(self, func: Callable, logits: torch.Tensor, target: torch.Tensor, *args: Any,
                        **kwargs: Any) -> torch.Tensor:
@@ -174,26 +191,32 @@ def _dropout(func: Callable, input: torch.Tensor, p: float = 0.5, training: bool
     return torch.ops.aten.native_dropout(input, p, True)[0]
 
 
-def cudnn_lstm(*args: Any) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """An nn.LSTM as a GPU runs it: one cuDNN call over all its layers and directions (`_cudnn_rnn`, and in backward
-    `_cudnn_rnn_backward`), where meta would decompose it into per-time-step matmuls and gates. Both forms of
-    torch.lstm: (input, hx, weights, biases, layers, dropout, train, bidirectional, batch_first) and the packed one
-    (data, batch_sizes, hx, weights, biases, layers, dropout, train, bidirectional). cuDNN's reserve space (what
-    backward reads of the forward) has size 0 on meta: it is not counted in the trace's memory."""
-    packed = isinstance(args[1], torch.Tensor)
+CUDNN_MODES = {"rnn_relu": 0, "rnn_tanh": 1, "lstm": 2, "gru": 3}   # cuDNN's RNN modes (aten/src/ATen/cudnn)
+
+
+def cudnn_rnn(name: str, *args: Any) -> tuple[torch.Tensor, ...]:
+    """An nn.LSTM, GRU or RNN as a GPU runs it: one cuDNN call over all its layers and directions (`_cudnn_rnn`,
+    and in backward `_cudnn_rnn_backward`), where meta would decompose it into per-time-step matmuls and gates.
+    Both forms of torch.lstm/gru/rnn_*: (input, hx, weights, biases, layers, dropout, train, bidirectional,
+    batch_first) and the packed one (data, batch_sizes, hx, weights, biases, layers, dropout, train,
+    bidirectional); an LSTM's hx is (h, c), the others' h. cuDNN's reserve space (what backward reads of the
+    forward) has size 0 on meta: it is not counted in the trace's memory."""
+    packed = isinstance(args[1], torch.Tensor) and args[1].dim() == 1 \
+        and not args[1].is_floating_point()
     if packed:
         data, batch_sizes, hx, weights, biases, layers, dropout, train, bidirectional = args
         batch_first, sizes = False, [int(b) for b in batch_sizes.tolist()]
     else:
         data, hx, weights, biases, layers, dropout, train, bidirectional, batch_first = args
         sizes = []
-    h0, c0 = hx
+    h0, c0 = hx if name == "lstm" else (hx, None)
     dtype = data.dtype
     weights = [w.to(dtype) for w in weights]
     buffer = torch.empty(sum(w.numel() for w in weights), dtype=dtype, device=data.device)
-    out = torch.ops.aten._cudnn_rnn(data, weights, 4 if biases else 2, buffer, h0.to(dtype), c0.to(dtype), 2,
-                                    h0.shape[-1], 0, layers, batch_first, dropout, train, bidirectional, sizes, None)
-    return out[0], out[1], out[2]
+    out = torch.ops.aten._cudnn_rnn(data, weights, 4 if biases else 2, buffer, h0.to(dtype),
+                                    None if c0 is None else c0.to(dtype), CUDNN_MODES[name], h0.shape[-1], 0, layers,
+                                    batch_first, dropout, train, bidirectional, sizes, None)
+    return (out[0], out[1], out[2]) if name == "lstm" else (out[0], out[1])
 
 
 def _rnn_backward_meta(input: torch.Tensor, weight: list[torch.Tensor], weight_stride0: int, weight_buf: Any,
