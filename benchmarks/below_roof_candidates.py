@@ -7,7 +7,7 @@ table (generated block `below-roof-candidates`). Run from the repository root:
 
     a  held at the source's speed (the model before SM clocks were catalogued)
     b  each class's below-roof time × its own roof's ratio (the op keeps the source's efficiency)
-    c  × source SM·clock / target SM·clock (the model: planner/model/performance.py)
+    c  × source SM·clock / target SM·clock (the model: planner/model/performance.py, with its per-op roof floor)
     d  per op, the slower of its roof on the target and its whole time × the SM·clock ratio (a roofline max)
 
 A candidate replaces performance.scale_factor for the evaluation only (patched, then restored).
@@ -69,8 +69,10 @@ def class_roof(split: StepSplit, source: Rates, target: Rates) -> float:
 
 
 def sm_clock(split: StepSplit, source: Rates, target: Rates) -> float:
+    """The model: with, since issue 39, no op faster than its roofs at the target's datasheet (op_floor)."""
     math, memory, _ = _roofs(split, source, target)
-    return _rest(split, source, target) + math + memory + split.below_roof * target.sm_time_ratio
+    floor = sum(performance.op_floor(split, source, target))
+    return _rest(split, source, target) + math + memory + split.below_roof * target.sm_time_ratio + floor
 
 
 def _op_ratio(profile: RooflineAtBatch, precision: str, source: Rates, target: Rates) -> float:

@@ -1,11 +1,12 @@
 """The two-node emulation's validation: predict run B's DDP step (e.g. sockets) from run A's (e.g. NVLink)
-and B's measured all-reduce bandwidth; print the transports both runs recorded and the error.
+and B's measured all-reduce, and each all_reduce size against the model's two-term link; print the transports
+both runs recorded and the errors (planner/scaling/transfer.py).
 
     PYTHONPATH=. python benchmarks/compare_two_node_emulation.py RUN_A_FOLDER RUN_B_FOLDER
 
-(benchmarks/gpu_two_node_emulation.sh runs both collections and this.)
-
-The same comparison runs on the CPU (gloo, two nodes on loopback) in tests/test_multinode.py.
+(benchmarks/gpu_two_node_emulation.sh runs both collections and this; docs/multinode.md shows the same tables
+for the committed runs, generated.) The same comparison runs on the CPU (gloo, two nodes on loopback) in
+tests/test_multinode.py.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from gpuplan_schema.schema import load_document
-from planner.scaling.network import validate_transfer
+from gpuplan_schema.schema import DocumentError, load_document
+from planner.render.two_node import render_sizes_markdown, render_transfer_markdown
+from planner.scaling.transfer import check_sizes, validate_transfer
 
 
 def describe(folder: Path) -> tuple:
@@ -27,19 +29,21 @@ def describe(folder: Path) -> tuple:
 
 
 def main(a: str, b: str) -> int:
-    ddp_a, coll_a = describe(Path(a))
-    ddp_b, coll_b = describe(Path(b))
-    checks = validate_transfer(ddp_a, coll_a, ddp_b, coll_b)
-    if not checks:
+    try:
+        ddp_a, coll_a = describe(Path(a))
+        ddp_b, coll_b = describe(Path(b))
+    except DocumentError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    rows = [(Path(a).name, Path(b).name, validate_transfer(ddp_a, coll_a, ddp_b, coll_b)),
+            (Path(b).name, Path(a).name, validate_transfer(ddp_b, coll_b, ddp_a, coll_a))]
+    if not any(checks for _, _, checks in rows):
         print("no workload measured on 2 ranks in both runs")
         return 1
-    print("| workload | k (A) | A busbw GB/s | B busbw GB/s | predicted B step ms | measured B step ms | error | "
-          "error from B's own compute |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for c in checks:
-        print(f"| {c.workload} | {c.exposed_fraction:.2f} | {c.link_a.bytes_per_s / 1e9:.3g} | "
-              f"{c.link_b.bytes_per_s / 1e9:.3g} | {c.predicted_step_s * 1e3:.2f} | {c.measured_step_s * 1e3:.2f} | "
-              f"{c.error:+.1%} | {c.error_own_compute:+.1%} |")
+    print("\nDDP step, each run predicted from the other:\n")
+    print(render_transfer_markdown(rows))
+    print("all_reduce at each size, against α + 2(n−1)/n · size / B read off each run's own ends:\n")
+    print(render_sizes_markdown([(Path(a).name, check_sizes(coll_a)), (Path(b).name, check_sizes(coll_b))]))
     return 0
 
 

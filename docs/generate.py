@@ -29,6 +29,7 @@ for path in (ROOT, ROOT / "docs"):  # run as a script from a clone that is not i
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
+import multinode_tables  # noqa: E402
 import tables  # noqa: E402
 import trace_tables  # noqa: E402
 
@@ -51,14 +52,19 @@ GENERATORS: dict[str, Callable[[list[MachineResults]], str]] = {
     "allocator-boundaries": tables.allocator_boundaries,
     "user-workload": tables.user_workload,
     "accuracy-summary": tables.accuracy_summary,
-    "network-inputs": tables.network_inputs,
-    "node-ranking": tables.node_ranking,
+    "network-inputs": multinode_tables.network_inputs,
+    "sync-fit": multinode_tables.sync_fit,
+    "two-node-emulation": multinode_tables.two_node_emulation,
+    "node-ranking": multinode_tables.node_ranking,
     "accuracy-regimes": tables.accuracy_regimes,
     "accuracy-crossarch": tables.accuracy_crossarch,
+    "accuracy-dle": tables.accuracy_dle,
     "accuracy-scaling": tables.accuracy_scaling,
     "accuracy-repeatability": tables.accuracy_repeatability,
     "host-noise": tables.host_noise,
     "recommended-check": tables.recommended_check,
+    "compiled-bands": tables.compiled_bands,
+    "band-harnesses": tables.band_harnesses,
     "below-roof-candidates": tables.below_roof_candidates,
     "accuracy-h100-h200": tables.accuracy_tables,
     "collectives": tables.collectives,

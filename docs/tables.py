@@ -22,10 +22,14 @@ from planner.check.accuracy_markdown import (
     render_regimes,
     render_repeatability,
 )
+from planner.check.bands import build_band_table
 from planner.check.coverage import TARGET_COVERAGE, band_coverage, overall
 from planner.check.crossarch import MAX_TARGET as CROSS_MAX
 from planner.check.crossarch import MEDIAN_TARGET as CROSS_MEDIAN
 from planner.check.crossarch import build_crosscheck
+from planner.check.harness_bands import harness_coverage
+from planner.check.pairs import build_pair_check
+from planner.check.pairs_markdown import render_pair_check
 from planner.check.repeatability import ANOTHER_LEND, SAME_RUN, all_repeat_pairs, repeat_summaries
 from planner.check.scaling_check import check_published_scaling, slow_host_bandwidths, summarize_scaling
 from planner.export.frame import machines_frame
@@ -335,6 +339,23 @@ def _script(name: str):  # noqa: ANN202 - a module
     return module
 
 
+def band_harnesses(machines: list[MachineResults]) -> str:
+    """The bands held out, per harness: the measured pair, Lambda, the GPT-2 script and DLE's ratios."""
+    a, b = _by(machines, SOURCE), _by(machines, TARGET)
+    table = build_band_table([a, b], [c for c in (build_crosscheck(a), build_crosscheck(b)) if c and c.rows])
+    rows = [[h.harness, str(h.n), str(h.inside), f"{h.coverage:.1%}", f"±{h.median_half_width:.1%}",
+             "met" if h.coverage >= TARGET_COVERAGE else "missed"]
+            for h in harness_coverage(table, build_pair_check(a))]
+    return _table(["harness", "truths", "inside", "coverage", "median half-width", f"≥ {TARGET_COVERAGE:.0%}"], rows)
+
+
+def compiled_bands(machines: list[MachineResults]) -> str:
+    """Every compiled configuration timed again on a lent GPU, predicted from the other GPU type with the compiled
+    band and the eager band beside it (benchmarks/compiled_bands.py)."""
+    script = _script("compiled_bands")
+    return script.markdown(script.evaluate(machines))
+
+
 def below_roof_candidates(machines: list[MachineResults]) -> str:
     """Each candidate model of the below-roof part on the published rows and the H100 ↔ H200 pair
     (benchmarks/below_roof_candidates.py, a script: loaded from its file)."""
@@ -420,29 +441,45 @@ def accuracy_crossarch(machines: list[MachineResults]) -> str:
     return render_crosscheck(build_crosscheck(_by(machines, SOURCE)))
 
 
+def accuracy_dle(machines: list[MachineResults]) -> str:
+    """DeepLearningExamples' A100 and V100 rows predicted from the H100, as ratios between the table's own rows."""
+    return render_pair_check(build_pair_check(_by(machines, SOURCE)))
+
+
 # ── several GPUs, input pipeline ────────────────────────────────────────────────────────────────
 
 def collectives(machines: list[MachineResults]) -> str:
-    """Bus bandwidth at 1 GiB and latency at 8 KiB, per operation and machine."""
+    """Bus bandwidth at 1 GiB and latency at 8 KiB, per operation and machine (its nodes where it spanned several)."""
     df = machines_frame(machines).query("collector == 'collectives' and status == 'ok'")
     busbw = df.query("metric == 'busbw_bytes_per_s' and batch == 2**30").pivot_table(
         index="op", columns="machine", values="value")
     latency = df.query("metric == 'latency_s' and batch == 8192").pivot_table(
         index="op", columns="machine", values="value")
-    rows = [[f"`{op}`"] + [f"{busbw.loc[op, m] / 1e9:.0f} GB/s, {latency.loc[op, m] * 1e6:.1f} µs"
+    rows = [[f"`{op}`"] + [f"{busbw.loc[op, m] / 1e9:.3g} GB/s, {latency.loc[op, m] * 1e6:.1f} µs"
                            for m in busbw.columns] for op in busbw.index]
-    return _table(["operation (fp32)"] + [f"`{m}`: busbw at 1 GiB, latency at 8 KiB" for m in busbw.columns], rows)
+    nodes = df.groupby("machine")["nodes"].max()
+    where = {m: f" ({nodes[m]} nodes)" if nodes.get(m, 1) > 1 else "" for m in busbw.columns}
+    return _table(["operation (fp32)"] + [f"`{m}`{where[m]}: busbw at 1 GiB, latency at 8 KiB" for m in busbw.columns],
+                  rows)
 
 
 def ddp(machines: list[MachineResults]) -> str:
-    """DDP step and scaling efficiency per machine, workload and GPU count."""
+    """DDP step and scaling efficiency per machine, workload and GPU count (nodes × GPUs where it spanned several)."""
     df = machines_frame(machines).query("collector == 'ddp' and status == 'ok' and rank.isna()")
     table = df.pivot_table(index=["machine", "workload", "gpu_count"], columns="metric", values="value").reset_index()
     table["gpus"] = table["gpu_count"].astype(int)
-    rows = [[f"`{r.machine}`", f"`{r.workload}`", str(r.gpus), f"{r.step_s * 1e3:.1f} ms",
-             f"{r.throughput_per_s:.0f} samples/s", f"{r.scaling_efficiency:.3f}"]
+    nodes, world = df.groupby("machine")["nodes"].max(), table.groupby("machine")["gpus"].max()
+    rows = [[f"`{r.machine}`", f"`{r.workload}`", _gpus_cell(r.gpus, int(nodes.get(r.machine, 1)), world[r.machine]),
+             f"{r.step_s * 1e3:.1f} ms", f"{r.throughput_per_s:.0f} samples/s", f"{r.scaling_efficiency:.3f}"]
             for r in table.sort_values(["machine", "workload", "gpus"]).itertuples()]
     return _table(["machine", "workload", "GPUs", "step (slowest rank)", "throughput, all GPUs", "efficiency"], rows)
+
+
+def _gpus_cell(gpus: int, nodes: int, world: int) -> str:
+    """'2 (2 nodes × 1)' for a point whose ranks spanned nodes (ranks fill node 0 first, `world` ranks in all), else
+    '2'."""
+    per = world // nodes
+    return f"{gpus} ({-(-gpus // per)} nodes × {per})" if nodes > 1 and gpus > per else str(gpus)
 
 
 def dataloader(machines: list[MachineResults]) -> str:
@@ -451,44 +488,6 @@ def dataloader(machines: list[MachineResults]) -> str:
     table = df[df["epoch"].isna()].pivot_table(index="workers", columns="machine", values="value", aggfunc="max")
     rows = [[str(w)] + ["–" if pd.isna(v) else f"{v:.0f} img/s" for v in table.loc[w]] for w in table.index]
     return _table(["workers"] + [f"`{m}`: best samples/s delivered" for m in table.columns], rows)
-
-
-# ── across nodes (docs/multinode.md) ────────────────────────────────────────────────────────────
-
-NODE_JOB = "gpt-small bf16 tokens=300B"
-NODE_BASES = ("p5.48xlarge", "p5en.48xlarge", "p4d.24xlarge", "a3-highgpu-8g", "a3-ultragpu-8g",
-              "Standard_ND96isr_H100_v5", "Standard_ND96asr_v4", "g6e.48xlarge")
-
-
-def network_inputs(machines: list[MachineResults]) -> str:
-    """What the network model measured on one node: the intra-node link at DDP's bucket and k per DDP point."""
-    from planner.rank.nodes import measured_node
-    from planner.scaling.network import fit_overlap, intra_link
-    from planner.scaling.scaling import build_bus_bandwidth
-
-    node = measured_node(machines)
-    link = intra_link(build_bus_bandwidth(node.collectives)["all_reduce"])
-    fit = fit_overlap(node.ddp, node.collectives)
-    lines = [f"- measured on {node.collectives.world_size} × {node.gpu}: B_intra {link.bytes_per_s / 1e9:.0f} GB/s "
-             f"(all_reduce bus bandwidth at DDP's 25 MiB bucket), α_intra {link.alpha_s * 1e6:.1f} µs per ring step",
-             f"- k fitted per DDP point (median {fit.exposed_fraction:.2f}): "
-             + ", ".join(f"{w} on {g} GPUs {k:.2f}" for w, g, k in fit.points)]
-    return "\n".join(lines) + "\n"
-
-
-def node_ranking(machines: list[MachineResults]) -> str:
-    """`gpt-small bf16 tokens=300B` across node counts of the multi-node instances, from the H100's plan."""
-    from planner.plan.plan import build_plan
-    from planner.rank.jobs import parse_job
-    from planner.rank.nodes import measured_node, node_inputs
-    from planner.render.node_table import ok_rows, render_assumptions, render_node_markdown
-
-    job = parse_job(NODE_JOB)
-    plan = build_plan(_by(machines, SOURCE), ["H100 SXM"], job, machines)
-    node = measured_node(machines)
-    head = render_assumptions(job.spec, node_inputs(node, job.workload),
-                              f"{node.collectives.world_size} × {node.gpu}")
-    return head + "\n\n" + render_node_markdown(ok_rows(plan.node_ranking, NODE_BASES))
 
 
 # ── the README's screenshots ────────────────────────────────────────────────────────────────────

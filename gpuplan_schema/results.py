@@ -42,17 +42,36 @@ class MachineResults:
 
     @property
     def gpu_name(self) -> str | None:
+        """The GPU of the environment, else of the ceilings, else the one the ddp document's matmul ran on (a
+        folder of multi-GPU documents alone, as a run across nodes writes)."""
         env = self.environment
         if env and env.gpus:
             return env.gpus[0].name
         ceilings = self.ceilings
         if ceilings and ceilings.device == "cuda":
             return ceilings.device_name
+        ddp = self._singleton("ddp")
+        if ddp and ddp.device == "cuda" and ddp.matmul:
+            return ddp.matmul[0].gpu
+        return None
+
+    @property
+    def nodes(self) -> tuple[int, int] | None:
+        """(nodes, GPUs per node) where a multi-GPU document ran across several nodes, else None."""
+        for kind in ("ddp", "collectives"):
+            payload = self._singleton(kind)
+            layout = payload.launch.nodes if payload else None
+            if layout and layout.nodes > 1:
+                return layout.nodes, layout.gpus_per_node
         return None
 
     @property
     def device_label(self) -> str:
-        """What ran the measurements, for one-line summaries: the GPU, or the CPU model."""
+        """What ran the measurements, for one-line summaries: the GPU (with its count, or its nodes × GPUs), or the
+        CPU model."""
+        if self.gpu_name and self.nodes:
+            nodes, per_node = self.nodes
+            return f"{nodes} nodes × {per_node} {self.gpu_name}"
         if self.gpu_name:
             count = len(self.environment.gpus) if self.environment else 1
             return f"{count}× {self.gpu_name}" if count > 1 else self.gpu_name

@@ -72,15 +72,18 @@ def test_slower_gpus_are_no_longer_over_predicted(h100):
     """The published rows from the H100 (28 GPU × table pairs, the V100's and Quadro RTX 8000's fp32 rows through
     their stand-in; the 10 rows of the A100 40GB PCIe, RTX A6000, RTX 6000 Ada, Quadro RTX 8000 and GH200 only
     checked): within the 15 % goal, and not one-sided (the held below-roof part over-predicted nearly every slower
-    GPU by 17–23 %)."""
+    GPU by 17–23 %). The RTX 3090's bf16 row is within 15 %: since issue 39 no op runs faster than its roofs at the
+    target's datasheet, and ResNet-50's convolutions, memory-bound on the H100, are math-bound at the 3090's
+    fp32-accumulate tensor rate (+5 % before, −15 % now; docs/prediction-model.md § 4)."""
     check = build_crosscheck(h100)
     errors = [r.error for r in check.rows]
     assert len(errors) == 28
     assert check.median_abs_error() <= 0.15
     assert abs(statistics.mean(errors)) < 0.05
     by = {(r.gpu, r.precision): r.error for r in check.rows}
-    for gpu in ("A100 80GB PCIe", "A100 80GB SXM", "A10", "RTX 3090"):
+    for gpu in ("A100 80GB PCIe", "A100 80GB SXM", "A10"):
         assert abs(by[(gpu, "bf16")]) < 0.10, gpu
+    assert abs(by[("RTX 3090", "bf16")]) < 0.15
 
 
 def _candidates():

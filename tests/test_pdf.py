@@ -130,7 +130,9 @@ def test_no_chart_or_table_is_split_across_pages_unless_it_is_longer_than_a_page
         for _, fragment in parts:  # each page of a long table repeats its heading row
             assert any(getattr(c, "element_tag", None) == "thead" for c in fragment.children)
         split += 1
-    assert len(fragments(document)) > 20 and split <= 3
+    # the long ranking, and since issue 39 the per-GPU answer tables (1.2 pages each on the frozen H100: its compiled
+    # answers on another GPU carry their own, wider band and say why beside it), each longer than a page
+    assert len(fragments(document)) > 20 and split <= 6
 
 
 def text_overflows(svg: str) -> list[str]:

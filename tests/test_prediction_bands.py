@@ -7,6 +7,7 @@ import statistics
 
 import pytest
 
+from planner.check.accuracy import iter_accuracy_tables
 from planner.check.bands import FLOOR, NO_COMPARABLE, NO_COMPARABLE_BASIS, BandTable, Residual, band_table_for
 from planner.check.crossarch import build_crosscheck
 from planner.model.host import LoaderFeed, feed_limit, load_feed
@@ -183,9 +184,15 @@ def test_each_band_is_checked_without_its_own_workload_or_gpu_and_nine_in_ten_ho
     checks = check_bands(table)
     assert len(checks) == len(table.residuals)
     for c in checks[:: max(1, len(checks) // 25)]:
-        held_out = table.without(c.residual.group)
-        assert all(r.group != c.residual.group for r in held_out.residuals)
-        band = held_out.band(c.residual.same_architecture, c.residual.host)
+        r = c.residual
+        if r.same_architecture:  # a measured pair's row without its workload
+            held_out = table.without(r.group)
+            assert all(x.group != r.group for x in held_out.residuals)
+            band = held_out.band(True, r.host, r.compiled)
+        else:  # a published row without its model, centred on its GPU's other rows
+            held_out = table.without_family(r.family)
+            assert all(x.family != r.family for x in held_out.residuals)
+            band = held_out.band(False, r.host, r.compiled, r.gpu)
         assert (c.low, c.high) == (band.low, band.high)
         # inside means the measurement lay within (1 − low) … (1 + high) of the prediction
         at = 1 / (1 + c.residual.error)
@@ -195,3 +202,40 @@ def test_each_band_is_checked_without_its_own_workload_or_gpu_and_nine_in_ten_ho
     host = next(g for g in groups if g.regime == "host-bound")
     gpu = next(g for g in groups if g.regime == "GPU-bound" and g.scope == "same architecture")
     assert gpu.median_half_width < 0.15 < host.median_half_width  # narrow where the GPU sets the step
+
+
+def _compiled_table() -> BandTable:
+    from planner.check.bands import CompileShift, Residual
+
+    eager = [Residual(True, HostExposure(), e, f"w{i}") for i, e in enumerate((-0.02, 0.01, 0.03, -0.04, 0.02))]
+    compiled = [Residual(True, HostExposure(), e, f"c{i}", compiled=True)
+                for i, e in enumerate((-0.15, 0.12, 0.05, -0.08, 0.02, -0.03, 0.09, -0.11))]
+    other = [Residual(False, HostExposure(), e, f"g{i}") for i, e in enumerate((-0.2, 0.1, 0.15, -0.05))]
+    shifts = [CompileShift(f"c{i}", s) for i, s in enumerate((-0.16, 0.19, 0.02, -0.05))]
+    return BandTable(eager + compiled + other, 0.0, shifts)
+
+
+def test_a_compiled_prediction_never_carries_the_eager_band():
+    """Issue 39: compiled answers predicted across GPUs carried the eager band, and the H200's compiled answers timed on
+    an H100 fell outside it. Same architecture: the compiled residuals' own middle 90 %; another: the eager band there
+    widened by how far compile's gain moved between the measured GPU types."""
+    table = _compiled_table()
+    eager, compiled = table.band(True), table.band(True, compiled=True)
+    assert compiled.low > eager.low and compiled.high > eager.high and "compiled predictions" in compiled.basis
+    assert compiled.low == pytest.approx(1 - 1 / (1 + 0.12)) and compiled.high == pytest.approx(1 / (1 - 0.15) - 1)
+    other, other_compiled = table.band(False), table.band(False, compiled=True)
+    assert other_compiled.low == pytest.approx(other.low + 1 - 1 / 1.19)
+    assert other_compiled.high == pytest.approx(other.high + 1 / 0.84 - 1)
+    assert "compile gain moves (4 pairs)" in other_compiled.basis
+
+
+def test_compiled_bands_are_checked_without_their_workload(h100, h200):
+    from planner.check.bands import compile_shifts
+    from planner.check.coverage import check_bands
+
+    table = band_table_for([h100, h200])
+    assert any(r.compiled for r in table.residuals) and compile_shifts(iter_accuracy_tables([h100, h200]))
+    checks = [c for c in check_bands(table) if c.residual.compiled and c.residual.same_architecture]
+    for c in checks:
+        band = table.without(c.residual.group).compiled_band(True, c.residual.host)
+        assert (c.low, c.high) == (band.low, band.high)

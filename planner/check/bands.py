@@ -33,10 +33,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from gpuplan_schema.results import MachineResults
-from planner.check.accuracy import iter_accuracy_tables
+from planner.check.accuracy import AccuracyTable, Compared, iter_accuracy_tables
 from planner.check.crossarch import CrossCheck, build_crosscheck
+from planner.check.gpu_centred import gpu_centred
 from planner.check.repeatability import ANOTHER_LEND, all_repeat_pairs
 from planner.model.performance import HostExposure, Prediction
+from planner.model.split import COMPILED, PLAIN_VARIANTS
 
 FLOOR = 0.03
 NO_COMPARABLE = 0.50
@@ -44,6 +46,8 @@ NO_COMPARABLE_BASIS = "no comparable measurement"
 GPU_ONLY = 0.10   # a residual whose host share is below this says what the GPU part of a prediction misses
 SIDE_QUANTILE = 0.95  # each side of the GPU part: 5% of residuals beyond it, a central 90% between the two
 HOST_QUANTILE = 0.90
+HOST_WORDS = 0.02  # a host part that widens a side by less is left out of the band's words (not of the band)
+MIN_COMPILED = 8  # compiled residuals of a scope a compiled band is read from alone (fewer: the eager band, widened)
 NO_HOST = HostExposure()   # a step the host does not touch
 
 
@@ -61,39 +65,107 @@ class Residual:
     error: float        # predicted / measured − 1
     group: str = ""     # its workload (H100 ↔ H200 rows) or its published GPU: what coverage.py leaves out
     bound: str = ""     # the source configuration's regime, for the accuracy page's grouping
+    compiled: bool = False  # a torch.compile configuration's prediction (its own band: BandTable.compiled_band)
+    gpu: str = ""           # a published row's GPU (its band is centred on it: planner/check/gpu_centred.py)
+    family: str = ""        # the model predicted: a published row's family, a measured pair's workload
+
+
+@dataclass(frozen=True)
+class CompileShift:
+    """How far a compiled prediction missed beyond its eager twin's (same workload, precision and batch, the same two
+    GPUs): (1 + compiled error) / (1 + eager error) − 1, what torch.compile's gain moved by between the two GPU
+    types that the eager twin's split, which a compiled point is predicted by, cannot see."""
+
+    group: str          # its workload
+    shift: float
 
 
 @dataclass(frozen=True)
 class BandTable:
     residuals: list[Residual] = field(default_factory=list)   # every compared prediction's
     host_spread: float = 0.0   # how far a host-set step moved between two hosts of one GPU type (host_spread())
+    compile_shifts: list[CompileShift] = field(default_factory=list)  # compiled against eager, measured GPU pairs
 
-    def gpu_errors(self, same_architecture: bool) -> list[float]:
-        return [r.error for r in self.residuals
-                if r.same_architecture == same_architecture and gpu_set(r.host)]
+    def gpu_errors(self, same_architecture: bool, compiled: bool = False) -> list[float]:
+        """The GPU-set residuals of a scope, of eager predictions or of compiled ones (compiled_band): a compiled
+        prediction's misses (its compile gain moved) are not an eager one's."""
+        return [r.error for r in self.residuals if r.same_architecture == same_architecture and gpu_set(r.host)
+                and r.compiled == compiled]
 
     def without(self, group: str) -> BandTable:
         """The table a residual of `group` is checked against: built as if that group had not been measured."""
-        return replace(self, residuals=[r for r in self.residuals if r.group != group])
+        return replace(self, residuals=[r for r in self.residuals if r.group != group],
+                       compile_shifts=[c for c in self.compile_shifts if c.group != group])
 
-    def band(self, same_architecture: bool, host: HostExposure = NO_HOST) -> Band:
-        errors = self.gpu_errors(same_architecture)
+    def without_family(self, family: str) -> BandTable:
+        """The table a published row of `family` is checked against: as if that model had never been published (a
+        user's model is not among the published families)."""
+        return replace(self, residuals=[r for r in self.residuals if r.family != family],
+                       compile_shifts=[c for c in self.compile_shifts if c.group != family])
+
+    def band(self, same_architecture: bool, host: HostExposure = NO_HOST, compiled: bool = False,
+             gpu: str | None = None) -> Band:
+        """The band of a prediction: same architecture or another (there centred on `gpu`'s published rows where
+        it has them), eager or compiled, with the host part of `host`."""
+        if compiled:
+            return self.compiled_band(same_architecture, host, gpu)
+        if not same_architecture and gpu is not None:
+            centred = self._centred(host, gpu)
+            if centred:
+                return centred
+        return self._band(self.gpu_errors(same_architecture), same_architecture, host)
+
+    def _centred(self, host: HostExposure, gpu: str) -> Band | None:
+        rows = [(r.gpu, r.error) for r in self.residuals if not r.same_architecture and gpu_set(r.host)
+                and not r.compiled and r.gpu]
+        c = gpu_centred(rows, gpu, _capability)
+        if c is None:
+            return None
+        slower, faster = host.steps(self.host_spread)
+        basis = (f"the middle 90% of {c.rows} published rows, other architectures"
+                 + (f", centred on {c.centred_on} ({c.centre - 1:+.0%})" if c.centred_on else ""))
+        return Band(max(FLOOR, c.low + 1 - 1 / slower), max(FLOOR, c.high + 1 / faster - 1),
+                    basis + self._host_words(slower, faster))
+
+    def compiled_band(self, same_architecture: bool, host: HostExposure = NO_HOST, gpu: str | None = None) -> Band:
+        """A torch.compile configuration predicted on another GPU type, never the eager band: its compile gain is
+        carried from the source (its eager twin's split), and that gain moved between the measured GPU types.
+        Same architecture: the compiled predictions' own residuals (the H100 ↔ H200 rows of compiled points, every
+        measured workload's: a user's workload measured on one GPU type gets the reference workloads' spread). Another
+        architecture: the eager band there widened, side by side, by how far compile's gain moved between the
+        measured GPU types (CompileShift, the middle 90%). Nothing compiled measured: the eager band, widened alike."""
+        errors = self.gpu_errors(same_architecture, compiled=True)
+        if same_architecture and len(errors) >= MIN_COMPILED:
+            return self._band(errors, True, host, "compiled ")
+        eager = self.band(same_architecture, host, gpu=gpu)
+        shifts = [c.shift for c in self.compile_shifts]
+        if eager.basis == NO_COMPARABLE_BASIS or not shifts:
+            return eager
+        low = eager.low + _side([1 - 1 / (1 + e) for e in shifts])
+        high = eager.high + _side([1 / (1 + e) - 1 for e in shifts])
+        return Band(low, high, f"{eager.basis}; plus compile gain moves ({len(shifts)} pairs)")
+
+    def _band(self, errors: list[float], same_architecture: bool, host: HostExposure, what: str = "") -> Band:
         if not errors:
             return Band(NO_COMPARABLE, NO_COMPARABLE, NO_COMPARABLE_BASIS)
         slower, faster = host.steps(self.host_spread)
         low = max(FLOOR, _side([1 - 1 / (1 + e) for e in errors]) + 1 - 1 / slower)
         high = max(FLOOR, _side([1 / (1 + e) - 1 for e in errors]) + 1 / faster - 1)
         kind = "same architecture" if same_architecture else "other architectures"
-        basis = f"the middle 90% of {len(errors)} measured GPU-set predictions, {kind}"
-        if slower - 1 >= 0.005:
-            basis += (f"; −{1 - 1 / slower:.0%}/+{1 / faster - 1:.0%} on a host {self.host_spread:.0%} slower or "
-                      "faster, as two hosts of one GPU type moved apart")
-        return Band(low, high, basis)
+        basis = f"the middle 90% of {len(errors)} measured GPU-set {what}predictions, {kind}"
+        return Band(low, high, basis + self._host_words(slower, faster))
 
+    def _host_words(self, slower: float, faster: float) -> str:
+        """What the host part adds, said where it widens a side by HOST_WORDS or more (a GPU-set step's 0–1 % is
+        not worth a clause on a line a person reads)."""
+        if max(1 - 1 / slower, 1 / faster - 1) < HOST_WORDS:
+            return ""
+        return (f"; −{1 - 1 / slower:.0%}/+{1 / faster - 1:.0%} on a host {self.host_spread:.0%} slower or faster, "
+                "as two hosts of one GPU type moved apart")
 
-    def band_for(self, prediction: Prediction) -> Band:
-        """The band of one prediction (a table of other residuals, e.g. a trace's, picks by more than these two)."""
-        return self.band(prediction.same_architecture, prediction.host_there)
+    def band_for(self, prediction: Prediction, gpu: str | None = None) -> Band:
+        """The band of one prediction on `gpu` (a table of other residuals, e.g. a trace's, picks its own way)."""
+        return self.band(prediction.same_architecture, prediction.host_there, prediction.variant == COMPILED, gpu)
 
     def host_band(self, host: HostExposure) -> Band:
         """A configuration measured on this GPU type, as another host of it would run it: no GPU part (the GPU was
@@ -127,12 +199,36 @@ def host_spread(machines: Sequence[MachineResults]) -> float:
 
 def build_band_table(machines: Sequence[MachineResults], crosschecks: Sequence[CrossCheck] = ()) -> BandTable:
     """The residuals of every compared prediction: the H100 ↔ H200 rows and the published checks' rows."""
-    residuals = [Residual(True, row.host, row.error, row.workload, row.bound)
-                 for table in iter_accuracy_tables(machines) for row in table.rows]
+    tables = iter_accuracy_tables(machines)
+    residuals = [Residual(True, row.host, row.error, row.workload, row.bound, row.variant == COMPILED,
+                          family=row.workload) for table in tables for row in table.rows]
     for check in crosschecks:
         same = same_arch_gpus(check)  # H100 → H200 rows of the published check are the same architecture
-        residuals += [Residual(r.gpu in same, r.host, r.error, r.gpu, r.bound) for r in check.rows]
-    return BandTable(residuals, host_spread(machines))
+        residuals += [Residual(r.gpu in same, r.host, r.error, r.gpu, r.bound, r.variant == COMPILED, r.gpu, r.family)
+                      for r in check.rows]
+    return BandTable(residuals, host_spread(machines), compile_shifts(tables))
+
+
+def compile_shifts(tables: Sequence[AccuracyTable]) -> list[CompileShift]:
+    """Each compiled row of the measured pairs against its eager twin (same workload, precision, batch and sequence;
+    the default variant first), where both were GPU-set: how far compile's gain moved between the two GPUs."""
+    out = []
+    for table in tables:
+        eager: dict[tuple, Compared] = {}
+        for r in sorted(table.rows, key=lambda r: r.variant != "default"):
+            if r.variant in PLAIN_VARIANTS:
+                eager.setdefault((r.workload, r.precision, r.batch, r.seq_len), r)
+        for r in table.rows:
+            twin = eager.get((r.workload, r.precision, r.batch, r.seq_len))
+            if r.variant == COMPILED and twin and gpu_set(r.host) and gpu_set(twin.host):
+                out.append(CompileShift(r.workload, (1 + r.error) / (1 + twin.error) - 1))
+    return out
+
+
+def _capability(gpu: str) -> str | None:
+    from planner.specs import match_gpu
+    spec = match_gpu(gpu)
+    return spec.compute_capability if spec else None
 
 
 def same_arch_gpus(check: CrossCheck) -> set[str]:
@@ -148,8 +244,9 @@ def band_table_for(machines: Sequence[MachineResults]) -> BandTable:
     return build_band_table(machines, checks)
 
 
-def with_band(prediction: Prediction, table: BandTable) -> Prediction:
-    band = table.band_for(prediction)
+def with_band(prediction: Prediction, table: BandTable, gpu: str | None = None) -> Prediction:
+    """The prediction with its band; `gpu`: the GPU it is predicted on (its published rows centre the band)."""
+    band = table.band_for(prediction, gpu)
     return replace(prediction, band_low=band.low, band_high=band.high, band_basis=band.basis)
 
 

@@ -73,10 +73,15 @@ def regime_group(bound: str) -> str:
 
 
 def check_bands(table: BandTable) -> list[Check]:
-    """Each residual against the band the table gives without its group."""
+    """Each residual against the band the table gives without its group: a measured pair's row without its
+    workload, a published row of another architecture without its model (a user's model is not published), its
+    GPU's rows of other models kept as the plan keeps them."""
     out = []
     for r in table.residuals:
-        band = table.without(r.group).band(r.same_architecture, r.host)
+        if r.same_architecture:
+            band = table.without(r.group).band(True, r.host, r.compiled)
+        else:  # a published row on another architecture: its model held out, its GPU's other rows kept
+            band = table.without_family(r.family).band(False, r.host, r.compiled, r.gpu)
         out.append(Check(r, band.low, band.high, band.basis))
     return out
 

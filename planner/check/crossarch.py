@@ -197,7 +197,7 @@ class CrossCheck:
                 "not_comparable": self.not_comparable}
 
 
-def _nearest(payload: WorkloadPayload, precision: str, batch: int | None,
+def nearest_point(payload: WorkloadPayload, precision: str, batch: int | None,
              compiled: bool = False) -> WorkloadPoint | None:
     """Our measured point nearest the published batch (the larger of two as near): a plain variant's, or a
     torch.compile trial's for a table that ran compiled (none: no point, never an eager one in its place)."""
@@ -214,7 +214,7 @@ def _row(table: PublishedTable, gpu: GpuSpec, published: PublishedRow, ratio: fl
     ours = PRECISIONS_OF[table.precision]
     precision = next((p for p in ours if p in gpu.flops_per_s), None) \
         or next((p for p in ours if run_precision(p, gpu.flops_per_s)), None)
-    point = _nearest(payload, precision, published.batch, table.compiled) if precision else None
+    point = nearest_point(payload, precision, published.batch, table.compiled) if precision else None
     if point is None:
         return None
     rates = measured_rates(source.ceilings)  # type: ignore[arg-type]

@@ -68,6 +68,8 @@ class Rates:
                                          # (datasheets); 1 on the source itself or where a clock is unknown
     host_time_ratio: float | None = None  # this host's / the source's time to issue the same steps, from real
                                           # steps both timed (planner/model/host_speed.py); None: not measured
+    peak_flops_per_s: dict[str, float] | None = None  # a target's datasheet rates, the roofs no op can beat there
+    peak_bytes_per_s: float | None = None             # (None: the source's own measured machine)
 
 
 @dataclass(frozen=True)
@@ -187,7 +189,8 @@ def target_rates(source: Rates, source_spec: GpuSpec, target: GpuSpec) -> Rates:
     basis = f"{target.name} datasheet × {source_spec.name}'s measured efficiency" + \
         (f"; matmul held to its measured sustained rate ({below})" if below else "")
     return Rates(flops, target.memory_bandwidth_bytes_per_s * bw_eff, basis, source.launch_s,
-                 sm_time_ratio=sm_time_ratio(source_spec, target))
+                 sm_time_ratio=sm_time_ratio(source_spec, target), peak_flops_per_s=dict(target.flops_per_s),
+                 peak_bytes_per_s=target.memory_bandwidth_bytes_per_s)
 
 
 def sustained_fraction(source: GpuSpec, target: GpuSpec, dtype: str) -> float:
@@ -204,7 +207,16 @@ def sustained_fraction(source: GpuSpec, target: GpuSpec, dtype: str) -> float:
     if not s or not t:  # the catalog holds a measured rate only beside a datasheet one (planner/specs/gpus.py)
         return 1.0
     held = (t / target.flops_per_s[dtype]) / (s / source.flops_per_s[dtype])
+    if dtype in ARCHITECTURE_RATES and abs(held - 1) >= HARNESS_SPREAD:
+        return held
     return held if held < 1 - HARNESS_SPREAD else 1.0
+
+
+# The CUDA-core fp32 rate a GPU sustains is its SM design's, not a clock a burst holds: the SMs that issue two fp32
+# FMAs a clock (GA10x, AD10x, GH100) reach 51-78 % of the datasheet in the harness, those that issue one (GV100,
+# GA100) 90-98 % (a V100 SXM2 14.06 of 15.7 TFLOPS, an A100 SXM4 19.18 of 19.5, an H100 SXM 52.0 of 67). So a target
+# may run fp32 above the source's share of its datasheet; the tensor rates keep the cap (docs/prediction-model.md § 4).
+ARCHITECTURE_RATES = ("fp32",)
 
 
 # Two entries of one GPU in the harness's table differ by this much (its H100 SXM's bf16: 797.5 and 783.7 TFLOPS,
@@ -249,7 +261,8 @@ def scale_factor(split: StepSplit, source: Rates, target: Rates) -> float | None
         return None
     math, memory, latency = roof_parts(split, source, target)
     below = split.below_roof * target.sm_time_ratio  # relative to the source already (target_rates)
-    return step_scale(split, host_ratio(source, target), math + memory + latency + below)
+    floor = sum(op_floor(split, source, target))
+    return step_scale(split, host_ratio(source, target), math + memory + latency + below + floor)
 
 
 def roof_parts(split: StepSplit, source: Rates, target: Rates) -> tuple[float, float, float]:
@@ -259,6 +272,36 @@ def roof_parts(split: StepSplit, source: Rates, target: Rates) -> tuple[float, f
     memory = split.memory_roof * source.bytes_per_s / target.bytes_per_s if split.memory_roof else 0.0
     latency = split.latency * ((source.launch_s / target.launch_s) if source.launch_s and target.launch_s else 1.0)
     return math, memory, latency
+
+
+def op_floor(split: StepSplit, source: Rates, target: Rates) -> tuple[float, float]:
+    """How much longer the profiled ops take on the target than their class's roof and below-roof time scaled say,
+    where that would beat one of their roofs there (OpRoof.on: the roofs at the target's datasheet rates, as the
+    step's ceiling check); (math, memory) by the roof that binds; zeros for a split without ops (the counts basis)
+    or a target without datasheet rates (the source itself)."""
+    if not split.ops or not target.peak_flops_per_s or not target.peak_bytes_per_s:
+        return 0.0, 0.0
+    bytes_ratio = source.bytes_per_s / target.bytes_per_s
+    peak_bytes = source.bytes_per_s / target.peak_bytes_per_s
+    math = memory = 0.0
+    for op in split.ops:
+        flops_ratio = _flops_ratio(op.dtype, source, target)
+        peak_flops = _flops_ratio(op.dtype, source, replace(target, flops_per_s=target.peak_flops_per_s))
+        scaled = op.scaled_on(flops_ratio, bytes_ratio, target.sm_time_ratio)
+        extra = max(0.0, op.floor(peak_flops, peak_bytes) - scaled)
+        if op.math * peak_flops > op.memory * peak_bytes:
+            math += extra
+        else:
+            memory += extra
+    return math, memory
+
+
+def _flops_ratio(dtype: str | None, source: Rates, target: Rates) -> float:
+    """target / source time of matmuls of `dtype`; 1 for an op without FLOPs or a dtype a side has no rate for (its
+    math roof then stays the source's: an op whose FLOPs count in a dtype the ceilings did not time)."""
+    if dtype is None or dtype not in source.flops_per_s or dtype not in target.flops_per_s:
+        return 1.0
+    return source.flops_per_s[dtype] / target.flops_per_s[dtype]
 
 
 def step_scale(split: StepSplit, host: float, gpu: float) -> float:
@@ -274,8 +317,9 @@ def target_bound(split: StepSplit, source: Rates, target: Rates) -> Bound:
     by its roof's ratio, its below-roof part by the SM cycles), the host by the hosts' dispatch speed."""
     sm = target.sm_time_ratio
     math_roof, memory_roof, latency = roof_parts(split, source, target)
-    shares = {"math": math_roof + max(0.0, split.math_class - sum(split.math_roof.values())) * sm,
-              "memory": memory_roof + max(0.0, split.memory_class - split.memory_roof) * sm,
+    math_floor, memory_floor = op_floor(split, source, target)
+    shares = {"math": math_roof + max(0.0, split.math_class - sum(split.math_roof.values())) * sm + math_floor,
+              "memory": memory_roof + max(0.0, split.memory_class - split.memory_roof) * sm + memory_floor,
               "latency": latency}
     if split.unattributed > 1e-9:
         shares["unattributed"] = split.unattributed * sm
@@ -321,7 +365,9 @@ def predict_point(point: WorkloadPoint, payload: WorkloadPayload, source: Rates,
     if fractions is None or run not in target.flops_per_s or not target.bytes_per_s:
         return None
     if run != point.precision:  # the step's matmuls of the measured precision run at the stand-in's rate there
-        target = replace(target, flops_per_s={**target.flops_per_s, point.precision: target.flops_per_s[run]})
+        peak = target.peak_flops_per_s
+        target = replace(target, flops_per_s={**target.flops_per_s, point.precision: target.flops_per_s[run]},
+                         peak_flops_per_s={**peak, point.precision: peak[run]} if peak and run in peak else peak)
     # A stand-in run (tf32 work as plain fp32 on a V100) takes the counts basis: an op its tf32 profile found
     # memory-bound can be math-bound at the fp32 rate, which a per-class split at tf32 cannot show.
     profiles = (rooflines or []) if run == point.precision else []

@@ -29,6 +29,42 @@ COMPILED = "compile"
 
 
 @dataclass(frozen=True)
+class OpRoof:
+    """One profiled op of the math or memory class, as shares of the source step: its time, its FLOPs at the matmul
+    rate of its dtype (`math`) and its bytes at the copy bandwidth (`memory`). Its roof at the source is its class's
+    (`roof`: never more than its time); the rest of its time is below roof."""
+
+    dtype: str | None
+    math: float
+    memory: float
+    time: float
+    math_class: bool
+
+    @property
+    def roof(self) -> float:
+        return min(self.time, self.math if self.math_class else self.memory)
+
+    def scaled_on(self, flops_ratio: float, bytes_ratio: float, sm_ratio: float) -> float:
+        """Its time on a target whose matmuls take `flops_ratio`×, bytes `bytes_ratio`× and SM cycles `sm_ratio`× the
+        source's: its class's roof scaled by that roof's ratio plus its below-roof time by the SM cycles."""
+        roof = self.roof * (flops_ratio if self.math_class else bytes_ratio)
+        return roof + (self.time - self.roof) * sm_ratio
+
+    def floor(self, flops_ratio: float, bytes_ratio: float) -> float:
+        """The larger of its two roofs on the target (as a share of the source step), at the ratios given (the
+        target's datasheet rates: no kernel runs faster than its roof there). The ridge point moves with the GPU:
+        a convolution memory-bound on an H100 (its FLOPs take 5.1 ms at the tensor rate, its bytes 5.5 ms) is
+        math-bound on a V100, whose tensor rate falls 7.9× where its bandwidth falls 3.7×."""
+        peak = max(self.math, self.memory)
+        if peak <= 0:
+            return 0.0
+        return min(self.time, peak) * max(self.math * flops_ratio, self.memory * bytes_ratio) / peak
+
+    def scaled(self, k: float) -> OpRoof:
+        return OpRoof(self.dtype, self.math * k, self.memory * k, self.time * k, self.math_class)
+
+
+@dataclass(frozen=True)
 class StepSplit:
     """Fractions of the source step; they add up to 1. The `*_class` fields are the whole time of each
     op class (its roof part plus its below-roof part): what the bound reads."""
@@ -44,6 +80,8 @@ class StepSplit:
     host_measured: bool = False
     notes: list[str] = field(default_factory=list)
     host_issue: float | None = None  # the host's time to issue the step, over the step (measured; None: not)
+    ops: tuple[OpRoof, ...] = ()     # the math- and memory-class ops' two roofs (a profile's split; () on counts):
+                                     # where present the target's roof time is theirs, op by op (performance.py)
 
     @property
     def gpu_busy(self) -> float:
@@ -69,23 +107,27 @@ def split_from_profile(profile: RooflineAtBatch, precision: str) -> StepSplit | 
         return None
     math_roof: dict[str, float] = {}
     memory_roof = latency = math_class = memory_class = 0.0
+    ops = []
     for op in profile.ops:
         t = op.time_s.median / total
+        dtype = op.dtype or precision
+        if dtype == "fp32" and precision == "tf32":  # fp32 tensors under TF32 mode run at the tf32 rate, the
+            dtype = "tf32"                            # roof the collector timed them against (op_roofline)
+        math, memory = (op.math_s or 0.0) / total, (op.memory_s or 0.0) / total
         if op.op_class == "math-bound":
-            dtype = op.dtype or precision
-            if dtype == "fp32" and precision == "tf32":  # fp32 tensors under TF32 mode run at the tf32 rate, the
-                dtype = "tf32"                            # roof the collector timed them against (op_roofline)
-            math_roof[dtype] = math_roof.get(dtype, 0.0) + min(t, (op.math_s or 0.0) / total)
+            math_roof[dtype] = math_roof.get(dtype, 0.0) + min(t, math)
             math_class += t
         elif op.op_class == "memory-bound":
-            memory_roof += min(t, (op.memory_s or 0.0) / total)
+            memory_roof += min(t, memory)
             memory_class += t
         elif op.op_class == "latency-bound":
             latency += t
+        if op.op_class in ("math-bound", "memory-bound"):
+            ops.append(OpRoof(dtype if math > 0 else None, math, memory, t, op.op_class == "math-bound"))
     host = max(0.0, 1 - op_time / total)
     below = max(0.0, 1 - host - latency - sum(math_roof.values()) - memory_roof)
     return StepSplit(host, math_roof, memory_roof, latency, below, math_class, memory_class,
-                     f"roofline {precision} batch {profile.batch}")
+                     f"roofline {precision} batch {profile.batch}", ops=tuple(ops))
 
 
 def split_from_counts(point: WorkloadPoint, flops_fraction: float | None, bytes_fraction: float | None) -> StepSplit:
@@ -119,7 +161,8 @@ def _mix(a: StepSplit, b: StepSplit, w: float) -> StepSplit:
     return StepSplit(lerp(a.host, b.host), {d: lerp(a.math_roof.get(d, 0), b.math_roof.get(d, 0)) for d in dtypes},
                      lerp(a.memory_roof, b.memory_roof), lerp(a.latency, b.latency), lerp(a.below_roof, b.below_roof),
                      lerp(a.math_class, b.math_class), lerp(a.memory_class, b.memory_class),
-                     f"{a.basis} and {b.basis.split(' batch ')[-1]}, interpolated")
+                     f"{a.basis} and {b.basis.split(' batch ')[-1]}, interpolated",
+                     ops=tuple(op.scaled(1 - w) for op in a.ops) + tuple(op.scaled(w) for op in b.ops))
 
 
 def _seconds(value: object) -> float | None:
@@ -142,6 +185,7 @@ def with_measured_host(split: StepSplit, point: WorkloadPoint) -> StepSplit:
     return replace(split, host=host, math_roof={d: v * k for d, v in split.math_roof.items()},
                    memory_roof=split.memory_roof * k, latency=split.latency * k, below_roof=split.below_roof * k,
                    math_class=split.math_class * k, memory_class=split.memory_class * k, host_measured=True,
+                   ops=tuple(op.scaled(k) for op in split.ops),
                    host_issue=issue / point.step_s.median if issue is not None else None)
 
 
@@ -185,7 +229,8 @@ def sibling_split(rooflines: list[RooflinePayload], workload: str, precision: st
     split = interpolate(roofline_splits(rooflines, workload, sibling), batch)
     if split is None:
         return None
-    return replace(split, math_roof=as_dtype(split.math_roof, sibling, precision),
+    ops = tuple(replace(op, dtype=precision if op.dtype == sibling else op.dtype) for op in split.ops)
+    return replace(split, math_roof=as_dtype(split.math_roof, sibling, precision), ops=ops,
                    basis=f"{split.basis} (its {precision} twin split alike)")
 
 

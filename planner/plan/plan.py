@@ -283,7 +283,7 @@ def build_target(source: Source, name: str, gpu: GpuSpec, count: int, measured: 
     capacity, fits = build_capacity(source, gpu)
     rates = target_rates(source.rates, source.spec, gpu)
     same_arch = _same_arch(gpu, source.spec)
-    predictions = [with_band(p, source.bands) for w in source.machine.workloads
+    predictions = [with_band(p, source.bands, gpu.name) for w in source.machine.workloads
                    for p in iter_predictions(w, source.rates, rates, same_arch, source.rooflines, gpu)]
     sweep = run_precision(MAIN_PRECISION, rates.flops_per_s)  # fp16 on a GPU without bf16
     recs = build_target_batches(source, gpu, fits, predictions, sweep) if sweep else []
@@ -432,7 +432,7 @@ def build_predictor(source: Source, job: Job, answers: AnswerFn | None = None): 
                       and p.seq_len is None and p.variant in (*PLAIN_VARIANTS, "compile") and p.sweep != "probe"
                       and (safe is None or p.batch <= safe)]
         same_arch = _same_arch(gpu, source.spec)
-        predicted = [with_band(x, source.bands) for x in
+        predicted = [with_band(x, source.bands, gpu.name) for x in
                      (predict_point(p, payload, source.rates, rates, same_arch, source.rooflines, gpu)
                       for p in candidates) if x and x.precision == precision]  # the job's precision, no stand-in
         if not predicted:
@@ -577,6 +577,7 @@ def build_feed(source: Source, job: Job):  # noqa: ANN201 - a FeedProvider
 
 def plan_to_json(plan: Plan) -> dict:
     from planner.plan.answer import answers_of_target  # answer reads the plan: imported here, not at the top
+    from planner.plan.precisions import by_precision
 
     return {
         "schema_version": PLAN_SCHEMA_VERSION,
@@ -585,6 +586,7 @@ def plan_to_json(plan: Plan) -> dict:
         "targets": [{"name": t.name, "gpu": t.gpu.name, "gpu_count": t.gpu_count,
                      "measured": t.is_source and not plan.traced, "from_trace": plan.traced,
                      "predictions": [p.to_dict() for p in t.predictions],
+                     "by_precision": [b.to_dict() for b in by_precision(t.predictions)],
                      "capacity": [c.to_dict() for c in t.capacity],
                      "recommendations": [r.to_dict() for r in t.recommendations],
                      "presets": t.presets,

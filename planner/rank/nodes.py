@@ -3,8 +3,10 @@
 Each node count becomes a virtual catalog entry (`replace(instance, gpu_count=G·n, price ×n)`) and a
 scaling provider that knows its nodes: efficiency(n) = efficiency(1 node, as the ranking would give it)
 × the network factor ddp_efficiency(n) / ddp_efficiency(1) of planner/scaling/network.py, with the
-compute step of the job's own per-GPU prediction. Node counts double up to MAX_NODES, and stop after
-the first count whose network factor is below MIN_EFFICIENCY.
+compute step of the job's own per-GPU prediction and the per-step cost F fitted on the measured node
+(planner/scaling/overlap.py). An Ethernet fabric is held to what NCCL's socket transport was measured to move
+per GPU, where a two-node run over sockets is loaded (`socket_of`). Node counts double up to MAX_NODES, and
+stop after the first count whose network factor is below MIN_EFFICIENCY.
 
 Adding nodes stops paying at the first count where the cost rises by a larger fraction than the time
 falls, or the efficiency is below MIN_EFFICIENCY; that row is marked `knee`.
@@ -12,6 +14,7 @@ falls, or the efficiency is below MIN_EFFICIENCY; that row is marked `knee`.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -30,14 +33,17 @@ from planner.rank.ranking import (
 from planner.scaling.assumed_scaling import Scaling, ScalingProvider, SyncLoad, assumed_scaling
 from planner.scaling.network import (
     GRADIENT_BYTES_PER_PARAMETER,
+    NET_EFFICIENCY,
     Link,
     MeasuredNode,
+    SocketLink,
     all_reduce_time,
     ddp_efficiency,
-    fit_overlap,
     intra_links,
     network_link,
+    socket_link,
 )
+from planner.scaling.overlap import iter_sync_points
 from planner.scaling.scaling import gpu_ddp_run
 from planner.specs import GpuSpec, InstanceSpec, load_gpu_catalog, load_instances, match_gpu
 
@@ -47,12 +53,22 @@ MIN_EFFICIENCY = 0.5
 
 @dataclass(frozen=True)
 class NetworkInputs:
-    """What the network model needs for a job: the gradient, the intra-node link of a GPU, k."""
+    """What the network model needs for a job: the gradient, DDP's per-step cost F, the intra-node link of a
+    GPU and, where measured, NCCL's socket transport."""
 
     parameters: int
-    exposed_fraction: float
+    fixed_s: float                  # F, fitted on the measured node (planner/scaling/overlap.py)
     intra_by_gpu: dict[str, Link]   # measured or scaled per GPU model
     default_intra: Link             # for a GPU with neither
+    socket: SocketLink | None = None
+
+    def words(self, fitted_on: str) -> str:
+        """The assumptions, for the line above the table: 'gradient 652 MB fp32; F 2.6 ms …'."""
+        socket = (f"; Ethernet fabrics at most {self.socket.bytes_per_s / 1e9:.2g} GB/s per GPU, NCCL's socket "
+                  f"transport as measured on {self.socket.machine}") if self.socket else ""
+        return (f"gradient {self.parameters * GRADIENT_BYTES_PER_PARAMETER / 1e6:.0f} MB fp32; DDP's per-step cost "
+                f"F {self.fixed_s * 1e3:.2g} ms (fitted on {fitted_on}); NCCL reaches {NET_EFFICIENCY:.0%} of the "
+                f"NIC rate (assumed){socket}")
 
 
 @dataclass(frozen=True)
@@ -74,10 +90,10 @@ def network_factor(inputs: NetworkInputs, spec: InstanceSpec, nodes: int, comput
     g = spec.gpu_count
     intra = inputs.intra_by_gpu.get(spec.gpu, inputs.default_intra)
     assert spec.network is not None
-    net = network_link(spec.network.bytes_per_s, spec.network.technology)
+    net = network_link(spec.network.bytes_per_s, spec.network.technology, gpus_per_node=g, socket=inputs.socket)
     size = inputs.parameters * GRADIENT_BYTES_PER_PARAMETER
-    one = ddp_efficiency(compute_s, all_reduce_time(1, g, size, intra, None), inputs.exposed_fraction)
-    many = ddp_efficiency(compute_s, all_reduce_time(nodes, g, size, intra, net), inputs.exposed_fraction)
+    one = ddp_efficiency(compute_s, all_reduce_time(1, g, size, intra, None), inputs.fixed_s)
+    many = ddp_efficiency(compute_s, all_reduce_time(nodes, g, size, intra, net), inputs.fixed_s)
     return many / one
 
 
@@ -154,25 +170,36 @@ def _stops_paying(prev: RankedInstance, row: RankedInstance) -> bool:
     return cost_rises > time_falls or row.scaling_efficiency < MIN_EFFICIENCY
 
 
-def node_inputs(measured: MeasuredNode, workload: str) -> NetworkInputs | None:
-    """NetworkInputs for `workload` from a GPU machine's ddp + collectives documents."""
-    fit = fit_overlap(measured.ddp, measured.collectives)
+def node_inputs(measured: MeasuredNode, workload: str, socket: SocketLink | None = None) -> NetworkInputs | None:
+    """NetworkInputs for `workload` from a GPU machine's ddp + collectives documents: F of the workload's own
+    points (the median over their GPU counts) where it was measured, else of every point."""
+    points = list(iter_sync_points(measured.ddp, measured.collectives))
     params = {w.workload: w.parameters for w in measured.ddp.workloads}
-    if fit is None or workload not in params:
+    if not points or workload not in params:
         return None
+    own = [p.fixed_s for p in points if p.workload == workload] or [p.fixed_s for p in points]
     source = match_gpu(measured.gpu)
     catalog = [(g.name, g.peer_bytes_per_s) for g in load_gpu_catalog()]
     links = intra_links(measured, catalog, source.peer_bytes_per_s if source else None)
     default = links.get(source.name if source else "", next(iter(links.values())))
-    return NetworkInputs(params[workload], fit.for_workload(workload), links, default)
+    return NetworkInputs(params[workload], statistics.median(own), links, default, socket)
+
+
+def socket_of(machines: Iterable[MachineResults]) -> SocketLink | None:
+    """NCCL's socket transport from a loaded run whose nodes it joined (the two-node emulation), the slowest
+    where several were loaded; None where none was."""
+    found = [link for m in machines if (run := gpu_ddp_run(m)) is not None
+             and (link := socket_link(m.machine, run[1])) is not None]
+    return min(found, key=lambda link: (link.bytes_per_s, link.machine), default=None)
 
 
 def measured_node(machines: Iterable[MachineResults]) -> MeasuredNode | None:
-    """The machine with the most GPUs whose ddp and collectives ran on GPUs (never a CPU test run)."""
+    """The machine with the most GPUs whose ddp and collectives ran on GPUs on one node (never a CPU test run,
+    never a run across nodes, which measured the network too)."""
     best = None
     for m in machines:
         run, env = gpu_ddp_run(m), m.environment
-        if run is None or not env or not env.gpus:
+        if run is None or not env or not env.gpus or run[0].launch.node_count > 1:
             continue
         ddp, coll = run
         if best is None or coll.world_size > best.collectives.world_size:
@@ -188,5 +215,5 @@ def build_node_ranking(job: Job, predict: Predictor, machines: Iterable[MachineR
     multi-GPU measurements on GPUs for the job's workload)."""
     machines = list(machines)
     measured = measured_node(machines)
-    inputs = node_inputs(measured, job.workload) if measured else None
+    inputs = node_inputs(measured, job.workload, socket_of(machines)) if measured else None
     return expand_nodes(job, predict, inputs, scaling=scaling, feed=feed) if inputs else []

@@ -9,7 +9,6 @@ from collections.abc import Iterable
 from planner.rank.nodes import NetworkInputs, NodeRow
 from planner.rank.ranking import OK, STAND_IN_MARK, stand_in_words
 from planner.render.fit import DEFAULT_WIDTH, wrap
-from planner.scaling.network import NET_EFFICIENCY
 
 
 def ok_rows(rows: Iterable[NodeRow], bases: Iterable[str] | None = None) -> list[NodeRow]:
@@ -19,9 +18,7 @@ def ok_rows(rows: Iterable[NodeRow], bases: Iterable[str] | None = None) -> list
 
 
 def render_assumptions(job_spec: str, inputs: NetworkInputs, fitted_on: str) -> str:
-    return (f"job: {job_spec}; gradient {inputs.parameters * 4 / 1e6:.0f} MB fp32; exposed fraction k = "
-            f"{inputs.exposed_fraction:.2f} (fitted on {fitted_on}); NCCL reaches {NET_EFFICIENCY:.0%} of the "
-            "NIC rate (assumed)")
+    return f"job: {job_spec}; {inputs.words(fitted_on)}"
 
 
 def stand_in_mark(row: NodeRow) -> str:

@@ -84,6 +84,14 @@ class MultiGpuSection(SectionBase, kind="multigpu", title="Several GPUs"):
     prefetch: int = PREFETCH
     anchor: str = "multigpu"
     nodes_note: str | None = None   # several nodes: N × G, hosts, the transport between them
+    gpus_per_node: int | None = None  # several nodes: G (None on one node)
+
+    def gpus_words(self, gpus: int) -> str:
+        """'2 nodes × 1 GPU' where `gpus` ranks spanned several nodes (ranks fill node 0 first), else '4 GPUs'."""
+        per = self.gpus_per_node
+        if per and gpus > per:
+            return f"{-(-gpus // per)} nodes × {per} GPU{'s' if per > 1 else ''}"
+        return f"{gpus} GPU{'s' if gpus > 1 else ''}"
 
 
 def _payload(machine: MachineResults, kind: str):  # noqa: ANN202 - the payload type follows the kind
@@ -111,7 +119,13 @@ def build_multigpu_section(machine: MachineResults) -> MultiGpuSection | None:
         topology=describe_topology(topology) if topology else (collectives.topology_absent_reason if collectives
                                                                else None),
         pairs=topology.pairs if topology else [], matmul=ddp.matmul if ddp else [],
-        matmul_spread=ddp.matmul_spread if ddp else None, nodes_note=nodes_note(ddp or collectives))
+        matmul_spread=ddp.matmul_spread if ddp else None, nodes_note=nodes_note(ddp or collectives),
+        gpus_per_node=_gpus_per_node(ddp or collectives))
+
+
+def _gpus_per_node(payload: DdpPayload | CollectivesPayload) -> int | None:
+    layout = payload.launch.nodes
+    return layout.gpus_per_node if layout and layout.nodes > 1 else None
 
 
 TRANSPORT_SOURCE = {"nccl-debug": "NCCL_DEBUG=INFO's connection lines", "environment": "the NCCL_* switches set",

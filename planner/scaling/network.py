@@ -7,10 +7,12 @@ Hierarchical ring, as NCCL runs it on N nodes × G GPUs (S = bytes all-reduced p
                                                     carries S/G over B_net/G, the node's NIC share
                + b · [2 (G-1) α_intra + 2 (N-1) α_net]   one latency per ring step, per DDP bucket (b buckets)
 
-B_intra is the measured all_reduce bus bandwidth at DDP's bucket size (collectives document); B_net
-the catalog's bytes/s per node × NET_EFFICIENCY. DDP exposes k · t of it per step, k fitted on one
-node from the ddp document: k = (step - compute step) / t(1, G, S) (k < 1: overlap with backward;
-k > 1: DDP's bucket copies cost more than the ring alone). Efficiency = c / (c + k · t), c = compute step.
+B_intra is the measured all_reduce bus bandwidth at DDP's bucket size (collectives document); B_net the
+catalog's bytes/s per node × NET_EFFICIENCY, and for an Ethernet fabric (NCCL's socket transport) at most G ×
+the bus bandwidth NCCL's socket transport reached per GPU where that was measured (`SocketLink`: the two-node
+emulation). DDP shows F + ρ · min(t, W) + max(0, t − W) of it per step (planner/scaling/overlap.py: W = β · c,
+the backward window of the compute step c; F the per-step cost fitted on the measured node).
+Efficiency = c / (c + that).
 """
 
 from __future__ import annotations
@@ -21,9 +23,10 @@ from dataclasses import dataclass
 
 from gpuplan_schema.payloads import CollectivesPayload, DdpPayload
 from planner.scaling.assumed_scaling import GRADIENT_BYTES_PER_PARAMETER
+from planner.scaling.overlap import exposed_s
 from planner.scaling.scaling import DDP_BUCKET_BYTES, BusBandwidth, build_bus_bandwidth
 
-NET_EFFICIENCY = 0.8       # NCCL's bus bandwidth over the nominal NIC rate (assumed; the emulation measures it)
+NET_EFFICIENCY = 0.8       # NCCL's bus bandwidth over the nominal NIC rate (assumed: the loopback emulation has no NIC)
 ALPHA_NET_S = {"tcp": 30e-6, "rdma": 10e-6}   # one ring step across nodes: TCP stacks vs EFA/IB/RoCE (assumed)
 
 
@@ -59,8 +62,9 @@ def all_reduce_time(nodes: int, gpus_per_node: int, size_bytes: float, intra: Li
     return AllReduce(intra_s, inter_s, latency)
 
 
-def ddp_efficiency(compute_s: float, comm: AllReduce, exposed_fraction: float) -> float:
-    return compute_s / (compute_s + exposed_fraction * comm.total_s)
+def ddp_efficiency(compute_s: float, comm: AllReduce, fixed_s: float) -> float:
+    """c / (c + what DDP shows of the all-reduce): planner/scaling/overlap.py's exposed time."""
+    return compute_s / (compute_s + exposed_s(comm.total_s, compute_s, fixed_s))
 
 
 def intra_link(bus: BusBandwidth, size_bytes: int = DDP_BUCKET_BYTES) -> Link:
@@ -70,13 +74,44 @@ def intra_link(bus: BusBandwidth, size_bytes: int = DDP_BUCKET_BYTES) -> Link:
     return Link(busbw, bus.latency_s / (2 * (g - 1)))
 
 
-def network_link(bytes_per_s: float, technology: str, efficiency: float = NET_EFFICIENCY) -> Link:
+SOCKET_FABRICS = ("Ethernet", "Socket")   # no RDMA NIC and no net plugin: NCCL's own socket transport carries it
+
+
+@dataclass(frozen=True)
+class SocketLink:
+    """NCCL's socket transport as measured between two one-GPU nodes: the all_reduce bus bandwidth at DDP's
+    bucket size, per GPU (on loopback no NIC limits it: this is what NCCL's socket code itself moves)."""
+
+    machine: str
+    bytes_per_s: float
+
+
+def network_link(bytes_per_s: float, technology: str, efficiency: float = NET_EFFICIENCY, gpus_per_node: int = 1,
+                 socket: SocketLink | None = None) -> Link:
+    """The network's link: the catalog rate × `efficiency`; over an Ethernet fabric at most `gpus_per_node` × the
+    measured socket transport's rate per GPU, where one was measured."""
     kind = "tcp" if technology in ("Ethernet", "GPUDirect-TCPX", "GPUDirect-TCPXO", "Socket") else "rdma"
-    return Link(bytes_per_s * efficiency, ALPHA_NET_S[kind])
+    rate = bytes_per_s * efficiency
+    if socket is not None and technology in SOCKET_FABRICS:
+        rate = min(rate, socket.bytes_per_s * gpus_per_node)
+    return Link(rate, ALPHA_NET_S[kind])
+
+
+def socket_link(machine: str, collectives: CollectivesPayload) -> SocketLink | None:
+    """The socket link of a GPU run whose nodes were joined by NCCL's NET/Socket, else None."""
+    layout = collectives.launch.nodes
+    bus = build_bus_bandwidth(collectives).get("all_reduce")
+    if layout is None or layout.nodes < 2 or layout.transport != "NET/Socket" or bus is None \
+            or collectives.device != "cuda":
+        return None
+    return SocketLink(machine, bus.algbw_at(DDP_BUCKET_BYTES) * 2 * (bus.gpus - 1) / bus.gpus)
 
 
 @dataclass(frozen=True)
 class OverlapFit:
+    """One exposed fraction k per measured DDP point: the intra-node model (intra_node.py) calibrates each measured
+    path with its own k; across nodes, where the path changes, overlap.py's model replaces it."""
+
     exposed_fraction: float   # k, the median over every point
     points: list[tuple[str, int, float]]  # (workload, gpus, k of that point)
 
@@ -127,51 +162,3 @@ def intra_links(measured: MeasuredNode, gpus: list[tuple[str, float | None]], so
         ratio = (peer or PCIE_PEER_BYTES_PER_S) / source_peer if source_peer else 1.0
         out[name] = base if name == measured.gpu else Link(base.bytes_per_s * ratio, base.alpha_s)
     return out
-
-
-@dataclass(frozen=True)
-class TransferCheck:
-    """The emulation's validation: run B's DDP step predicted from run A's and B's measured bandwidth."""
-
-    workload: str
-    exposed_fraction: float      # k, fitted on run A
-    link_a: Link
-    link_b: Link
-    compute_s: float             # run A's step without gradient sync
-    predicted_step_s: float
-    measured_step_s: float
-    compute_b_s: float           # run B's own step without gradient sync (same run, same CPU/GPU load)
-    comm_b_s: float              # k × the modelled all-reduce over B's link
-
-    @property
-    def error(self) -> float:
-        """Prediction from run A's compute step (the GPU emulation's headline figure)."""
-        return self.predicted_step_s / self.measured_step_s - 1
-
-    @property
-    def error_own_compute(self) -> float:
-        """Prediction from B's own compute step: the network part alone, without run-to-run compute drift
-        (the shared CPU of CI drifts 2× between runs)."""
-        return (self.compute_b_s + self.comm_b_s) / self.measured_step_s - 1
-
-
-def validate_transfer(ddp_a: DdpPayload, coll_a: CollectivesPayload, ddp_b: DdpPayload,
-                      coll_b: CollectivesPayload, gpus: int = 2) -> list[TransferCheck]:
-    """For each workload measured on `gpus` ranks in both runs: k from A, then B's step from A's compute
-    step plus k × the all-reduce over B's measured link (its all_reduce bus bandwidth at the bucket size)."""
-    params = {w.workload: w.parameters for w in ddp_a.workloads}
-    checks = []
-    for a in (p for p in ddp_a.points if p.gpus == gpus and p.status == "ok" and p.compute_step_s):
-        b = next((p for p in ddp_b.points if (p.workload, p.gpus, p.status) == (a.workload, gpus, "ok")), None)
-        if b is None or a.workload not in params or a.step_s is None or b.step_s is None:
-            continue
-        size = params[a.workload] * GRADIENT_BYTES_PER_PARAMETER
-        bucket = min(size, DDP_BUCKET_BYTES)
-        links = [intra_link(build_bus_bandwidth(c)["all_reduce"], bucket) for c in (coll_a, coll_b)]
-        t_a, t_b = (all_reduce_time(1, gpus, size, link, None).total_s for link in links)
-        compute = a.compute_step_s.median
-        k = max(0.0, a.step_s.median - compute) / t_a
-        own = b.compute_step_s.median if b.compute_step_s else compute
-        checks.append(TransferCheck(a.workload, k, links[0], links[1], compute, compute + k * t_b, b.step_s.median,
-                                    own, k * t_b))
-    return checks

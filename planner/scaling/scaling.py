@@ -102,6 +102,20 @@ class BusBandwidth:
                 return math.exp(ys[i - 1] + t * (ys[i] - ys[i - 1]))
         return math.exp(ys[-1])
 
+    def time_at(self, size_bytes: float) -> float:
+        """One operation's time at `size_bytes`, interpolated linearly in log size and log time; below the
+        smallest size measured, that size's time (latency); beyond the largest, the largest's bandwidth."""
+        xs = [math.log(s) for s in self.sizes_bytes]
+        ys = [math.log(t.median) for t in self.time]
+        x = math.log(size_bytes)
+        if x <= xs[0] or len(xs) == 1:
+            return self.time[0].median if x <= xs[0] else self.time[0].median * size_bytes / self.sizes_bytes[0]
+        for i in range(1, len(xs)):
+            if x <= xs[i]:
+                t = (x - xs[i - 1]) / (xs[i] - xs[i - 1])
+                return math.exp(ys[i - 1] + t * (ys[i] - ys[i - 1]))
+        return self.time[-1].median * size_bytes / self.sizes_bytes[-1]
+
 
 @dataclass(frozen=True)
 class MachineScaling:

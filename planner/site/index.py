@@ -183,13 +183,15 @@ def multigpu_cells(section: MultiGpuSection | None, ddp: list[str]) -> list[Site
     if section is None:
         return [SiteCell(None, "no collectives or ddp document")] * (1 + len(ddp))
     bus = next((b for b in section.bus_rows if b.op == "all_reduce"), None)
-    cells = [SiteCell(bus.peak_busbw.median, f"{section.world_size} GPUs, {bus.peak_size_bytes / 2**20:g} MiB messages")
+    cells = [SiteCell(bus.peak_busbw.median, f"{section.gpus_words(section.world_size)}, "
+                      f"{bus.peak_size_bytes / 2**20:g} MiB messages")
              if bus else SiteCell(None, "all_reduce not measured")]
     for name in ddp:
         table = next((t for t in section.tables if t.workload.workload == name), None)
         ran = [r for r in table.rows if r.status == "ok" and r.efficiency is not None] if table else []
         top = max(ran, key=lambda r: r.gpus, default=None)
-        cells.append(SiteCell(top.efficiency, f"{top.gpus} GPUs, {table.precision}, batch {top.per_gpu_batch}/GPU")
+        cells.append(SiteCell(top.efficiency, f"{section.gpus_words(top.gpus)}, {table.precision}, "
+                                              f"batch {top.per_gpu_batch}/GPU")
                      if top and table else SiteCell(None, "DDP not measured for this workload"))
     return cells
 

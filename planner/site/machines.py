@@ -5,7 +5,8 @@ PDF: a large site does that work in worker processes. The workers are forked, so
 loaded machines rather than receiving them, and send back only what they made. The first item is
 made here, before the fork, so that templates, fonts and the Vega bundle are loaded once rather
 than in every worker; a small site is made entirely here, where starting workers would cost more
-than it saves.
+than it saves. PDFs are the exception: their workers are spawned and receive the reports pickled
+(`render_machine_pdfs` says why).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from typing import Generic, TypeVar
 
 from gpuplan_schema.results import MachineResults
@@ -81,5 +83,18 @@ def build_machine_pages(planned: list[tuple[MachineResults, Plan | None]], nav: 
     return map_forked(make, planned)
 
 
+def map_spawned(make: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    """[make(item) for item in items], on every core when there are enough items, in fresh (spawned) processes:
+    for work that must not inherit this process's threads. `make` and the items are pickled."""
+    workers = worker_count(len(items))
+    if workers < 2 or len(items) < PARALLEL_FROM:
+        return [make(item) for item in items]
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return list(pool.map(make, items))
+
+
 def render_machine_pdfs(reports: list[Report], paper: str) -> list[bytes]:
-    return map_forked(lambda report: render_report_pdf(report, paper), reports)
+    """Spawned, not forked: a PDF's charts are SVG from vl-convert, whose runtime runs on threads that a forked
+    child lacks; once this process had drawn a chart (the first PDF, made here), every forked child that drew one
+    waited forever (the site of results/ at 8 machines, two of them added by the two-node emulation)."""
+    return map_spawned(partial(render_report_pdf, paper=paper), reports)

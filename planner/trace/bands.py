@@ -49,7 +49,7 @@ class TraceBands(BandTable):
             return own
         return [(1 + a) * (1 + b) - 1 for a in own for b in self.cross]
 
-    def band_for(self, prediction: Prediction) -> Band:
+    def band_for(self, prediction: Prediction, gpu: str | None = None) -> Band:
         compiled = prediction.variant == COMPILED
         errors = self.errors(prediction.same_architecture, compiled)
         if not errors:

@@ -1,0 +1,69 @@
+"""The bands held out, per harness (issue 39 item 5): how many measured or published truths fell inside the band the
+plan would have given, built without that truth's own model, and how wide the bands were.
+
+- H100 <-> H200: the measured pair both ways, each row against the band without its workload (eager and compiled);
+- Lambda and GPT-2 (Any-Winter-4079's script): each published row on another architecture against the band without
+  its model (a user's model is not published), centred on its GPU's other rows (planner/check/gpu_centred.py);
+- NVIDIA DeepLearningExamples: a ratio of two predictions (A100 / V100, or two precisions of one GPU) against the
+  range the two bands give it, each without the model: the truth ratio lies within (1 − low_a) / (1 + high_b) …
+  (1 + high_a) / (1 − low_b) of the predicted one.
+The half-width of a band is its larger side, as everywhere on the accuracy page.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from planner.check.bands import BandTable
+from planner.check.coverage import Check, check_bands
+from planner.check.pairs import PairCheck, PairRatio
+
+GPT2_FAMILY = "nanogpt"
+
+
+@dataclass(frozen=True)
+class HarnessCoverage:
+    harness: str
+    n: int
+    inside: int
+    median_half_width: float
+
+    @property
+    def coverage(self) -> float:
+        return self.inside / self.n if self.n else 0.0
+
+    @classmethod
+    def of(cls, harness: str, inside: Sequence[bool], widths: Sequence[float]) -> HarnessCoverage:
+        return cls(harness, len(inside), sum(inside), statistics.median(widths) if widths else 0.0)
+
+
+def _published(checks: list[Check], gpt2: bool) -> HarnessCoverage:
+    rows = [c for c in checks if not c.residual.same_architecture and (c.residual.family == GPT2_FAMILY) == gpt2]
+    name = "GPT-2 124M script (other architectures)" if gpt2 else "Lambda (other architectures)"
+    return HarnessCoverage.of(name, [c.inside for c in rows], [c.half_width for c in rows])
+
+
+def ratio_inside(table: BandTable, ratio: PairRatio) -> tuple[bool, float]:
+    """Whether the published ratio lay inside the range the two predictions' bands give the predicted one (each
+    band without the model), and that range's larger half-width."""
+    held = table.without_family(ratio.model)
+    a = held.band(False, ratio.top.host, gpu=ratio.top.row.gpu)
+    b = held.band(False, ratio.bottom.host, gpu=ratio.bottom.row.gpu)
+    low, high = 1 - (1 - a.low) / (1 + b.high), (1 + a.high) / (1 - b.low) - 1 if b.low < 1 else float("inf")
+    at = ratio.published / ratio.predicted
+    return 1 - low - 1e-12 <= at <= 1 + high + 1e-12, max(low, high)
+
+
+def harness_coverage(table: BandTable, pairs: PairCheck | None) -> list[HarnessCoverage]:
+    checks = check_bands(table)
+    measured = [c for c in checks if c.residual.same_architecture and not c.residual.gpu]
+    out = [HarnessCoverage.of("H100 <-> H200, measured (same architecture)", [c.inside for c in measured],
+                              [c.half_width for c in measured]),
+           _published(checks, gpt2=False), _published(checks, gpt2=True)]
+    if pairs and pairs.ratios:
+        judged = [ratio_inside(table, r) for r in pairs.ratios]
+        out.append(HarnessCoverage.of("DeepLearningExamples ratios (A100, V100)", [j[0] for j in judged],
+                                      [j[1] for j in judged]))
+    return out

@@ -1,0 +1,46 @@
+"""The DeepLearningExamples check (planner/check/pairs.py) as markdown, for docs/accuracy.md (generated block
+`accuracy-dle`) and benchmarks/prediction_accuracy.py: the summary per kind of ratio against issue 39's goals, then
+every ratio with its two published rows, cited, and our two predictions."""
+
+from __future__ import annotations
+
+from planner.check.crossarch import MAX_TARGET, MEDIAN_TARGET
+from planner.check.pairs import KINDS, PairCheck, PairRatio
+
+KIND_WORDS = {"amp": "A100 / V100, mixed precision", "tf32/fp32": "A100 TF32 / V100 FP32",
+              "precision": "one GPU's TF32 or FP32 / its mixed precision"}
+
+
+def _cite(ratio: PairRatio) -> str:
+    """Both rows' README lines, as links (the two rows of a table share the file)."""
+    top, bottom = ratio.top.row, ratio.bottom.row
+    line = lambda r: r.cite.rsplit("#", 1)[1]  # noqa: E731 - a one-liner reads best here
+    return f"[{line(top)}]({top.cite})" + ("" if top.cite == bottom.cite else f", [{line(bottom)}]({bottom.cite})")
+
+
+def render_pair_check(check: PairCheck | None) -> str:
+    if check is None:
+        return "No machine with ceilings and a catalog GPU: nothing to predict the DLE tables from.\n"
+    lines = [f"**NVIDIA DeepLearningExamples, from {check.source}**: each published GPU predicted from our measured "
+             "machine, then a ratio of two predictions held against the same ratio of two published rows of one table "
+             "(error = predicted ÷ published − 1; +: the numerator predicted too fast). Mixed precision is our fp16 "
+             "point on both GPUs. \"same\": the published model and tensor layout are our workload's; \"proxy\": "
+             "another configuration of it (pretraining, Transformer-XL's adaptive softmax) or another layout than "
+             f"ours. Goals (issue 39): median ≤ {MEDIAN_TARGET:.0%}, none over {MAX_TARGET:.0%}.", "",
+             "| ratio | rows | same: n | median | largest | goals | proxy: n | median | largest |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for kind in KINDS:
+        n, median, largest = check.summary(kind)
+        pn, pmedian, plargest = check.summary(kind, "proxy")
+        met = "met" if check.meets(kind) else "missed"
+        lines.append(f"| {KIND_WORDS[kind]} | {n + pn} | {n} | {median:.1%} | {largest:.1%} | {met} | {pn} | "
+                     f"{pmedian:.1%} | {plargest:.1%} |")
+    lines += ["", "| table | ratio | scope | published | predicted | error | our points | README lines |",
+              "|---|---|---|---|---|---|---|---|"]
+    for r in check.ratios:
+        ours = f"{r.top.precision}, {r.top.batch} / {r.bottom.precision}, {r.bottom.batch}"
+        lines.append(f"| {r.table} | {r.label} | {r.twin} | {r.published:.3f} | {r.predicted:.3f} | {r.error:+.1%} | "
+                     f"{ours} | {_cite(r)} |")
+    if check.listed:
+        lines += ["", "Not scored: " + "; ".join(check.listed) + "."]
+    return "\n".join(lines) + "\n"
