@@ -42,8 +42,9 @@ BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- 
 
 GENERATORS: dict[str, Callable[[list[MachineResults]], str]] = {
     "headline": tables.headline,
-    "plan-example": tables.plan_example,
     "plan-answer": tables.plan_answer,
+    "plan-default": tables.plan_default,
+    "plan-head": tables.plan_head,
     "load-results-example": tables.load_results_example,
     "pivot-example": tables.pivot_example,
     "ceilings": tables.ceilings,

@@ -162,7 +162,7 @@ def headline(machines: list[MachineResults]) -> str:
         for m in gpus:
             w = next(w for w in m.workloads if w.workload == name)
             p = _main_bf16(w)
-            cells.append(f"{p.throughput_per_s:.0f} {w.unit}/s (batch {p.batch}, bf16)")
+            cells.append(f"{p.throughput_per_s:.0f} {w.unit}/s (batch {p.batch}, bf16, eager)")
         rows.append([f"`{name}` training"] + cells)
     return _table([""] + [_heading(m) for m in gpus], rows)
 
@@ -207,19 +207,37 @@ def _resnet50_answer(machines: list[MachineResults]) -> list[str]:
     from planner.plan.plan import build_plan
     from planner.render.plan_text import render_plan_text
 
-    lines = render_plan_text(build_plan(_by(machines, SOURCE), ["H200"], None, machines)).splitlines()
+    lines = render_plan_text(build_plan(_by(machines, SOURCE), ["H200"], None, machines), verbose=True).splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("resnet50 on"))
     return lines[start:lines.index("", start)]
 
 
 def plan_command(machines: list[MachineResults]) -> str:
     """The README's command: the plan filtered to resnet50's block (grep -A: its line count, after wrapping)."""
-    return f"gpuplan plan results/h100-80gb --target H200 | grep -A{len(_resnet50_answer(machines)) - 1} '^resnet50 on'"
+    return (f"gpuplan plan results/h100-80gb --with results --target H200 --verbose | "
+            f"grep -A{len(_resnet50_answer(machines)) - 1} '^resnet50 on'")
 
 
-def plan_example(machines: list[MachineResults]) -> str:
-    """The README's `gpuplan plan` example: the command and what it prints (the same filter, in Python)."""
-    return "```text\n$ " + plan_command(machines) + "\n" + "\n".join(_resnet50_answer(machines)) + "\n```\n"
+def plan_default(machines: list[MachineResults]) -> str:
+    """What `gpuplan plan results/h100-80gb` prints at 80 columns: the folder alone, the answer on one screen."""
+    from planner.plan.plan import build_plan
+    from planner.render.plan_text import render_plan_text
+
+    source = _by(machines, SOURCE)
+    text = render_plan_text(build_plan(source, None, None, [source], rank_defaults=True), width=80)
+    return f"```text\n$ COLUMNS=80 gpuplan plan results/{SOURCE}\n{text}\n```\n"
+
+
+def plan_head(machines: list[MachineResults]) -> str:
+    """The README's example: the default plan of the H100 folder at 80 columns, up to its picks (`head`)."""
+    from planner.plan.plan import build_plan
+    from planner.render.plan_text import render_plan_text
+
+    source = _by(machines, SOURCE)
+    lines = render_plan_text(build_plan(source, None, None, [source], rank_defaults=True), width=80).splitlines()
+    cheapest = next(i for i, line in enumerate(lines) if line.startswith("  cheapest"))
+    head = lines[:next(i for i in range(cheapest + 1, len(lines)) if lines[i][2:3].strip())]  # its wrapped lines too
+    return f"```text\n$ COLUMNS=80 gpuplan plan results/{SOURCE} | head -{len(head)}\n" + "\n".join(head) + "\n```\n"
 
 
 def plan_answer(machines: list[MachineResults]) -> str:
@@ -497,17 +515,17 @@ def screenshot_figures(machines: list[MachineResults]) -> dict:
     throughput to expect, settings and picked instances, as the report words them. docs/screenshots.json
     records this beside the PNGs; `python docs/generate.py --check` compares it with the report of now, so a
     stale screenshot fails without comparing pixels."""
+    from planner.render.words import format_hours, format_usd, pick_settings, rate_range, settings_short
     from planner.report.decision import DecisionSection
     from planner.report.frame import build_report_for
-    from planner.units import short_rate
 
     report = build_report_for(_by(machines, SOURCE).folder, None)
     blocks = [b for s in report.sections if isinstance(s, DecisionSection) for b in s.blocks]
     return {"report": f"results/{SOURCE}", "workloads": [{
-        "workload": b.workload, "bound": b.bound, "settings": b.settings_line,
-        "throughput": (f"{short_rate(b.throughput.low)}–{short_rate(b.throughput.high)} {b.throughput.unit}/s"
-                       if b.throughput else None),
-        "instances": [f"{p.role}: {p.instance}, {p.hours_text}, {p.cost_text}" for p in b.picks],
+        "workload": b.workload, "bound": b.bound, "settings": settings_short(b.answer.settings) if b.answer else None,
+        "throughput": (f"{rate_range(b.answer.expected)} {b.unit}/s" if b.answer and b.answer.expected else None),
+        "instances": [f"{p.role}: {p.instance} ({pick_settings(p.row)}), {format_hours(p.row.hours)}, "
+                      f"{format_usd(p.row.cost_usd)}" for p in b.picks],
     } for b in blocks]}
 
 

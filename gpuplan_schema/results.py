@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpuplan_schema.payloads import CeilingsPayload, EnvironmentPayload, WorkloadPayload
-from gpuplan_schema.schema import Document, DocumentError, load_document
+from gpuplan_schema.schema import Document, DocumentError, ForeignDocument, load_document
 
 SINGLETON_KINDS = ("environment", "ceilings", "dataloader")  # one per machine; workload documents are one per workload
 # Workload documents of the same GPU type collected on another host (another rental), kept beside a machine's own
@@ -24,6 +24,7 @@ class MachineResults:
     folder: Path
     documents: dict[str, Document]  # by file stem: "environment", "ceilings", "workload-gpt-small"…
     other_hosts: tuple[tuple[str, WorkloadPayload], ...] = ()  # (host, workload) timed on another host, same GPU
+    skipped: tuple[Path, ...] = ()  # JSON files in the folder that are no gpuplan documents (ForeignDocument)
 
     @property
     def environment(self) -> EnvironmentPayload | None:
@@ -100,16 +101,24 @@ def load_machine(folder: Path) -> MachineResults:
         raise DocumentError(folder, "", f"holds no result documents (*.json){hint}")
     documents: dict[str, Document] = {}
     machine = None
+    skipped = []
     for path in paths:
-        doc = load_document(path)
+        try:
+            doc = load_document(path)
+        except ForeignDocument:
+            skipped.append(path)  # a package.json, someone's notes: not ours, said once by the caller
+            continue
         if machine is not None and doc.machine != machine:
             raise DocumentError(path, "machine", f"{doc.machine!r} differs from {machine!r} in the same folder")
         if doc.kind in SINGLETON_KINDS and any(d.kind == doc.kind for d in documents.values()):
             raise DocumentError(path, "kind", f"a second {doc.kind!r} document in one machine folder")
         machine = doc.machine
         documents[path.stem] = doc
-    assert machine is not None
-    return MachineResults(machine, folder, documents, load_other_hosts(folder))
+    if machine is None:
+        names = ", ".join(p.name for p in skipped[:3]) + (", …" if len(skipped) > 3 else "")
+        raise DocumentError(folder, "", f"holds no gpuplan documents: {len(skipped)} JSON file"
+                                        f"{'s' if len(skipped) > 1 else ''} without a gpuplan envelope ({names})")
+    return MachineResults(machine, folder, documents, load_other_hosts(folder), tuple(skipped))
 
 
 def load_other_hosts(folder: Path) -> tuple[tuple[str, WorkloadPayload], ...]:
@@ -126,15 +135,38 @@ def load_other_hosts(folder: Path) -> tuple[tuple[str, WorkloadPayload], ...]:
     return tuple(out)
 
 
-def load_results_root(root: Path) -> list[MachineResults]:
-    """Every machine folder under `root` (symlinks are not followed out of the root)."""
+def load_results_root(root: Path, skipped: list[Path] | None = None) -> list[MachineResults]:
+    """Every machine folder under `root` (symlinks are not followed out of the root). A folder whose JSON files are
+    all foreign (no gpuplan envelope) is no machine folder: it is skipped, its files added to `skipped` where given,
+    with each machine's own foreign files."""
     root = Path(root)
     if not root.is_dir():
         raise DocumentError(root, "", "not a results root (no such directory)")
-    machines = [load_machine(f) for f in _machine_folders(root)]
+    machines = []
+    for folder in _machine_folders(root):
+        foreign = _all_foreign(folder)
+        if foreign:
+            (skipped if skipped is not None else []).extend(foreign)
+            continue
+        machines.append(load_machine(folder))
+        (skipped if skipped is not None else []).extend(machines[-1].skipped)
     if not machines:
         raise DocumentError(root, "", "holds no machine folders with results")
     return machines
+
+
+def _all_foreign(folder: Path) -> list[Path]:
+    """The folder's JSON files where every one of them is foreign (no gpuplan document among them); else []."""
+    paths = iter_document_paths(folder)
+    for path in paths:
+        try:
+            load_document(path)
+        except ForeignDocument:
+            continue
+        except DocumentError:
+            return []  # a broken gpuplan document: load_machine names it
+        return []
+    return paths
 
 
 def load_machine_and_root(folder: Path) -> tuple[MachineResults, list[MachineResults]]:
@@ -153,9 +185,12 @@ def _machine_folders(root: Path) -> list[Path]:
     return [f for f in folders if iter_document_paths(f)]
 
 
-def load_machines(path: Path) -> list[MachineResults]:
-    """A machine folder (holds *.json) or a results root (holds machine folders)."""
+def load_machines(path: Path, skipped: list[Path] | None = None) -> list[MachineResults]:
+    """A machine folder (holds *.json) or a results root (holds machine folders); foreign JSON files skipped
+    into `skipped` where given."""
     path = Path(path)
     if path.is_dir() and iter_document_paths(path):
-        return [load_machine(path)]
-    return load_results_root(path)
+        machine = load_machine(path)
+        (skipped if skipped is not None else []).extend(machine.skipped)
+        return [machine]
+    return load_results_root(path, skipped)

@@ -44,6 +44,11 @@ class DocumentError(ValueError):
         super().__init__(f"{path}: {field}: {problem}" if field else f"{path}: {problem}")
 
 
+class ForeignDocument(DocumentError):
+    """A JSON object that is no gpuplan document at all (no envelope field: a package.json, a notes file): a reader
+    of a results folder skips it with a warning; `gpuplan validate` reports it like any bad document."""
+
+
 MAX_MESSAGE_PART = 500
 
 
@@ -131,7 +136,9 @@ def load_document(path: Path | str) -> Document:
     except UnicodeDecodeError:
         raise DocumentError(path, "", "not UTF-8 text") from None
     except json.JSONDecodeError as e:
-        raise DocumentError(path, "", f"not valid JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
+        # json's messages may end in "at" ("Unterminated string starting at"): the position follows once
+        msg = e.msg.removesuffix(" at")
+        raise DocumentError(path, "", f"not valid JSON ({msg} at line {e.lineno} column {e.colno})") from None
     except ValueError as e:  # NaN or Infinity, or an integer of thousands of digits
         raise DocumentError(path, "", str(e)) from None
     except RecursionError:
@@ -146,6 +153,9 @@ def _reject_constant(name: str) -> float:
 def parse_document(raw: Any, path: Path | str = "<document>") -> Document:
     if not isinstance(raw, dict):
         raise DocumentError(path, "", "not a JSON object")
+    if not any(name in raw for name in ENVELOPE_FIELDS):
+        raise ForeignDocument(path, "schema_version", "missing: not a gpuplan document (none of its envelope fields: "
+                                                      f"{', '.join(ENVELOPE_FIELDS)})")
     raw = migrate(raw, path)
     for name in ENVELOPE_FIELDS:
         if name not in raw:

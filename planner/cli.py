@@ -18,6 +18,16 @@ from typing import Any
 from gpuplan_schema.schema import DocumentError, load_document, write_text_atomic
 
 PROG = "gpuplan"
+
+
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("gpuplan")
+    except PackageNotFoundError:  # a source tree not installed (python -m planner.cli)
+        return "unknown (not installed)"
 DEFAULT_JOB_HELP = "'resnet50 bf16 epochs=100 dataset=imagenet'"  # planner.plan.plan.DEFAULT_JOB, a test checks
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 
@@ -62,6 +72,10 @@ def cmd_trace(args: argparse.Namespace) -> int:
 
 
 def _run_collector(module: str, command: str, argv: list[str]) -> int:
+    if not has_torch():
+        where = "the machine it measures" if command == "collect" else "the machine that traces (a CPU will do)"
+        raise UsageError(f"gpuplan {command} needs PyTorch on {where} (pip install torch, or a PyTorch "
+                         "GPU image); gpuplan plan, report and site need none")
     env = dict(os.environ, GPUPLAN_PROG=f"{PROG} {command}")
     child = subprocess.Popen([sys.executable, "-m", module, *argv], env=env,
                              preexec_fn=os.setpgrp)  # noqa: PLW1509 - only setpgrp, no locks taken
@@ -70,6 +84,16 @@ def _run_collector(module: str, command: str, argv: list[str]) -> int:
         return child.wait()
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def has_torch() -> bool:
+    """Whether torch can be imported, without importing it (seconds, and gigabytes of CUDA libraries)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):  # a broken install, or torch blocked in sys.modules
+        return False
 
 
 # ── validate ────────────────────────────────────────────────────────────────────────────────
@@ -151,17 +175,51 @@ def _load(module: str, name: str) -> Callable[..., Any]:
 
 def cmd_report(args: argparse.Namespace) -> int:
     render_report = _load("planner.render.report", "render_report")
-    from planner.rank.jobs import parse_job
-
-    job = parse_job(args.job) if args.job else None
-    _print_written(render_report(args.results_dir, args.out, paper=args.paper, job=job))
+    job = parse_job_arg(args.job)
+    others = load_others(args.results_dir, args.others)
+    _print_written(render_report(args.results_dir, args.out, paper=args.paper, job=job, others=others,
+                                 full=args.full))
     return EXIT_OK
 
 
 def cmd_site(args: argparse.Namespace) -> int:
+    from gpuplan_schema.results import iter_document_paths
+
+    root = Path(args.results_root)
+    if root.is_dir() and iter_document_paths(root):
+        raise UsageError(f"{root} is a machine folder; gpuplan site wants a results root, the folder of machine "
+                         f"folders ({root.resolve().parent}); `gpuplan report {root}` renders this one machine")
     build_site = _load("planner.site.build", "build_site")
     _print_written(build_site(args.results_root, args.out, pdf=args.pdf, paper=args.paper, progress=True))
     return EXIT_OK
+
+
+def parse_job_arg(spec: str | None):  # noqa: ANN201 - a Job or None
+    """--job SPEC: None where not given; an empty SPEC is an error, never a silent default."""
+    from planner.rank.jobs import parse_job
+
+    if spec is None:
+        return None
+    if not spec.strip():
+        raise UsageError("--job '': empty; give a workload, a precision and an amount, e.g. "
+                         "'resnet50 bf16 epochs=90 dataset=imagenet', or leave --job out for the default jobs")
+    return parse_job(spec)
+
+
+def load_others(folder: Path, named: Sequence[Path] | None) -> list:
+    """The machines named with --with (machine folders or results roots), loaded once, the given one left out; the
+    JSON files there and in the given folder that are no gpuplan documents are skipped with one warning line."""
+    from gpuplan_schema.results import load_machine, load_machines
+
+    skipped: list[Path] = list(load_machine(folder).skipped)
+    given = Path(folder).resolve()
+    others = [m for path in named or () for m in load_machines(path, skipped) if m.folder.resolve() != given]
+    skipped = list(dict.fromkeys(skipped))  # the given folder again under a root named with --with: said once
+    if skipped:
+        names = ", ".join(str(p) for p in skipped[:3]) + (f" and {len(skipped) - 3} more" if len(skipped) > 3 else "")
+        print(f"{PROG}: warning: skipped {len(skipped)} JSON file{'s' if len(skipped) > 1 else ''} that "
+              f"{'are' if len(skipped) > 1 else 'is'} no gpuplan document: {names}", file=sys.stderr)
+    return list({m.machine: m for m in others}.values())
 
 
 def _print_written(result: Any) -> None:
@@ -176,21 +234,20 @@ def _print_written(result: Any) -> None:
 def cmd_plan(args: argparse.Namespace) -> int:
     import json
 
-    from gpuplan_schema.results import load_machine_and_root
+    from gpuplan_schema.results import load_machine
     from planner.plan.plan import build_plan, plan_to_json
-    from planner.rank.jobs import parse_job
     from planner.render.fit import plan_width
     from planner.render.plan_text import render_plan_text
     from planner.trace.machine import planned_machine
 
-    job = parse_job(args.job) if args.job else None
-    machine, measured = load_machine_and_root(args.results_dir)
-    machine = planned_machine(machine)  # a trace folder: its traces predicted on the reference GPU (planner/trace)
+    job = parse_job_arg(args.job)
+    others = load_others(args.results_dir, args.others)
+    machine = planned_machine(load_machine(args.results_dir))  # a trace folder: predicted (planner/trace)
     if machine.gpu_name is None and machine.ceilings is not None and machine.ceilings.device == "cpu":
         folder = args.results_dir
         raise UsageError(f"{folder} measured a CPU (no GPU): gpuplan plan needs a GPU machine's ceilings and "
                          f"workloads; `gpuplan report {folder}` still shows what was measured")
-    plan = build_plan(machine, args.targets, job, measured, rank_defaults=True)
+    plan = build_plan(machine, args.targets, job, [machine, *others], rank_defaults=True)
     print(json.dumps(plan_to_json(plan), indent=1) if args.json
           else render_plan_text(plan, verbose=args.verbose, top=args.top, width=plan_width()))
     return EXIT_OK
@@ -210,11 +267,21 @@ def _add_plan(sub: Any) -> None:
                         "dataset=coco-2017' (one epoch) or 'gpt-small fp8 dataset=openwebtext' (fp8 where the "
                         "measured GPU ran fp8 matmuls); a bf16 job runs fp16 (autocast + GradScaler) on a GPU "
                         "without bf16 (V100, T4), marked ‡")
+    _add_with(p)
     p.add_argument("--json", action="store_true", help="print the plan document (docs/plan.md) instead of text")
     p.add_argument("--verbose", action="store_true",
-                   help="after the answer and the tables, every figure and reason (capacity, recommendations, presets)")
+                   help="after the answer, every reason and figure: each workload's basis and other targets, the "
+                        "published check, capacity, the whole ranking, recommendations and presets")
     p.add_argument("--top", type=_positive_int, default=15, metavar="N",
-                   help="with --job: the N cheapest instances in the table (default 15); the rest are counted")
+                   help="with --verbose: the N cheapest instances in the ranking table (default 15); the rest are "
+                        "counted")
+
+
+def _add_with(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--with", dest="others", action="append", type=Path, metavar="DIR",
+                   help="another machine folder, or a results root of several, whose measurements join the plan: "
+                        "their measured accuracy sets the prediction ranges, their multi-GPU runs the scaling "
+                        "(repeatable; default: the folder given alone, whatever sits beside it)")
 
 
 def _positive_int(text: str) -> int:
@@ -229,9 +296,36 @@ def cmd_accuracy(args: argparse.Namespace) -> int:
     from gpuplan_schema.results import load_machine
     from planner.check.accuracy import build_accuracy, render_markdown
 
+    first, second = (Path(p) for p in args.machines)
+    if first.resolve() == second.resolve():
+        raise UsageError(f"{first} is given twice: the accuracy check predicts one machine from another")
     a, b = (load_machine(p) for p in args.machines)
+    if a.machine == b.machine:
+        raise UsageError(f"{first} and {second} are the same machine ({a.machine}): the accuracy check predicts one "
+                         "machine from another")
+    for machine in (a, b):
+        if problem := accuracy_problem(machine):
+            raise UsageError(f"{machine.folder}: {problem}")
     print("\n".join(render_markdown(build_accuracy(x, y)) for x, y in ((a, b), (b, a))))
     return EXIT_OK
+
+
+def accuracy_problem(machine: Any) -> str:
+    """Why a machine cannot take part in the accuracy check (planner.check.accuracy.comparable), or ''."""
+    from planner.specs import match_gpu
+
+    if machine.gpu_name is None:
+        return "measured a CPU (no GPU): the accuracy check compares two GPUs"
+    if match_gpu(machine.gpu_name) is None:
+        return f"its GPU, {machine.gpu_name}, is not in the GPU catalog (gpuplan specs --gpus)"
+    if machine.ceilings is None:
+        return ("no ceilings.json: the check predicts from measured ceilings (a multi-GPU folder holds the "
+                "collectives; give the one-GPU folder of that machine)")
+    if not machine.workloads:
+        return "no workload documents to compare"
+    if any(w.scale != "reference" for w in machine.workloads):
+        return "its workloads ran at reduced sizes (a CPU test run), not comparable with a GPU's"
+    return ""
 
 
 def _add_accuracy(sub: Any) -> None:
@@ -244,12 +338,14 @@ def _add_accuracy(sub: Any) -> None:
 # ── specs ───────────────────────────────────────────────────────────────────────────────────
 
 def cmd_specs(args: argparse.Namespace) -> int:
-    from planner.specs.listing import render_specs_json, render_specs_text
+    from planner.render.fit import plan_width
+    from planner.render.specs_text import render_specs_text
+    from planner.specs.listing import render_specs_json
 
     # Neither flag: both catalogs.
     gpus, instances = (args.gpus, args.instances) if args.gpus or args.instances else (True, True)
-    render = render_specs_json if args.json else render_specs_text
-    sys.stdout.write(render(gpus=gpus, instances=instances))
+    sys.stdout.write(render_specs_json(gpus=gpus, instances=instances) if args.json
+                     else render_specs_text(gpus=gpus, instances=instances, width=plan_width()))
     return EXIT_OK
 
 
@@ -261,6 +357,7 @@ def build_parser() -> argparse.ArgumentParser:
                                "with and the instance to rent for a job (gpuplan plan), with the evidence in a "
                                "report and a site.",
         epilog=f"Run `{PROG} COMMAND --help` for the options of a command.")
+    parser.add_argument("--version", action="version", version=f"{PROG} {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     collect = sub.add_parser("collect", help=COLLECT_HELP, add_help=False, prefix_chars="\0",
                              description=COLLECT_HELP[0].upper() + COLLECT_HELP[1:] + ".")
@@ -326,6 +423,10 @@ def _add_report_and_site(sub: Any) -> None:
                    help="the PDF's paper size: A4 (210 × 297 mm, the default) or US Letter (8.5 × 11 in)")
     p.add_argument("--job", metavar="SPEC", help=f"the job the instance ranking is for (default: {DEFAULT_JOB_HELP}); "
                                                   "the same SPEC as `gpuplan plan --job`")
+    _add_with(p)
+    p.add_argument("--full", action="store_true",
+                   help="put the appendix in the PDF too (every trial, sweep, per-operation table, recommendation and "
+                        "prediction: about 200 pages for 15 workloads); the HTML always has it, collapsed")
     p = _add(sub, "site", cmd_site, "render every machine under a results root as a static site")
     p.add_argument("results_root", type=Path, metavar="RESULTS_ROOT", help="folder of machine folders (results/)")
     p.add_argument("--out", type=Path, default=Path("site/_build"), help="output folder (default: site/_build/)")

@@ -66,13 +66,14 @@
       var meta = data.instances[r[0]], tr = document.createElement("tr");
       var band = r[6] !== null ? " (" + hours(r[6] * k) + "–" + hours(r[7] * k) + ")" : "";
       var cells = [String(n + 1), meta[0] + " · " + meta[1] + (r[8] ? " · † unchecked" : "") +
-                   (r[10] ? " · ‡ runs " + r[10] : ""), meta[2],
+                   (r[10] ? " · ‡ runs " + r[10] : ""), meta[2], r[11],
+                   fmt(r[12]) + (r[13] ? " (feed " + r[13] + ")" : ""),
                    fmt(r[2]), hours(r[3] * k) + band, dollars(r[4] * k), "$" + meta[3].toFixed(2),
                    r[5] ? "yes" : ""];
       cells.forEach(function (text, c) {
         var td = document.createElement("td");
         td.textContent = text;
-        if (c === 0 || (c >= 3 && c <= 6)) { td.className = "num"; }
+        if (c === 0 || (c >= 4 && c <= 8)) { td.className = "num"; }
         tr.appendChild(td);
       });
       tr.setAttribute("data-instance", meta[0]);

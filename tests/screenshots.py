@@ -23,8 +23,8 @@ from PIL import Image  # noqa: E402
 from planner.render.report import render_report  # noqa: E402
 
 PDF_DPI = 100
-CHARTS_DRAWN = ("Array.from(document.querySelectorAll('.vega-chart')).every("
-                "el => el.querySelector('svg, canvas') !== null)")
+CHARTS_DRAWN = ("Array.from(document.querySelectorAll('.vega-chart')).filter(el => !el.closest('details:not([open])'))"
+                ".every(el => el.querySelector('svg, canvas') !== null)")   # the appendix's draw when it opens
 
 
 def first_screen(browser: Browser, url: str, width: int, height: int, path: Path) -> None:

@@ -9,6 +9,7 @@ of each page is kept under test-artifacts/browser/. The tests skip only where ch
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -29,6 +30,10 @@ PAGES = {"index": "index.html", "machine": "machines/h100-80gb/index.html", "wor
          "accuracy": ACCURACY_NAME, "jobs": JOBS_NAME}
 CHARTS_DRAWN = ("Array.from(document.querySelectorAll('.vega-chart')).every("
                 "el => el.querySelector('svg, canvas') !== null)")
+# the charts a reader sees: those outside the collapsed appendix (its charts are drawn when it opens)
+SHOWN_DRAWN = ("Array.from(document.querySelectorAll('.vega-chart')).filter(el => !el.closest('details:not([open])'))"
+               ".every(el => el.querySelector('svg, canvas') !== null)")
+OPEN_APPENDIX = "document.querySelectorAll('details').forEach(d => { d.open = true; }); true"
 CHARTS = """Array.from(document.querySelectorAll('.vega-chart')).map(el => {
   const art = el.querySelector('svg, canvas'); const box = art ? art.getBoundingClientRect() : null;
   return {id: el.id, width: box ? box.width : 0, height: box ? box.height : 0,
@@ -64,7 +69,9 @@ def fresh_artifacts() -> None:
 def open_page(browser: Browser, site: Path, page: str) -> list[str]:
     """Load a page, wait for its charts; its problems (console errors, exceptions, failed requests)."""
     problems = browser.open((site / page).as_uri())
-    assert browser.wait_for(CHARTS_DRAWN), f"{page}: a chart was not drawn within the time allowed"
+    assert browser.wait_for(SHOWN_DRAWN), f"{page}: a chart was not drawn within the time allowed"
+    browser.evaluate(OPEN_APPENDIX)   # a collapsed appendix draws its charts as it opens
+    assert browser.wait_for(CHARTS_DRAWN), f"{page}: a chart of the appendix was not drawn when it opened"
     return problems.all
 
 
@@ -134,7 +141,8 @@ def test_report_fits_a_phone_screen_and_its_sweep_table_sorts_within_each_precis
 
 
 RANKING = "Array.from(document.querySelectorAll('#job-ranking tbody tr')).map(r => r.getAttribute('data-instance'))"
-HOURS = "Array.from(document.querySelectorAll('#job-ranking tbody tr')).map(r => r.cells[4].textContent)"
+HOURS = "Array.from(document.querySelectorAll('#job-ranking tbody tr')).map(r => r.cells[6].textContent)"
+RUNS = "Array.from(document.querySelectorAll('#job-ranking tbody tr')).map(r => r.cells[3].textContent)"
 
 
 def choose(browser: Browser, control: str, value: str) -> None:
@@ -154,6 +162,10 @@ def test_the_job_chooser_ranks_instances_for_the_job_chosen(site, browser):
     by_time = browser.evaluate(RANKING)
     hours = browser.evaluate(HOURS)
     assert len(by_time) > 10
+    # each instance at what the plan predicts on its own GPU: bf16 at 512 on an H100, fp16 on a T4 (no bf16)
+    runs = dict(zip(by_time, browser.evaluate(RUNS), strict=True))
+    assert all(re.fullmatch(r"(bf16|fp16) \d+ (compile|eager)", r) for r in runs.values()), runs
+    assert {r.split()[0] for i, r in runs.items() if "T4" in i or i.startswith("g4dn")} <= {"fp16"}
     choose(browser, "job-sort", "cost")
     by_cost = browser.evaluate(RANKING)
     assert sorted(by_cost) == sorted(by_time) and by_cost != by_time  # the same instances, another order
@@ -196,3 +208,13 @@ def test_at_1280_px_the_tables_show_every_column_without_scrolling(site, browser
                                "const w = t.closest('.table-wrap') || t.parentElement; "
                                "return [t.scrollWidth, w.clientWidth]; })()")
         assert box[0] <= box[1] + 1, f"{page} {table}: {box[0]} px of table in {box[1]} px"
+
+
+def test_the_appendix_is_collapsed_until_asked_for_and_a_link_into_it_opens_it(site, browser):
+    """Issue 37: the report answers first; every table of measurements waits in a collapsed appendix, and a link
+    to one of its sections (a bound's glossary entry) opens it."""
+    browser.open((site / PAGES["machine"]).as_uri())
+    assert browser.wait_for(SHOWN_DRAWN)
+    assert browser.evaluate("document.querySelector('details.appendix-details').open") is False
+    browser.evaluate("window.location.hash = 'glossary'; true")   # as a click on a bound's glossary link does
+    assert browser.wait_for("document.querySelector('details.appendix-details').open === true")

@@ -133,12 +133,17 @@ def fake_module(monkeypatch, name: str, func_name: str, func) -> None:
 def test_report_calls_render_report(monkeypatch, tmp_path, capsys):
     calls = []
     fake_module(monkeypatch, "planner.render.report", "render_report",
-                lambda results, out, paper, job: calls.append((results, out, paper, job)) or [out / "r.pdf"])
+                lambda results, out, paper, job, others, full: calls.append((results, out, paper, job, others, full))
+                or [out / "r.pdf"])
     assert main(["report", str(H100), "--out", str(tmp_path)]) == 0
     assert main(["report", str(H100), "--out", str(tmp_path), "--paper", "letter"]) == 0
     assert main(["report", str(H100), "--out", str(tmp_path), "--job", "gpt-small bf16 tokens=1B"]) == 0
     assert [c[:3] for c in calls] == [(H100, tmp_path, "a4"), (H100, tmp_path, "letter"), (H100, tmp_path, "a4")]
     assert calls[0][3] is None and calls[2][3].spec == "gpt-small bf16 tokens=1B"
+    assert all(c[4] == [] and c[5] is False for c in calls)   # the folder alone, the short PDF
+    other = FROZEN / "h200"
+    assert main(["report", str(H100), "--out", str(tmp_path), "--full", "--with", str(other)]) == 0
+    assert [m.machine for m in calls[3][4]] == ["h200"] and calls[3][5] is True
     assert f"wrote {tmp_path / 'r.pdf'}" in capsys.readouterr().out
 
 
@@ -165,7 +170,7 @@ def test_site_calls_build_site_with_default_out(monkeypatch, capsys):
 
 
 def test_document_error_inside_a_command_is_one_line(monkeypatch, capsys):
-    def render_report(results, out, paper, job):
+    def render_report(results, out, paper, job, others, full):
         raise DocumentError(results / "ceilings.json", "payload.matmul", "empty")
 
     fake_module(monkeypatch, "planner.render.report", "render_report", render_report)
@@ -178,10 +183,9 @@ def test_document_error_inside_a_command_is_one_line(monkeypatch, capsys):
 def test_specs_lists_the_catalog(capsys):
     assert main(["specs", "--gpus"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    h100 = next(line for line in lines if line.startswith("H100 SXM "))
-    assert "3350" in h100 and "989" in h100 and "1979" in h100
-    at = lines[0].index("source")  # the columns line up: every source starts under its header
-    assert all(line[at - 1] == " " and line[at] != " " for line in lines)
+    h100 = [line for line in lines if line.startswith("H100 SXM ")]   # one row in each table the columns split into
+    assert "3350" in h100[0] and any("989" in row for row in h100) and any("1979" in row for row in h100)
+    assert "Sources (datasheet figures, dense):" in lines and any(line.startswith("  H100 SXM: ") for line in lines)
 
 
 @pytest.mark.parametrize("command", COMMANDS)

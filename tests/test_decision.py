@@ -1,5 +1,6 @@
-"""The decision page: first in the report, one block per measured workload with its bound, its settings as
-Python and YAML, the throughput to expect and the instances for a default job (or the job asked for)."""
+"""The decision page and the workload pages: first in the report, one block per measured workload with the plan's
+answer (bound, settings as Python and YAML, the throughput to expect) and the instances for a default job (or the job
+asked for), each at the settings the plan predicts on its own GPU."""
 
 from __future__ import annotations
 
@@ -45,20 +46,23 @@ def test_the_decision_section_comes_first_and_answers_for_every_workload(report,
     for block in first.blocks:
         assert block.python and "torch" in block.python and "DataLoader(" in block.python, block.workload
         assert block.yaml and "batch_size:" in block.yaml and "allocator:" in block.yaml
-        assert block.throughput and block.throughput.low <= block.throughput.value <= block.throughput.high
+        e = block.answer.expected
+        assert e and e.low_per_s <= e.throughput_per_s <= e.high_per_s
         roles = [p.role for p in block.picks]
         assert roles[0] in ("fastest", "fastest and cheapest") and ("cheapest" in roles or len(roles) == 1)
-        assert all(p.hours > 0 and p.cost_usd > 0 for p in block.picks)
-        assert block.chart is not None and block.bound and block.why
+        assert all(p.row.hours > 0 and p.row.cost_usd > 0 for p in block.picks)
+        assert block.chart is not None and block.bound
     # every bound is a word of the one vocabulary, judged at the recommended batch; undetermined only where no
     # per-operation profile was collected for the workload, and then the page says what decides it
     labels = {kind.label for kind in BoundKind}
     profiled = {d.payload.workload for d in h100.documents.values() if d.kind == "roofline"}
     for block in first.blocks:
         assert block.bound in labels, block.workload
-        assert block.bound != "undetermined" or (block.workload not in profiled and "--only roofline" in block.why)
+        why = block.answer.expected.judgement.sentence
+        assert block.bound != "undetermined" or (block.workload not in profiled and "--only roofline" in why)
     mlp = next(b for b in first.blocks if b.workload == "mlp-stgan")   # host-set at batch 4096, not at 131072
-    assert mlp.bound == "compute-bound" and f"per-operation profile at batch {format_count(131072)}" in mlp.why
+    assert mlp.bound == "compute-bound"
+    assert f"per-operation profile at batch {format_count(131072)}" in mlp.answer.expected.judgement.sentence
 
 
 def test_settings_follow_the_measurements(report):
@@ -74,16 +78,20 @@ def test_settings_follow_the_measurements(report):
     assert re.fullmatch(r"mlp-stgan bf16 samples=\de\d+", blocks["mlp-stgan"].job)  # a day on this GPU, stated
 
 
-def test_the_page_shows_the_snippets_and_the_instances_before_the_summary(report):
+def test_the_first_page_answers_every_workload_and_a_page_each_follows_with_its_snippets(report):
     html = render_report_html(report)
     start, summary = html.index('id="decision"'), html.index('id="summary"')
-    assert start < summary < html.index('id="contents"')
-    page = text(html[start:summary])
+    assert start < summary < html.index('id="decision-') < html.index('id="contents"')
+    first = text(html[start:summary])
+    for block in report.sections[0].blocks:  # each workload's fastest and cheapest instance, named on page one
+        assert block.workload in first
+        assert all(p.instance in first for p in block.picks if p.role != "Pareto front")
+    pages = text(html[html.index('id="decision-'):html.index('id="ceilings"')])
     for workload in MEASURED:
-        assert f"# {workload}" in page  # the YAML snippet's first line
-    assert page.count("DataLoader(dataset") == len(MEASURED) and page.count("Fastest") >= 1
-    for block in report.sections[0].blocks:  # each workload's fastest and cheapest instance, named
-        assert all(p.instance in page for p in block.picks)
+        assert f"# {workload}" in pages  # the YAML snippet's first line
+    assert pages.count("DataLoader(dataset") == len(MEASURED)
+    for block in report.sections[0].blocks:
+        assert all(p.instance in pages for p in block.picks)
 
 
 def test_a_job_asked_for_replaces_its_workloads_default_and_the_instance_section_ranks_it():
@@ -91,7 +99,7 @@ def test_a_job_asked_for_replaces_its_workloads_default_and_the_instance_section
     gpt = next(b for b in report.sections[0].blocks if b.workload == "gpt-small")
     default = next(b for b in report_for().sections[0].blocks if b.workload == "gpt-small")
     assert gpt.job == "gpt-small bf16 tokens=1B" and "--job" in gpt.job_note
-    assert gpt.picks[0].hours == pytest.approx(default.picks[0].hours / 10, rel=1e-6)
+    assert gpt.picks[0].row.hours == pytest.approx(default.picks[0].row.hours / 10, rel=1e-6)
     instances = next(s for s in report.sections if s.kind == "instances")
     assert instances.job == "gpt-small bf16 tokens=1B"
 
@@ -121,12 +129,12 @@ def test_the_expected_throughput_reads_at_a_glance(report):
     """Three figures with k/M from ten thousand up (dlrm-small expects millions of samples/s)."""
     from planner.units import short_rate
     html = render_report_html(report)
-    cells = re.findall(r'<td class="num g-expect" data-label="Expect">([^<]*)</td>', html)
+    cells = re.findall(r'<td class="num g-expect" data-label="Expect">(.*?)</td>', html)
     assert len(cells) == len(report.sections[0].blocks)
-    assert not any(re.search(r"\d{5,}", c) for c in cells)   # no 11477443
-    dlrm = next(b for b in report.sections[0].blocks if b.workload == "dlrm-small")
-    assert f"{short_rate(dlrm.throughput.value)} {dlrm.throughput.unit}/s" in cells
-    assert short_rate(dlrm.throughput.value).endswith("M")
+    assert not any(re.search(r"\d{5,}", text(c)) for c in cells)   # no 11477443
+    dlrm = next(b for b in report.sections[0].blocks if b.workload == "dlrm-small").answer.expected
+    assert f"{short_rate(dlrm.low_per_s)}–{short_rate(dlrm.high_per_s)} samples/s" in [text(c).strip() for c in cells]
+    assert short_rate(dlrm.throughput_per_s).endswith("M")
 
 
 def test_the_first_screen_says_to_pad_gpt_smalls_vocabulary(report):
@@ -134,6 +142,6 @@ def test_the_first_screen_says_to_pad_gpt_smalls_vocabulary(report):
     found in its per-op profile; the padding benchmark's own figures stay in the docs (outside the contract)."""
     blocks = {b.workload: b for b in report.sections[0].blocks}
     said = "gemm shapes: pad matrix dimensions to a multiple of 64"
-    assert said in blocks["gpt-small"].extra
-    assert not any(e.startswith("gemm shapes") for e in blocks["resnet50"].extra)
+    assert any(r.setting == "gemm_shapes" and said.endswith(r.value) for r in blocks["gpt-small"].extra)
+    assert not any(r.setting == "gemm_shapes" for r in blocks["resnet50"].extra)
     assert said in text(render_report_html(report))

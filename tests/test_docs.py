@@ -170,4 +170,4 @@ def test_the_readme_plan_command_piped_into_head_ends_quietly():
     first = proc.stdout.read(40)
     proc.stdout.close()  # as head does once it has its lines
     err = proc.stderr.read().decode()
-    assert proc.wait(timeout=60) == 0 and err == "" and first.startswith(b"Plan from h100-80gb")
+    assert proc.wait(timeout=60) == 0 and err == "" and first.startswith(b"Plan for h100-80gb")

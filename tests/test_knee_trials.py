@@ -24,7 +24,7 @@ from gpuplan_schema.results import load_machine
 from planner.plan.plan import build_plan
 from planner.plan.presets import Bounds, aggressive_preset
 from planner.plan.settings import LoaderSettings, Settings
-from planner.render.plan_text import settings_line
+from planner.render.words import settings_words as settings_line
 from planner.report.dataloader import build_dataloader_sections
 from planner.units import format_count
 

@@ -145,7 +145,7 @@ def test_busbw_chart_renders_to_svg_offline(machine):
 
 
 def test_report_html_and_pdf_show_the_section_with_the_cpu_note(machine, tmp_path):
-    html, pdf = render_report(GLOO, tmp_path)
+    html, pdf = render_report(GLOO, tmp_path, full=True)
     page = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", html.read_text(encoding="utf-8")))
     assert "Several GPUs" in page and "CPU processes, not GPUs." in page
     assert "NVLink multicast off in every rank" in page and "gpt-small: data-parallel training (DDP, bf16)" in page

@@ -167,7 +167,7 @@ def test_the_plan_ranks_multi_node_instances_by_node_count_and_prints_them():
     pairs = zip(p5en, p5en[1:], strict=False)  # each node count with the next
     assert all(a["hours"] > b["hours"] and a["efficiency"] >= b["efficiency"] for a, b in pairs)
     assert all(r["nodes"] == 1 for r in rows if r["base_instance"] == "g6e.xlarge")  # no network for several
-    text = render_plan_text(plan)
+    text = render_plan_text(plan, verbose=True)
     assert "Across nodes" in text and "p5.48xlarge" in text.split("Across nodes", 1)[1]
 
 

@@ -1,6 +1,7 @@
-"""The PDF of the committed H100 results as a reader gets it: every section, a contents page whose page
-numbers are right, A4 or Letter, running header and page numbers, fonts embedded, no chart or table split
-where it fits on a page, no chart label cut at the edge, and no blank page (checked on PNGs of the pages)."""
+"""The PDF of the committed H100 results as a reader gets it: by default the decision page, a page per workload and
+the ceilings (at most 2 + N pages for N workloads); with --full every section after them, a contents page whose page
+numbers are right. A4 or Letter, running header and page numbers, fonts embedded, no chart or table split where it
+fits on a page, no chart label cut at the edge, and no blank page (checked on PNGs of the pages)."""
 
 from __future__ import annotations
 
@@ -40,14 +41,37 @@ def pages(a4: Path) -> list[str]:
     return [re.sub(r"\s+", " ", page.extract_text()) for page in PdfReader(a4).pages]
 
 
-def test_pdf_has_every_section_of_the_report_in_order(report, pages):
-    text = " ".join(pages)
+@pytest.fixture(scope="module")
+def full(report, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return render_report(H100, tmp_path_factory.mktemp("full"), full=True)[1]
+
+
+@pytest.fixture(scope="module")
+def full_pages(full: Path) -> list[str]:
+    return [re.sub(r"\s+", " ", page.extract_text()) for page in PdfReader(full).pages]
+
+
+def test_the_default_pdf_is_the_answer_a_page_per_workload_and_the_ceilings(report, pages):
+    """Issue 37: 195 pages, 63–147 of them per-operation tables. Now page one answers every workload, each workload
+    has its page (answer, evidence, where to run it), the ceilings close it: 2 + N pages at most."""
+    measured = [b.workload for b in report.sections[0].blocks]
+    assert len(pages) <= 2 + len(measured) and "Contents" not in " ".join(pages)
+    assert "The answer: settings and instances per workload" in pages[0]
+    assert all(workload.split("-")[0] in pages[0] for workload in measured)  # "wide-" may wrap in its cell
+    starts = [next(i for i, text in enumerate(pages) if text.lstrip().startswith(f"{w} ")) for w in measured]
+    assert starts == list(range(1, 1 + len(measured)))   # one page each, in order
+    assert "Measured ceilings" in pages[-1] and "gpuplan report --full" in pages[-1]
+    assert "Roofline per op" not in " ".join(pages)
+
+
+def test_pdf_has_every_section_of_the_report_in_order(report, full_pages):
+    text = " ".join(full_pages)
     titles = [s.title for s in report.sections if s.in_toc]
-    head = {s.title for s in report.head}  # the decision page and the summary come before the contents
+    head = {s.title for s in [*report.head, *report.pages]}  # before the appendix's contents
     at = [text.find(title, text.find("Contents") + 1 if title not in head else 0) for title in titles]
     assert all(i >= 0 for i in at), [t for t, i in zip(titles, at, strict=True) if i < 0]
-    for title in ("The answer: settings and instances per workload", "Summary", "Three things to change",
-                  "Verdict per workload", "Measured ceilings", "Roofline",
+    for title in ("The answer: settings and instances per workload", "Three things to change",
+                  "Measured ceilings", "Roofline",
                   "Workload: gpt-small", "Roofline per op: gpt-small", "Input pipeline", "Recommendations and presets",
                   "Instance ranking", "Predictions for other GPUs", "Multi-GPU", "Method: hardware ceilings",
                   "Method: workloads", "Environment", "Glossary"):
@@ -55,23 +79,18 @@ def test_pdf_has_every_section_of_the_report_in_order(report, pages):
     assert "Not collected: no collective or data-parallel" in text  # a placeholder's line, not just its heading
 
 
-def test_contents_page_gives_the_page_each_section_starts_on(report, a4, pages):
-    # Page 1 answers for every workload (settings, fastest and cheapest instance); the decision page's blocks
-    # follow, then the summary, then the contents.
-    measured = [b.workload for b in report.sections[0].blocks]
-    assert "The answer: settings and instances per workload" in pages[0] and len(measured) >= 5
-    assert all(workload.split("-")[0] in pages[0] for workload in measured)  # "wide-" may wrap in its cell
-    summary = next(i for i, text in enumerate(pages) if "Three things to change" in text)
-    assert all("Contents" not in text for text in pages[:summary + 1])
-    at = summary + 1
-    contents = PdfReader(a4).pages[at].extract_text()  # one line per entry: "Roofline ...... 6"
-    assert contents.lstrip().startswith("Contents")
+def test_contents_page_gives_the_page_each_section_starts_on(report, full, full_pages):
+    """With --full: the short report's pages, then the appendix, its contents on a page of their own."""
+    at = next(i for i, text in enumerate(full_pages) if text.lstrip().startswith("Contents")
+              or " Contents " in text[:200])
+    assert "Measured ceilings" in full_pages[at - 1] and at <= 2 + len(report.sections[0].blocks)
+    contents = PdfReader(full).pages[at].extract_text()  # one line per entry: "Roofline ...... 6"
     listed = dict(re.findall(r"^(\S.*?) ?\.{3,} ?(\d+)$", contents, flags=re.MULTILINE))
-    titles = [s.title for s in report.body if s.in_toc]
+    titles = [s.title for s in report.appendix if s.in_toc]
     assert list(listed) == titles
     for title, number in listed.items():
-        assert title in pages[int(number) - 1], (title, number)
-        assert int(number) == 1 + next(i for i, text in enumerate(pages) if title in text and i > at)
+        assert title in full_pages[int(number) - 1], (title, number)
+        assert int(number) == 1 + next(i for i, text in enumerate(full_pages) if title in text and i > at)
 
 
 def test_running_header_names_machine_and_date_and_every_page_is_numbered(report, pages):
@@ -118,7 +137,7 @@ def fragments(document) -> dict[int, list[tuple[int, object]]]:  # noqa: ANN001 
 
 
 def test_no_chart_or_table_is_split_across_pages_unless_it_is_longer_than_a_page(report):
-    document = layout_report_pdf(report)
+    document = layout_report_pdf(report, full=True)
     room = document.pages[0]._page_box.height  # the page's content height
     split = 0
     for parts in fragments(document).values():

@@ -169,49 +169,53 @@ def gpuplan(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_plan_text_leads_with_the_answer_of_each_workload():
+    """One line per workload on the first screen (settings → range, bound), the default job's picks after it; every
+    reason with --verbose, which keeps the same first lines and adds each workload's block, the capacity table and
+    every recommendation."""
     run = gpuplan("plan", H100_DIR, "--target", "H200")
     assert run.returncode == 0, run.stderr
     lines = run.stdout.splitlines()
     folder = FROZEN / "h100-80gb"
     measured = sorted(p.stem.removeprefix("workload-") for p in folder.glob("workload-*.json"))
-    summary = lines.index("The answer, one line per workload (the blocks below say why):")
-    end = lines.index("", summary)
-    answers = [line for line in lines[summary + 1:end] if not line.startswith("    ")]  # not a wrapped line's rest
-    assert [line.split(":")[0].strip() for line in answers] == measured
-    assert end < SCREEN  # every workload's settings and throughput on the first screen
-    heads = [i for i, line in enumerate(lines) if " on H100 SXM (measured): batch " in line]
-    assert len(heads) == len(measured)
-    start = next(i for i, line in enumerate(lines) if line.startswith("resnet50 on H100 SXM"))
-    resnet = " ".join([lines[start], *(line.strip() for line in lines[start + 1:start + 3] if line.startswith("  ") and
-                                       not line.startswith("   "))])  # the head line and its wrapped rest
+    head = next(i for i, line in enumerate(lines) if line.startswith("workload "))
+    assert [line.split()[0] for line in lines[head + 1:head + 1 + len(measured)]] == measured
+    assert head + len(measured) < SCREEN  # every workload's settings and throughput on the first screen
+    assert len(lines) <= 60 and any(line.startswith("Where to run resnet50 bf16") for line in lines)
+    assert "Largest batch that fits" not in run.stdout and "max batch" not in run.stdout  # --verbose's
+    verbose = gpuplan("plan", H100_DIR, "--target", "H200", "--verbose").stdout
+    detail = verbose.splitlines()
+    assert detail[head + 1:head + 1 + len(measured)] == lines[head + 1:head + 1 + len(measured)]
+    start = next(i for i, line in enumerate(detail) if line.startswith("resnet50 on H100 SXM"))
+    resnet = " ".join(line.strip() for line in detail[start:start + 3])
     doc = load_document(folder / "workload-resnet50.json").payload
     bf16 = {p.variant: p.throughput_per_s for p in doc.points if p.sweep == "variant" and p.precision == "bf16"
             and p.batch == 256}
     gain = bf16["compile"] / bf16["default"] - 1   # the measured torch.compile gain, as the plan prints it
     assert "bf16 autocast" in resnet and f"torch.compile ({gain:+.0%})" in resnet and "channels_last" in resnet
-    table = lines.index(next(line for line in lines if line.startswith("Largest batch that fits")))
-    plan = __import__("json").loads(gpuplan("plan", H100_DIR, "--target", "H200", "--json").stdout)
-    rows = {(c["workload"], c["precision"]) for c in plan["targets"][0]["capacity"]}
-    columns = next(i for i in range(table, len(lines)) if lines[i].startswith("workload "))
-    assert len(lines) - columns == 1 + len(rows)  # column names, one row per workload × precision fitted
-    assert "max batch" not in run.stdout  # the per-figure lines are --verbose's
-    verbose = gpuplan("plan", H100_DIR, "--target", "H200", "--verbose").stdout
-    detail = verbose.splitlines()
-    after = detail.index(lines[summary])  # from the answers on, the plan's lines come first, unchanged
-    assert detail[after:after + len(lines) - summary] == lines[summary:] and "recommended ≤" in verbose
+    heads = [i for i, line in enumerate(detail) if " on H100 SXM (measured): batch " in line]
+    assert len(heads) == len(measured)
+    table = detail.index(next(line for line in detail if line.startswith("Largest batch that fits")))
+    assert table > heads[-1] and "recommended ≤" in verbose
     assert re.search(r"^   resnet50 +fp16 +default +1848 +1755$", verbose, re.M)
 
 
-def test_plan_job_prints_the_ranking_as_a_table_on_the_first_screen():
+def test_plan_job_shows_its_picks_first_and_the_ranking_with_verbose():
     run = gpuplan("plan", H100_DIR, "--job", "gpt-small bf16 tokens=10B", "--top", "10", "--json")
     ok = [r for r in __import__("json").loads(run.stdout)["ranking"] if r["status"] == "ok"]
-    text = gpuplan("plan", H100_DIR, "--job", "gpt-small bf16 tokens=10B", "--top", "10").stdout
+    text = gpuplan("plan", H100_DIR, "--job", "gpt-small bf16 tokens=10B").stdout
     lines = text.splitlines()
+    where = next(i for i, line in enumerate(lines) if line.startswith("Where to run gpt-small bf16 tokens=10B"))
+    assert "the job asked for" in " ".join(lines[where:where + 2]) and where < SCREEN
+    cheapest = min(ok, key=lambda r: (r["cost_usd"], r["hours"]))
+    assert any(line.split()[:2] in (["cheapest", cheapest["instance"] + ","], ["both", cheapest["instance"] + ","])
+               for line in lines[where:])
+    verbose = gpuplan("plan", H100_DIR, "--job", "gpt-small bf16 tokens=10B", "--top", "10", "--verbose").stdout
+    lines = verbose.splitlines()
     head = next(i for i, line in enumerate(lines) if line.startswith("Instances for 'gpt-small bf16 tokens=10B'"))
     head = next(i for i in range(head, len(lines)) if "instance" in lines[i].split())  # after the wrapped title
     rows = lines[head + 1:head + 11]
     # the instance cell: after the ★ column, up to the two spaces before GPUs (a GCP name holds single spaces)
-    assert head + 12 < SCREEN and [r[6:].split("  ")[0] for r in rows] == [r["instance"] for r in ok[:10]]
+    assert [r[6:].split("  ")[0] for r in rows] == [r["instance"] for r in ok[:10]]
     assert [row.lstrip().startswith("★") for row in rows] == [r["pareto"] for r in ok[:10]]
     assert f"… {len(ok) - 10} more run it" in lines[head + 11]
 
@@ -228,13 +232,3 @@ def test_fp8_jobs_need_a_measured_fp8_matmul(h100):
     without = Rates({"bf16": 1e15, "fp16": 1e15}, 3e12, "measured ceilings")
     with pytest.raises(JobError, match="m1 measured no fp8 matmul .*bf16, fp16.*choose bf16 or fp16"):
         require_fp8(parse_job("gpt-small fp8 tokens=1B"), without, "m1")
-
-
-def test_a_long_reason_is_cut_at_a_clause_not_inside_a_figure():
-    from planner.render.plan_text import first_sentence
-
-    text = "all cores but one: this machine cannot feed it at batch 256 (3946 images/s): its best, 3873 images/s"
-    cut = "all cores but one: this machine cannot feed it at batch 256 (3946 images/s) …"
-    assert first_sentence(text, limit=80) == cut
-    assert first_sentence("a, b, c 123 456", limit=10) == "a, b …"
-    assert first_sentence("short. Second sentence.", limit=80) == "short"

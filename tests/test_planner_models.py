@@ -8,6 +8,7 @@ import json
 import statistics
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from paths import FROZEN, REPO
@@ -180,8 +181,9 @@ def test_plan_json_follows_the_documented_contract():
 
 
 def test_plan_ranking_models_multi_gpu_efficiency_from_the_measured_ddp_run():
-    run = gpuplan("plan", H100_DIR, "--target", "H200", "--job", "resnet50 bf16 samples=128116700",
-                  "--json")
+    # the other machines' DDP runs join the plan when named (--with their results root)
+    run = gpuplan("plan", H100_DIR, "--with", str(Path(H100_DIR).parent), "--target", "H200", "--job",
+                  "resnet50 bf16 samples=128116700", "--json")
     ranking = json.loads(run.stdout)["ranking"]
     multi = [r for r in ranking if r["status"] == "ok" and r["gpu_count"] > 1]
     # The catalog's H200 instances have 8 GPUs, more than h200-x4 measured: resnet50's own k there, over NVLink.

@@ -115,7 +115,7 @@ def test_the_report_section_shows_charts_the_buffer_table_and_the_verdicts(cpu_f
     assert "reduced sizes" in section.applicable[0].sentence and not section.applicable[0].compared
     assert sorted(v.workload for v in section.not_applicable) == ["conv-rollout", "gpt-small", "mlp-stgan"]
     assert [name for name, _ in section.heatmaps] == ["unpinned"]
-    html_path, pdf_path = render_report(cpu_folder, tmp_path)
+    html_path, pdf_path = render_report(cpu_folder, tmp_path, full=True)
     html = html_path.read_text(encoding="utf-8")
     assert '<a href="#dataloader">Input pipeline</a>' in html
     assert 'data-chart="chart-dataloader-heatmap-unpinned"' in html and 'data-chart="chart-dataloader-scaling"' in html

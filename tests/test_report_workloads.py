@@ -44,7 +44,7 @@ def h100_gpu_memory() -> int:
 
 @pytest.fixture(scope="module")
 def h100_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
-    html, pdf = render_report(H100, tmp_path_factory.mktemp("h100"))
+    html, pdf = render_report(H100, tmp_path_factory.mktemp("h100"), full=True)
     text = " ".join(page.extract_text() for page in PdfReader(pdf).pages)
     return html.read_text(encoding="utf-8"), re.sub(r"\s+", " ", text)
 

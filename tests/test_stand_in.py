@@ -104,7 +104,8 @@ def test_every_predicted_row_and_answer_has_a_range_a_bound_and_a_basis():
 
 def test_plan_text_shows_why_a_wide_range_is_wide():
     def plan(*extra: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "planner.cli", "plan", str(H100), "--target", "T4", *extra],
+        return subprocess.run([sys.executable, "-m", "planner.cli", "plan", str(H100), "--target", "T4", "--verbose",
+                               *extra],
                               capture_output=True, text=True, cwd=REPO, timeout=300, env={"COLUMNS": "250"})
     text, doc = plan(), plan("--json")
     assert text.returncode == doc.returncode == 0, text.stderr

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-MAIN_PRECISION = "bf16"
+from gpuplan_schema.payloads.workloads import MAIN_BATCH, MAIN_PRECISION  # noqa: F401 - the contract's, re-exported
+
 # The main precision first: its timed sweep draws the memory line that the other precisions' boundary
 # searches start from (fp16 from bf16's boundary, tf32 from fp32's).
 ALL_PRECISIONS = (MAIN_PRECISION, "fp16", "fp32", "tf32")
@@ -60,9 +61,8 @@ PROFILES = {
                     autotune_everywhere=True, allocator_boundaries=True, knee_trials=True),
 }
 
-# The batch each workload is judged at (acceptance: gpt-small 32, resnet50 256 on an H100), and a
-# ceiling on the boundary search so that a tiny model does not grow for ever.
-MAIN_BATCH = {"gpt-small": 32, "resnet50": 256, "mlp-stgan": 4096, "conv-rollout": 40}
+# MAIN_BATCH (the batch each workload is judged at) is the contract's; a ceiling on the boundary search so that a
+# tiny model does not grow for ever.
 SEARCH_CAP = {"gpt-small": 4096, "resnet50": 16384, "mlp-stgan": 1 << 24, "conv-rollout": 1 << 17}
 DEFAULT_SEARCH_CAP_FACTOR = 4096  # user workloads: main batch × this
 SEQUENCE_BATCH, SEQUENCE_START, SEQUENCE_CAP = 8, 1024, 65536

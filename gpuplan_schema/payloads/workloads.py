@@ -43,6 +43,13 @@ class DeviceSamples:
 # The variants that run the model as written (cudnn.benchmark on or off): a batch sweep's own points.
 PLAIN_VARIANTS = ("default", "no_cudnn_benchmark")
 KNEE = 0.05   # the throughput knee: the smallest batch within this of the best measured
+# The precision the batch sweeps run in, and the batch each reference workload is judged at (acceptance: gpt-small
+# 32, resnet50 256 on an H100): the collectors time them, the planner reads them; defined here, once, for both.
+MAIN_PRECISION = "bf16"
+# The precisions a workload runs in (DESIGN.md's variants; fp8 matmuls in the ceilings): a point in any other is
+# refused, naming its field.
+Precision = Literal["fp32", "tf32", "fp16", "bf16", "fp8"]
+MAIN_BATCH = {"gpt-small": 32, "resnet50": 256, "mlp-stgan": 4096, "conv-rollout": 40}
 
 
 def knee_batch(throughput: dict[int, float], tolerance: float = KNEE) -> int | None:
@@ -76,7 +83,7 @@ class WorkloadPoint:
     """
 
     sweep: Literal["batch", "sequence", "variant", "knee", "repeat", "probe"]
-    precision: str
+    precision: Precision
     batch: int
     variant: str
     status: Status
@@ -120,7 +127,7 @@ class WorkloadPoint:
 class OomBoundary:
     """The largest batch that runs at a precision, to within `tolerance` of the first that does not."""
 
-    precision: str
+    precision: Precision
     status: Status
     max_batch: int | None = None
     first_oom_batch: int | None = None

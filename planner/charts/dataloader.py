@@ -12,6 +12,7 @@ import altair as alt
 
 from gpuplan_schema.payloads import DataloaderPayload, LoaderPoint
 from planner.charts.base import CHART_HEIGHT, _legend
+from planner.charts.vega import unvalidated
 from planner.units import format_duration, format_number
 
 NO_PREFETCH = "none"     # the x label of 0 workers: the main process loads, nothing is prefetched
@@ -35,6 +36,7 @@ def _cell(p: LoaderPoint) -> dict:
             "cpu": "—" if p.cpu_cores_busy is None else format_number(p.cpu_cores_busy)}
 
 
+@unvalidated
 def build_loader_heatmap(payload: DataloaderPayload, pinned: bool, width: int | str = "container") -> dict | None:
     """Samples/s for every measured workers × prefetch cell at one pin setting; None when it has no point.
     The colour scale spans every point of the payload, so the pinned and unpinned maps compare by colour."""
@@ -58,7 +60,7 @@ def build_loader_heatmap(payload: DataloaderPayload, pinned: bool, width: int | 
         text="text:N", color=alt.condition(f"datum.rate > {top * 0.6}", alt.value("white"), alt.value("black")))
     title = f"Samples/s delivered, {PIN_LABELS[pinned]} (batch {payload.batch})"
     chart = alt.layer(rects, text).properties(width=width, height=CELL_HEIGHT * len(workers), title=title)
-    return chart.configure_view(stroke=None).to_dict()
+    return chart.configure_view(stroke=None).to_dict(validate=False)
 
 
 def _best_rows(payload: DataloaderPayload) -> list[dict]:
@@ -72,6 +74,7 @@ def _best_rows(payload: DataloaderPayload) -> list[dict]:
             for (pin, w), p in sorted(best.items())]
 
 
+@unvalidated
 def build_worker_scaling_chart(payload: DataloaderPayload, appetites: list[tuple[str, float]],
                                width: int | str = "container") -> dict | None:
     """Best samples/s at each worker count, per pin setting, with a dashed rule at each (label, samples/s)
@@ -99,4 +102,4 @@ def build_worker_scaling_chart(payload: DataloaderPayload, appetites: list[tuple
                                       color="#333333").encode(y=y, x=alt.value(0), text="text:N"))
     chart = alt.layer(*layers).properties(width=width, height=CHART_HEIGHT,
                                          title=f"Samples/s against workers (best prefetch; batch {payload.batch})")
-    return chart.configure_view(stroke=None).to_dict()
+    return chart.configure_view(stroke=None).to_dict(validate=False)

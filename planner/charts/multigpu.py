@@ -6,12 +6,14 @@ import altair as alt
 
 from gpuplan_schema.payloads import CollectivesPayload
 from planner.charts.base import CHART_HEIGHT
+from planner.charts.vega import unvalidated
 from planner.units import format_bandwidth, format_bytes, format_duration
 
 OP_COLORS = {"all_reduce": "#1f77b4", "all_gather": "#2ca02c", "reduce_scatter": "#ff7f0e", "broadcast": "#9467bd"}
 GB = 1e9
 
 
+@unvalidated
 def build_busbw_chart(payload: CollectivesPayload, width: int | str = "container") -> dict | None:
     """Bus bandwidth (GB/s, nccl-tests' definition) against message size on a log₂ axis, one line per
     operation. None when no point was measured."""
@@ -38,7 +40,8 @@ def build_busbw_chart(payload: CollectivesPayload, width: int | str = "container
         x=x, y=y, color=color, tooltip=tooltip)
     ranks = "GPUs" if payload.device == "cuda" else "CPU ranks"
     title = f"Bus bandwidth on {payload.world_size} {ranks} ({payload.dtype})"
-    return chart.properties(width=width, height=CHART_HEIGHT, title=title).configure_view(stroke=None).to_dict()
+    chart = chart.properties(width=width, height=CHART_HEIGHT, title=title)
+    return chart.configure_view(stroke=None).to_dict(validate=False)
 
 
 def _size_label_expr() -> str:

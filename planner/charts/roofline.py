@@ -16,6 +16,7 @@ import altair as alt
 from gpuplan_schema.payloads import OpRoofline, RooflinePayload
 from planner.charts.base import CHART_HEIGHT, DTYPE_COLORS, DTYPE_ORDER, TERA, log_domain
 from planner.charts.ticks import log10_axis
+from planner.charts.vega import unvalidated
 from planner.model.roofline import CLASSES, OUTSIDE, ClassShare
 from planner.units import (
     format_bandwidth,
@@ -92,6 +93,7 @@ def _legend(title: str) -> alt.Legend:
     return alt.Legend(title=title, orient="bottom", direction="horizontal", labelLimit=200)
 
 
+@unvalidated
 def build_op_roofline_chart(payload: RooflinePayload, width: int | str = "container") -> dict | None:
     """The roofline with one point per op; None when no op has counted FLOPs (nothing to place)."""
     ops = plotted_ops(payload)
@@ -120,9 +122,10 @@ def build_op_roofline_chart(payload: RooflinePayload, width: int | str = "contai
         size=alt.Size("time_ms:Q", scale=alt.Scale(range=[25, 1200]), legend=None), tooltip=POINT_TOOLTIP))
     chart = alt.layer(*layers).resolve_scale(color="independent").properties(
         width=width, height=CHART_HEIGHT, title=f"Roofline per op: {safe_name(payload.workload, 40)}")
-    return chart.configure_view(stroke=None).to_dict()
+    return chart.configure_view(stroke=None).to_dict(validate=False)
 
 
+@unvalidated
 def build_time_share_chart(shares: list[ClassShare], width: int | str = "container") -> dict | None:
     """One stacked bar: the step's time by op class, then time outside any op."""
     if not shares:
@@ -140,4 +143,4 @@ def build_time_share_chart(shares: list[ClassShare], width: int | str = "contain
         tooltip=[alt.Tooltip("class:N", title="Time in"), alt.Tooltip("percent:N", title="Share"),
                  alt.Tooltip("time:N", title="Per step"), alt.Tooltip("ops:Q", title="Ops")])
     chart = chart.properties(width=width, height=50, title="Where the step's time goes")
-    return chart.configure_view(stroke=None).to_dict()
+    return chart.configure_view(stroke=None).to_dict(validate=False)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuplan_schema.payloads import DataloaderPayload, RooflinePayload, WorkloadPayload, WorkloadPoint
+from gpuplan_schema.payloads.workloads import MAIN_BATCH, MAIN_PRECISION  # the contract's, the collectors' too
 from planner.model.dataloader_verdict import FeedVerdict, workload_feed
 from planner.model.memory import fit_memory
 from planner.model.performance import Rates
@@ -27,9 +28,6 @@ from planner.plan.recommend import (
 from planner.plan.settings import Settings, settings_from
 from planner.specs import GpuSpec
 from planner.units import short_rate
-
-MAIN_PRECISION = "bf16"  # the precision the batch sweeps run in (collectors/core/profiles.py)
-REFERENCE_BATCH = {"gpt-small": 32, "resnet50": 256, "mlp-stgan": 4096, "conv-rollout": 40}
 
 
 @dataclass(frozen=True)
@@ -149,7 +147,7 @@ def advise_workload(spec: GpuSpec, payload: WorkloadPayload, fits: dict, loader:
         fit = fits.get((payload.workload, chosen)) or sweep_fit
     mine = [precision] if precision else []
     if knee:
-        mine += recommend_batch(payload, knee, fit, card, REFERENCE_BATCH.get(payload.workload, knee.batch),
+        mine += recommend_batch(payload, knee, fit, card, MAIN_BATCH.get(payload.workload, knee.batch),
                                 MAIN_PRECISION)
     mine += recommend_variants(payload, MAIN_PRECISION, choice)
     mine += recommend_allocator(payload, chosen if payload.boundary(chosen) else MAIN_PRECISION)

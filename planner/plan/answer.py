@@ -11,9 +11,21 @@ from dataclasses import asdict, dataclass
 
 from planner.plan.expect import Expected
 from planner.plan.plan import Plan, Target
+from planner.plan.recommend import MEASURE_LOADER
 from planner.plan.settings import Settings
 
 ALLOCATOR_ENV = "PYTORCH_CUDA_ALLOC_CONF"
+LOADER_DEFAULT, WIDE_RANGE = "loader-default", "wide-range"
+
+
+@dataclass(frozen=True)
+class Note:
+    """A flag on an answer, typed: `kind` says what it is (LOADER_DEFAULT: the worker count is a stated default;
+    WIDE_RANGE: the range is wider than ±25% and `text` says why; a partial collection adds its own kinds), `text`
+    says it in words. Outputs print each distinct note once and mark the answers that carry it."""
+
+    kind: str
+    text: str
 
 
 @dataclass(frozen=True)
@@ -28,6 +40,12 @@ class WorkloadAnswer:
     reasons: dict[str, str]  # setting → why (the recommendation's reason)
     loader_note: str         # where the data-loader figures come from
     validated: bool = True   # False: no published benchmark checks predictions for this GPU (marked †)
+    notes: tuple[Note, ...] = ()
+
+    @property
+    def bound(self) -> str:
+        """The bound's label ('memory-bandwidth-bound'; 'undetermined' without an expected figure)."""
+        return self.expected.judgement.label if self.expected else "undetermined"
 
     @property
     def allocator_env(self) -> dict[str, str]:
@@ -37,7 +55,19 @@ class WorkloadAnswer:
         out = asdict(self)
         out["expected"] = self.expected.to_dict() if self.expected else None
         out["allocator_env"] = self.allocator_env
+        out["bound"] = self.bound
         return out
+
+
+def answer_notes(settings: Settings, expected: Expected | None, measured: bool) -> tuple[Note, ...]:
+    """The flags an answer carries, from its typed fields."""
+    notes = []
+    if measured and not settings.loader.measured:
+        notes.append(Note(LOADER_DEFAULT, f"loader workers not measured for this input: {settings.loader.workers} "
+                                          f"is a default; {MEASURE_LOADER}"))
+    if expected and expected.wide_note:
+        notes.append(Note(WIDE_RANGE, expected.wide_note))
+    return tuple(notes)
 
 
 def answers_of_target(plan: Plan, target: Target) -> list[WorkloadAnswer]:
@@ -50,9 +80,10 @@ def answers_of_target(plan: Plan, target: Target) -> list[WorkloadAnswer]:
         loader = settings.loader
         note = loader.reason if target.is_source else \
             f"measured on {plan.machine}'s host, not this one: {loader.reason}"
+        expected = target.expected.get(workload)
         out.append(WorkloadAnswer(workload, target.name, target.gpu.name, target.gpu_count, target.is_source,
-                                  settings, target.expected.get(workload), reasons.get(workload, {}), note,
-                                  target.validated))
+                                  settings, expected, reasons.get(workload, {}), note, target.validated,
+                                  answer_notes(settings, expected, target.is_source)))
     return out
 
 

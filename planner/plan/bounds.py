@@ -37,6 +37,11 @@ class BoundKind(str, Enum):
         return self.label.removesuffix("-bound")
 
     @property
+    def brief(self) -> str:
+        """One word, for a column of 80-character lines: compute, memory, host, latency, input, undetermined."""
+        return "compute" if self is BoundKind.MATH else self.value
+
+    @property
     def gpu_sets_step(self) -> bool | None:
         """Whether the GPU's work sets the step (True), the host or the input (False), or nobody knows (None)."""
         return {BoundKind.MATH: True, BoundKind.MEMORY: True, BoundKind.HOST: False, BoundKind.LATENCY: False,

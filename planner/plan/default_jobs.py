@@ -25,6 +25,9 @@ DEFAULT_SAMPLES = "a day on this GPU"
 DEFAULT_AMOUNT = {"resnet50": "epochs=100 dataset=imagenet", "gpt-small": "tokens=10B"}
 
 
+PICKS_MORE = 3   # Pareto picks shown beside the fastest and the cheapest
+
+
 @dataclass(frozen=True)
 class JobRanking:
     job: Job
@@ -46,6 +49,18 @@ class JobRanking:
     @property
     def front(self) -> list[RankedInstance]:
         return sorted((r for r in self.ok if r.pareto), key=lambda r: r.hours)
+
+    @property
+    def picks(self) -> list[tuple[str, RankedInstance]]:
+        """(role, row): the fastest, the cheapest (one row where they are the same instance) and up to PICKS_MORE
+        more of the time/cost Pareto front, fastest first: what every output shows of a ranking first."""
+        fastest, cheapest = self.fastest, self.cheapest
+        if fastest is None or cheapest is None:
+            return []
+        picks = [("fastest and cheapest" if fastest is cheapest else "fastest", fastest)]
+        if cheapest is not fastest:
+            picks.append(("cheapest", cheapest))
+        return picks + [("Pareto front", r) for r in self.front if r is not fastest and r is not cheapest][:PICKS_MORE]
 
 
 def nice_count(value: float) -> float:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from gpuplan_schema.payloads import Allocator, RooflinePayload, WorkloadPayload
+from gpuplan_schema.payloads.workloads import KNEE
 from gpuplan_schema.results import MachineResults
 from gpuplan_schema.schema import DocumentError
 from planner.check.accuracy import comparable
@@ -32,8 +33,9 @@ from planner.model.performance import (
     target_rates,
 )
 from planner.model.split import PLAIN_VARIANTS, machine_rooflines, sibling_compile_points
-from planner.plan.advice import MAIN_PRECISION, REFERENCE_BATCH, advise_workload  # noqa: F401 - re-exported
+from planner.plan.advice import MAIN_PRECISION, advise_workload  # noqa: F401 - re-exported
 from planner.plan.alignment import recommend_alignment
+from planner.plan.changes import CHANGES_SHOWN, Change, changes_of, top_changes
 from planner.plan.choice import Choice, trials
 from planner.plan.default_jobs import JobRanking, rank_default_jobs
 from planner.plan.expect import (
@@ -130,6 +132,7 @@ class Plan:
     jobs: dict[str, JobRanking] = field(default_factory=dict)   # workload → its default job (or the one asked) ranked
     job_asked: bool = False     # `job` is the user's (--job), not the default job
     ranker: JobRanker | None = field(default=None, repr=False, compare=False)   # ranks any other job of the source
+    machines_used: tuple[str, ...] = ()   # the machines the plan read: the one given first, then those named with it
     traced: bool = False        # the source is a trace (planner/trace): every figure predicted, none measured
     trace: list[TraceSummary] = field(default_factory=list)   # traced: per workload, the dominant ops, unknown share
 
@@ -159,6 +162,13 @@ class Plan:
         pairs = [self.row_notes(r) for r in rows]
         unchecked, checked = ([n for n in dict.fromkeys(p[side] for p in pairs) if n] for side in (0, 1))
         return unchecked, checked
+
+    @cached_property
+    def changes(self) -> list[Change]:
+        """The three recommended settings worth most over the measured workloads, each with its measured gain
+        (planner/plan/changes.py): the report's decision page shows them, the JSON lists them."""
+        source = self.targets[0]
+        return top_changes(changes_of(source.recommendations), CHANGES_SHOWN, len(source.settings) or None)
 
     @cached_property
     def checked_notes(self) -> dict[str, str]:
@@ -294,7 +304,7 @@ def build_target(source: Source, name: str, gpu: GpuSpec, count: int, measured: 
         precision = run_precision(base.precision, rates.flops_per_s) if base else None
         if rec is None or base is None or precision is None:
             continue  # the GPU has neither the recommended precision nor its stand-in: no answer, not a wrong one
-        settings = replace(base.with_batch(int(rec.choice)), precision=precision)
+        settings = replace(base.with_batch(rec.amount), precision=precision)
         pred = knee_prediction(predictions, payload.workload, sweep, settings.batch)  # type: ignore[arg-type]
         choice = measured.choices.get(payload.workload)
         if pred and choice:
@@ -356,7 +366,7 @@ def at_a_timed_batch_there(source: Source, gpu: GpuSpec, fits: dict, payload: Wo
 def with_batch_row(recs: list[Recommendation], workload: str, batch: int, reason: str) -> list[Recommendation]:
     """A copy of `recs` with `workload`'s batch_size row set to `batch` for `reason`: the caller's list (the target's
     rows, read again for the next workload) is never changed under it."""
-    return [replace(r, value=str(batch), choice=str(batch), reason=reason)
+    return [replace(r, value=str(batch), choice=str(batch), reason=reason, amount=batch)
             if r.workload == workload and r.setting == "batch_size" else r for r in recs]
 
 
@@ -379,7 +389,8 @@ def build_target_batches(source: Source, gpu: GpuSpec, fits: dict, predictions: 
                                    f"−{knee.band_low:.0%}/+{knee.band_high:.0%} ({knee.band_basis}), "
                                    f"{knee.bound_there.name}-bound"
                                    f"{'' if gpu.name in source.validated else ', unvalidated'}; "
-                                   f"fits under the memory model's {format_count(safe)} (5% margin)", str(knee.batch)))
+                                   f"fits under the memory model's {format_count(safe)} (5% margin)", str(knee.batch),
+                                   amount=knee.batch))
     return recs
 
 
@@ -390,7 +401,8 @@ def predicted_knee(predicted: list[Prediction]) -> Prediction:
     profiled = [p for p in predicted if p.split.basis.startswith("roofline")]
     predicted = profiled or predicted
     best = max(predicted, key=lambda p: p.throughput_per_s)
-    return min((p for p in predicted if p.throughput_per_s >= 0.95 * best.throughput_per_s), key=lambda p: p.batch)
+    near = (p for p in predicted if p.throughput_per_s >= (1 - KNEE) * best.throughput_per_s)
+    return min(near, key=lambda p: p.batch)
 
 
 def _same_arch(a: GpuSpec, b: GpuSpec) -> bool:
@@ -453,7 +465,8 @@ def build_predictor(source: Source, job: Job, answers: AnswerFn | None = None): 
                 f"{'' if validated else ', unvalidated'}; "
                 f"max batch {fit.max_batch(gpu.memory_bytes) if fit else 'unknown'}")
         return Estimate(knee.throughput_per_s, knee.batch, safe if safe and safe >= knee.batch else None, note,
-                        knee.band_low, knee.band_high, validated, payload.parameters)
+                        knee.band_low, knee.band_high, validated, payload.parameters,
+                        torch_compile=knee.variant == "compile")
     return predict
 
 
@@ -481,7 +494,7 @@ def plan_answers(source: Source, built: Sequence[Target]) -> AnswerFn:
                 f"{'' if validated else ', unvalidated'}")
         return Estimate(t, settings.batch, safe, note, max(0.0, 1 - expected.low_per_s / t),
                         max(0.0, expected.high_per_s / t - 1), validated, payload.parameters,
-                        runs if runs != job.precision else None)
+                        runs if runs != job.precision else None, settings.torch_compile)
     return answer
 
 
@@ -506,7 +519,8 @@ def build_plan(machine: MachineResults, targets: list[str] | None = None, job: J
             continue  # the measured GPU itself: already first
         built.append(build_source_target(source, label, count) if gpu.name == source.spec.name
                      else build_target(source, label, gpu, count, built[0]))
-    traced = {"traced": source.traced,
+    used = tuple(m.machine for m in machines)
+    traced = {"traced": source.traced, "machines_used": used,
               "trace": trace_summaries(machine, load_learned().model) if source.traced else []}
     if job is None and not rank_defaults:
         return Plan(machine.machine, source.spec, built, None, [], check, **traced)
@@ -583,6 +597,7 @@ def plan_to_json(plan: Plan) -> dict:
         "schema_version": PLAN_SCHEMA_VERSION,
         "source": {"machine": plan.machine, "gpu": plan.source_gpu.name,
                    "predicted_from": "trace" if plan.traced else "measurements"},
+        "machines_used": list(plan.machines_used),
         "targets": [{"name": t.name, "gpu": t.gpu.name, "gpu_count": t.gpu_count,
                      "measured": t.is_source and not plan.traced, "from_trace": plan.traced,
                      "predictions": [p.to_dict() for p in t.predictions],
@@ -603,5 +618,6 @@ def plan_to_json(plan: Plan) -> dict:
         "crosscheck": plan.crosscheck.to_dict() if plan.crosscheck else None,
         "unchecked_notes": plan.unchecked_notes,
         "checked_notes": plan.checked_notes,
+        "changes": [c.to_dict() for c in plan.changes],
         "trace": [t.to_dict() for t in plan.trace],
     }

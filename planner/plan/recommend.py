@@ -14,12 +14,12 @@ import math
 from dataclasses import dataclass
 
 from gpuplan_schema.payloads import WorkloadPayload, WorkloadPoint
+from gpuplan_schema.payloads.workloads import KNEE  # the knee: the smallest batch within 5% of the best measured
 from planner.model.dataloader_verdict import FeedVerdict
 from planner.model.memory import SAFETY_MARGIN, MemoryFit
 from planner.plan.choice import Choice, Trial, ties
 from planner.units import format_count, short_rate
 
-KNEE = 0.05            # the knee: the smallest batch within 5% of the best measured throughput
 WARMUP_FRACTION = 0.05  # linear warm-up over the first 5% of steps when the learning rate is scaled up
 ALLOCATOR_GAIN = 0.05   # recommend expandable segments from a 5% larger boundary
 EXPANDABLE_SETTING = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
@@ -41,10 +41,12 @@ class Recommendation:
     reason: str
     choice: str = ""
     gain: float | None = None
+    amount: int | None = None   # the batch or the worker count as a number: Settings reads it, never the text
+    measured: bool = True       # False: a stated default (loader workers where nothing measured the input)
 
     def to_dict(self) -> dict:
         return {"workload": self.workload, "setting": self.setting, "value": self.value, "reason": self.reason,
-                "choice": self.choice or self.value, "gain": self.gain}
+                "choice": self.choice or self.value, "gain": self.gain, "measured": self.measured}
 
 
 @dataclass(frozen=True)
@@ -113,7 +115,16 @@ def recommend_precision(payload: WorkloadPayload, choice: Choice, not_applied: s
         why = f"fastest at batch {format_count(chosen.point.batch)}: {short_rate(chosen.throughput)} {unit}/s{vs} " \
               f"({figures})"
     return Recommendation(payload.workload, "precision", HOW.get(chosen.precision, chosen.precision), why,
-                          chosen.precision)
+                          chosen.precision, precision_gain(choice))
+
+
+def precision_gain(choice: Choice) -> float | None:
+    """The chosen precision's eager trial against fp32's (TF32 off, PyTorch's default) at the batch both ran."""
+    chosen = choice.chosen
+    eager = [t for t in choice.candidates if not t.compiled and chosen and t.point.batch == chosen.point.batch]
+    fp32 = next((t for t in eager if t.precision == "fp32"), None)
+    mine = next((t for t in eager if chosen and t.precision == chosen.precision), None)
+    return mine.throughput / fp32.throughput - 1 if fp32 and mine and mine is not fp32 and fp32.throughput else None
 
 
 def recommend_batch(payload: WorkloadPayload, knee: Knee, fit: MemoryFit | None, card_bytes: int | None,
@@ -123,8 +134,10 @@ def recommend_batch(payload: WorkloadPayload, knee: Knee, fit: MemoryFit | None,
         memory = (f"; the memory model puts the boundary at {format_count(fit.max_batch(card_bytes))} "
                   f"({'measured' if fit.usable_measured else 'assumed usable memory'}), {SAFETY_MARGIN:.0%} margin "
                   f"→ at most {format_count(fit.safe_batch(card_bytes))}")
+    at_main = payload.sweep_throughput(sweep_precision).get(reference)
+    gain = knee.throughput_per_s / at_main - 1 if at_main and knee.batch != reference else None
     out = [Recommendation(payload.workload, "batch_size", str(knee.batch), _batch_reason(payload, knee, sweep_precision)
-                          + memory, str(knee.batch))]
+                          + memory, str(knee.batch), gain, knee.batch)]
     if knee.batch > reference:
         ratio = knee.batch / reference
         out.append(Recommendation(payload.workload, "learning_rate",
@@ -210,7 +223,7 @@ def recommend_loader(payload: WorkloadPayload, feed: FeedVerdict | None, cores: 
     else:
         value, reason = str(feed.workers_needed), feed.sentence
     measured = feed is not None and feed.applies
-    return [Recommendation(payload.workload, "num_workers", value, reason, value),
+    return [Recommendation(payload.workload, "num_workers", value, reason, value, amount=int(value), measured=measured),
             Recommendation(payload.workload, "pin_memory / persistent_workers / prefetch_factor", "true / true / 2",
                            "pinned memory makes the host → device copy asynchronous (non_blocking); persistent "
                            "workers skip the re-fork at each epoch; prefetch 2 is torch's default"

@@ -57,7 +57,7 @@ def settings_from(workload: str, recs: list[Recommendation], fallback_precision:
     default: eager mode, the default allocator). `compiled_in`: the precision torch.compile was timed in."""
     by = {r.setting: r for r in recs if r.workload == workload}
     precision = by["precision"].choice if "precision" in by else fallback_precision
-    batch = int(by["batch_size"].choice or by["batch_size"].value) if "batch_size" in by else None
+    batch = by["batch_size"].amount if "batch_size" in by else None
     compile_rec = by.get("torch_compile")
     return Settings(
         workload=workload, precision=precision, batch=batch,
@@ -80,5 +80,5 @@ def loader_from(by: dict[str, Recommendation]) -> LoaderSettings:
     if workers is None:
         return LoaderSettings(DEFAULT_WORKERS, int(prefetch), pin == "true", persistent == "true", False,
                               f"not measured: {DEFAULT_WORKERS} is a default")
-    return LoaderSettings(int(workers.choice or workers.value), int(prefetch), pin == "true", persistent == "true",
-                          not workers.reason.startswith("not measured"), workers.reason)
+    return LoaderSettings(workers.amount or DEFAULT_WORKERS, int(prefetch), pin == "true", persistent == "true",
+                          workers.measured, workers.reason)

@@ -29,6 +29,7 @@ from gpuplan_schema.schema import DocumentError
 # The collectors' training precisions, and fp8: its step is estimated from bf16's with the matmuls at the
 # measured fp8 rate (planner/plan/plan.py checks the measured GPU ran fp8 matmuls).
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8")
+MAX_SAMPLES = 1e13   # beyond any training run (GPT-3's 300B tokens are 1.5e8 samples of 2048): a typo, not a job
 
 
 @dataclass(frozen=True)
@@ -125,8 +126,11 @@ def _check_size(spec: str, values: dict[str, str], samples: float, tokens: float
         suffix = next((s for s, scale in (("B", 1e9), ("M", 1e6), ("k", 1e3)) if tokens * scale <= 1e13), "k")
         raise JobError(spec, f"tokens={stated}", f"{stated} tokens is less than a training run reads; "
                                                  f"did you mean tokens={stated}{suffix}? (suffixes k, M, B, T)")
+    word = next((f"{k}={values[k]}" for k in ("tokens", "samples", "epochs", "dataset") if k in values), "amount")
+    if samples > MAX_SAMPLES:
+        raise JobError(spec, word, f"the job is {samples:.2g} samples, more than any training run ({MAX_SAMPLES:.0e} "
+                                   "at most: 10 trillion); give the amount the job reads (suffixes k, M, B, T)")
     if samples < 1:
-        word = next((f"{k}={values[k]}" for k in ("tokens", "samples", "epochs", "dataset") if k in values), "amount")
         raise JobError(spec, word, f"the job is {samples:.2g} samples, less than one: nothing to rank; "
                                    "give a larger amount (suffixes k, M, B, T)")
 

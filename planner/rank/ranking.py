@@ -59,6 +59,7 @@ class Estimate:
     parameters: int | None = None  # the model's, for the gradient its GPUs synchronise (None: unknown)
     precision: str | None = None   # what the GPU runs the job in where it lacks the job's precision (fp16 for a
                                    # bf16 job on a V100); None: the job's own
+    torch_compile: bool | None = None  # the estimate is of the compiled step (None: not said)
 
     def __post_init__(self) -> None:
         # A bad estimate is a bug in the predictor, not bad user input: fail loudly.
@@ -127,6 +128,8 @@ class RankedInstance:
     host_cpu: str | None = None         # the host CPU the cloud documents (InstanceSpec.host_cpu.label)
     precision: str | None = None        # what the row runs the job in: the job's, or its stand-in; None: cannot
     stand_in_for: str | None = None     # the job's precision where the GPU lacks it and runs `precision` instead
+    torch_compile: bool | None = None   # the per-GPU figure is of the compiled step (None: not said)
+    loader_workers_per_gpu: int | None = None  # what the vCPUs give each GPU's loader (`feed`), where measured
 
     @property
     def unchecked(self) -> bool:
@@ -202,7 +205,8 @@ def rank_one(job: Job, instance: InstanceSpec, estimate: Estimate | None, scalin
         hours_high=hours / (1 - low) if low < 1 else None, cost_low=hours / (1 + high) * instance.price_usd_per_hour,
         cost_high=hours / (1 - low) * instance.price_usd_per_hour if low < 1 else None,
         limited_by="input" if input_bound else "gpu", gpu_samples_per_s=gpus, feed_samples_per_s=fed,
-        validated=estimate.validated)
+        validated=estimate.validated, torch_compile=estimate.torch_compile,
+        loader_workers_per_gpu=limit.workers_per_gpu if limit else None)
 
 
 def combined_band(estimate: Estimate, scale: Scaling) -> tuple[float, float]:

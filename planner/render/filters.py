@@ -10,6 +10,7 @@ from collections.abc import Callable
 from jinja2 import Environment
 from markupsafe import Markup
 
+from planner.render import words
 from planner.units import (
     UNIT_FORMATTERS,
     format_count,
@@ -48,6 +49,16 @@ FILTERS: dict[str, Callable[..., str]] = {
     "stat": format_stat,
     "date": format_date,
     "script_json": script_json,
+    # the plan's answers, worded as every other output words them (planner/render/words.py)
+    "settings_words": words.settings_words,
+    "settings_short": words.settings_short,
+    "rate_range": words.rate_range,
+    "range_words": words.range_words,
+    "hours": words.format_hours,
+    "usd": words.format_usd,
+    "pick_settings": words.pick_settings,
+    "feed_words": words.feed_words,
+    "short_count": words.short_count,
 }
 
 

@@ -10,7 +10,7 @@ import calendar
 import os
 import re
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
@@ -21,6 +21,7 @@ from gpuplan_templates import TEMPLATES_DIR
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
+from gpuplan_schema.results import MachineResults
 from gpuplan_schema.schema import DocumentError, write_bytes_atomic, write_text_atomic
 from planner.charts.base import with_width
 from planner.rank.jobs import Job
@@ -72,14 +73,34 @@ def vega_javascript() -> Markup:
     The bundle holds no '</script' today; should one ever appear, escape it so the element
     cannot end early ('<\\/' reads the same inside JavaScript strings and regular expressions).
     """
-    bundle = vl_convert.javascript_bundle()
+    bundle = cached_javascript_bundle()
     return Markup(re.sub(r"</(script)", r"<\\/\1", bundle, flags=re.IGNORECASE).replace("<!--", "<\\!--"))
 
 
-def render_chart_svg(spec: dict, width: int = PDF_CHART_WIDTH) -> Markup:
-    """The chart as inline SVG for the PDF (`width` pixels wide before it scales to its box). vl-convert writes
-    the SVG and escapes its text itself."""
+def cached_javascript_bundle() -> str:
+    """vl-convert's bundle of vega, vega-lite and vega-embed: building it takes seconds (a third of a report's time on
+    2 cores), and it is the same for one vl-convert version, so it is kept in the user's cache folder
+    ($XDG_CACHE_HOME/gpuplan, else ~/.cache/gpuplan) after the first report. An unwritable cache only costs the time."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gpuplan"
+    path = cache / f"vega-bundle-{vl_convert.__version__}.js"
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        pass
+    bundle = vl_convert.javascript_bundle()
+    try:
+        write_text_atomic(path, bundle)
+    except OSError:
+        pass  # a read-only home: the bundle is built again next time
+    return bundle
+
+
+def render_chart_svg(spec: dict, width: int = PDF_CHART_WIDTH, height: int | None = None) -> Markup:
+    """The chart as inline SVG for the PDF (`width` pixels wide before it scales to its box; `height` where the
+    page has less room than the chart's own). vl-convert writes the SVG and escapes its text itself."""
     spec = with_width(spec, width)
+    if height is not None and "height" in spec:
+        spec["height"] = height
     spec["config"] = {**spec.get("config", {}), "font": PDF_FONT}
     svg = vl_convert.vegalite_to_svg(spec)
     return Markup(re.sub(r"^<\?xml[^>]*\?>\s*", "", svg))
@@ -93,28 +114,30 @@ def paper_of(name: str) -> Paper:
 
 
 def render_report_html(report: Report, *, pdf: bool = False, paper: str = DEFAULT_PAPER,
-                       nav: list[NavLink] | None = None, has_pdf: bool = True) -> str:
-    """The report page. `pdf` swaps interactive charts for SVG, drops the JavaScript and sets the paper;
-    `nav` is the site's navigation bar, for a page of the site; `has_pdf` links the PDF beside the page."""
+                       nav: list[NavLink] | None = None, has_pdf: bool = True, full: bool = False) -> str:
+    """The report page. `pdf` swaps interactive charts for SVG, drops the JavaScript and sets the paper, and
+    leaves the appendix out unless `full`; `nav` is the site's navigation bar, for a page of the site; `has_pdf`
+    links the PDF beside the page. The HTML always holds the appendix, collapsed."""
     template = build_jinja_env().get_template("report.html.j2")
-    return template.render(report=report, pdf=pdf, paper=paper_of(paper), nav=nav, has_pdf=has_pdf,
+    return template.render(report=report, pdf=pdf, paper=paper_of(paper), nav=nav, has_pdf=has_pdf, full=full,
                            vega_js=Markup("") if pdf else vega_javascript())
 
 
-def layout_report_pdf(report: Report, paper: str = DEFAULT_PAPER):  # noqa: ANN201 - a weasyprint Document
+def layout_report_pdf(report: Report, paper: str = DEFAULT_PAPER, full: bool = False):  # noqa: ANN201 - a Document
     """The PDF laid out in pages (WeasyPrint's Document): what `render_report_pdf` writes, open to inspection."""
     import weasyprint  # late: loading pango is slow and only the PDF needs it
     from weasyprint.urls import URLFetcher
 
-    html = render_report_html(report, pdf=True, paper=paper)
+    html = render_report_html(report, pdf=True, paper=paper, full=full)
     # Nothing may be fetched: the page is self-contained, and a document must not pull in files or URLs.
     fetcher = URLFetcher(allowed_protocols=("data",))
     return weasyprint.HTML(string=html, url_fetcher=fetcher).render()
 
 
-def render_report_pdf(report: Report, paper: str = DEFAULT_PAPER) -> bytes:
+def render_report_pdf(report: Report, paper: str = DEFAULT_PAPER, full: bool = False) -> bytes:
+    """The PDF: the decision page, a page per workload and the ceilings; with `full`, the appendix too."""
     with source_date_epoch(report.collected):
-        return layout_report_pdf(report, paper).write_pdf()
+        return layout_report_pdf(report, paper, full).write_pdf()
 
 
 @contextmanager
@@ -157,14 +180,16 @@ def check_inside(root: Path, paths: Iterable[Path]) -> None:
 
 
 def render_report(results_dir: Path, out_root: Path = Path("reports"), paper: str = DEFAULT_PAPER,
-                  job: Job | None = None) -> tuple[Path, Path]:
+                  job: Job | None = None, *, others: Sequence[MachineResults] = (),
+                  full: bool = False) -> tuple[Path, Path]:
     """Render RESULTS_DIR to out_root/<machine-id>/index.html and report.pdf (on `paper`); return both paths.
-    The instance ranking is for `job` (default: DEFAULT_JOB); the machines beside RESULTS_DIR in its
-    results root supply the multi-GPU measurements the ranking cites."""
+    The instance ranking is for `job` (default: DEFAULT_JOB); `others` (loaded machines, named by the user) join
+    the plan: their accuracy sets the ranges, their multi-GPU runs the scaling. `full`: the PDF keeps the
+    appendix (the HTML always has it, collapsed)."""
     paper_of(paper)  # a bad paper name fails before anything is loaded
-    report = build_report_for(Path(results_dir), job)
+    report = build_report_for(Path(results_dir), job, others)
     html = render_report_html(report)
-    pdf = render_report_pdf(report, paper)
+    pdf = render_report_pdf(report, paper, full)
     folder = safe_child(Path(out_root), report.machine_id)
     html_path, pdf_path = folder / HTML_NAME, folder / PDF_NAME
     check_inside(Path(out_root), (html_path, pdf_path))

@@ -3,9 +3,13 @@
 Rendering comes second (planner/render/report.py, one template partial per section `kind`). Values stay
 in SI units here; the templates' filters (planner/render/filters.py) turn them into human units.
 
-The order is REPORT_ORDER below, and only there: the decision page first (per workload, the settings to
-copy and where to run its default job: what a person came to decide), the summary (built last, from the
-others), then one slot per part of the report. A slot's builder returns the sections it has for the machine;
+A report is read by people, as the seed analyses are: the decision page first (per workload, the settings and
+where to run its default job, then the plan's three changes worth most), then one page per workload (its answer
+and the evidence that decides it), then the measured ceilings; every table of measurements follows in the
+appendix, which the HTML keeps collapsed and the PDF prints only with `--full`.
+
+The appendix's order is REPORT_ORDER below, and only there (its "ceilings" slot is the last page before it). A
+slot's builder returns the sections it has for the machine;
 when it returns none, the slot still shows its heading and one line saying what is missing, so a
 collector that did not run never makes its part of the report vanish. To add a part, write its
 builder (`MachineResults -> list of sections`; the planner's parts take the machine's plan, built once by
@@ -20,13 +24,13 @@ from pathlib import Path
 
 from gpuplan_schema.machine import sanitize_machine_id
 from gpuplan_schema.payloads import PAYLOADS
-from gpuplan_schema.results import MachineResults, load_machine_and_root
+from gpuplan_schema.results import MachineResults, load_machine
 from planner.plan.default_jobs import JobRanking
 from planner.plan.plan import Plan, report_plan
 from planner.rank.jobs import Job
 from planner.report.ceilings import CeilingsSection, RooflineSection, build_ceilings_section, build_roofline_section
 from planner.report.dataloader import DataloaderSection, build_dataloader_sections
-from planner.report.decision import DecisionSection, build_decision_sections
+from planner.report.decision import DecisionSection, WorkloadPageSection, build_decision_sections
 from planner.report.glossary import GlossarySection, build_glossary_section
 from planner.report.method import (
     EnvironmentSection,
@@ -54,10 +58,11 @@ from planner.specs import match_gpu
 from planner.trace.machine import is_prediction, planned_machine
 
 __all__ = ["REPORT_ORDER", "CeilingsSection", "NotCollectedSection", "PlaceholderSection", "Report", "Section",
-           "Slot", "SummarySection", "build_report"]
+           "Slot", "SummarySection", "WorkloadPageSection", "build_report"]
 
-Section = (DecisionSection | SummarySection | NotCollectedSection | PlaceholderSection | CeilingsSection
-           | RooflineSection | WorkloadSection | OpRooflineSection | DataloaderSection | MultiGpuSection | MethodSection
+Section = (DecisionSection | WorkloadPageSection | SummarySection | NotCollectedSection | PlaceholderSection
+           | CeilingsSection | RooflineSection | WorkloadSection | OpRooflineSection | DataloaderSection
+           | MultiGpuSection | MethodSection
            | RecommendationsSection | InstancesSection | PredictionsSection
            | WorkloadMethodSection | EnvironmentSection | GlossarySection | TraceSection)
 
@@ -71,7 +76,7 @@ class ReportInput:
 
 
 SlotBuilder = Callable[[ReportInput], Sequence[Section]]
-HEAD_KINDS = ("trace", "decision", "summary", "not_collected")
+PAGE_ANCHORS = ("ceilings",)   # the slots printed after the workloads' pages (the rest is the appendix)
 
 
 @dataclass(frozen=True)
@@ -137,28 +142,29 @@ REPORT_ORDER: tuple[Slot, ...] = (
 
 @dataclass(frozen=True)
 class Report:
+    """`head` (the decision page), `pages` (a page per workload, then the ceilings) and `appendix` (every table of
+    measurements: the HTML keeps it collapsed, the PDF prints it only when asked, `gpuplan report --full`)."""
+
     machine: str        # as the documents spell it: display only, always escaped
     machine_id: str     # sanitised: the only form that may become part of a path
     device: str
     gpu_name: str | None
     collected: str      # UTC date of the newest document
-    sections: list[Section]
+    head: list[Section]
+    pages: list[Section]
+    appendix: list[Section]
 
     @property
-    def head(self) -> list[Section]:
-        """What comes before the contents: the summary and the not-collected line."""
-        return [s for s in self.sections if s.kind in HEAD_KINDS]
-
-    @property
-    def body(self) -> list[Section]:
-        return [s for s in self.sections if s.kind not in HEAD_KINDS]
+    def sections(self) -> list[Section]:
+        return [*self.head, *self.pages, *self.appendix]
 
 
-def build_report_for(folder: Path, job: Job | None = None) -> Report:
-    """The report of the machine folder `folder`, with its plan: the machines beside it in its results root
-    supply the multi-GPU measurements the ranking cites; `job` is ranked (default: DEFAULT_JOB)."""
-    machine, measured = load_machine_and_root(folder)
-    machine = planned_machine(machine)  # a trace folder: its traces predicted (planner/trace/machine.py)
+def build_report_for(folder: Path, job: Job | None = None, others: Sequence[MachineResults] = ()) -> Report:
+    """The report of the machine folder `folder`, with its plan; `others` (already loaded) join it only when given:
+    their accuracy residuals set the bands, their multi-GPU runs the scaling. `job` is ranked (default: DEFAULT_JOB).
+    A trace folder is reported as the machine predicted from its traces (planner/trace/machine.py)."""
+    machine = planned_machine(load_machine(folder))
+    measured = [machine, *(m for m in others if m.machine != machine.machine)]
     return build_report(machine, report_plan(machine, job, measured), measured)
 
 
@@ -173,15 +179,19 @@ def build_report(machine: MachineResults, plan: Plan | None = None, measured: Se
     collected = max(doc.created for doc in machine.documents.values())[:10]
     given = ReportInput(machine, plan)
     body = [section for slot in REPORT_ORDER for section in slot.sections(given)]
-    # The answer first: what to set and where to run, before the summary of measured changes and the detail.
-    head: list[Section] = [*build_trace_sections(machine),
-                           *build_decision_sections(machine, plan, workload_rankings(plan)),
-                           build_summary(machine, collected, body)]
+    decision = build_decision_sections(machine, plan, workload_rankings(plan))
+    head: list[Section] = [*build_trace_sections(machine, plan), *decision,
+                           build_summary(machine, collected, body, plan)]
     present = {doc.kind for doc in machine.documents.values()}
     missing = [kind for kind in PAYLOADS if kind not in present]
     if missing:
         head.append(NotCollectedSection(missing))
+    details = {s.name: s for s in body if isinstance(s, WorkloadSection)}
+    pages: list[Section] = [WorkloadPageSection(b.anchor, b, details.get(b.workload))
+                            for d in decision for b in d.blocks]
+    pages += [s for s in body if s.anchor in PAGE_ANCHORS]
+    appendix = [s for s in body if s.anchor not in PAGE_ANCHORS]
     device = f"Predicted from a trace: no GPU measured ({machine.gpu_name} model)" if is_prediction(machine) \
         else machine.device_label
     return Report(machine.machine, sanitize_machine_id(machine.machine), device, machine.gpu_name, collected,
-                  head + body)
+                  head, pages, appendix)

@@ -1,9 +1,8 @@
-"""The report's first section: the machine in one line, the three changes with the largest expected
-gain, and the verdict of each workload.
+"""The decision page's foot: the machine in one line and the plan's three changes worth most (Plan.changes,
+planner/plan/changes.py), and the verdict of each workload (the site's index reads them).
 
-It is built last, from the other sections: the verdicts come from the workload sections, and the
-changes from the workload measurements plus any section that proposes changes of its own by
-exposing a `changes: list[Change]` attribute (the planner's recommendations, for instance).
+It is built last, from the other sections: the verdicts come from the workload sections (the plan's, at its
+recommended settings); the changes are the plan's, never computed here.
 """
 
 from __future__ import annotations
@@ -13,12 +12,11 @@ from dataclasses import dataclass
 from gpuplan_schema.results import MachineResults
 from gpuplan_schema.stats import Stat
 from planner.model.workload_verdict import plain_point
-from planner.report.changes import Change, build_workload_changes, top_changes
+from planner.plan.changes import CHANGES_SHOWN, Change
+from planner.plan.plan import Plan
 from planner.report.glossary import term_anchor
 from planner.report.sections import SectionBase
 from planner.report.workloads import WorkloadSection
-
-CHANGES_SHOWN = 3
 
 
 @dataclass(frozen=True)
@@ -43,7 +41,7 @@ class VerdictRow:
 
 
 @dataclass(frozen=True)
-class SummarySection(SectionBase, kind="summary", title="Summary"):
+class SummarySection(SectionBase, kind="summary", title="Summary", in_toc=False):
     device: str
     has_gpu: bool
     cpu: str | None
@@ -69,16 +67,6 @@ def build_verdict_row(section: WorkloadSection) -> VerdictRow:
                       throughput, tokens, point.step_s if point else None, section.tiny)
 
 
-def proposed_changes(sections: list) -> list[Change]:
-    """Changes from the workload measurements and from every section that proposes its own."""
-    changes: list[Change] = []
-    for section in sections:
-        if isinstance(section, WorkloadSection):
-            changes += build_workload_changes(section)
-        changes += getattr(section, "changes", None) or []
-    return changes
-
-
 def changes_note(workloads: list[WorkloadSection], shown: int) -> str | None:
     if shown >= CHANGES_SHOWN:
         return None
@@ -90,16 +78,16 @@ def changes_note(workloads: list[WorkloadSection], shown: int) -> str | None:
     if all(w.payload.profile == "quick" for w in workloads):
         return ("The quick profile measures one point per workload; changes come from the precision and variant "
                 "trials and the batch sweeps of the standard profile (gpuplan collect --profile standard).")
-    return f"{'No other' if shown else 'No'} measured change gains 5% or more."
+    if not any(w.expected for w in workloads):
+        return "The planner made no recommendation here, so no change is proposed."
+    return f"{'No other' if shown else 'No'} recommended setting gains 5% or more over PyTorch's default."
 
 
-def build_summary(machine: MachineResults, collected: str, sections: list) -> SummarySection:
+def build_summary(machine: MachineResults, collected: str, sections: list, plan: Plan | None = None) -> SummarySection:
     env = machine.environment
     cpu = env.cpu if env else None
     workloads = [s for s in sections if isinstance(s, WorkloadSection)]
-    # every measured workload counts once, reference and the user's own alike (changes.py: top_changes)
-    measured = sum(1 for w in workloads if not w.tiny)
-    changes = top_changes(proposed_changes(sections), CHANGES_SHOWN, measured or None)
+    changes = plan.changes if plan and not all(w.tiny for w in workloads) else []
     return SummarySection(
         device=machine.device_label, has_gpu=bool(machine.gpu_name), cpu=cpu.label if cpu else None,
         cores=cpu.logical_cores if cpu else None, ram_bytes=cpu.ram_bytes if cpu else None,

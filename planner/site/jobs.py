@@ -19,6 +19,7 @@ from planner.plan.default_jobs import DEFAULT_AMOUNT, day_samples, default_job_s
 from planner.plan.plan import JobRanker, Plan
 from planner.rank.jobs import DATASETS, PRECISIONS, TOKENS_PER_SAMPLE, parse_job
 from planner.rank.ranking import OK, RankedInstance, stand_in_words
+from planner.render.words import feed_words, pick_settings
 
 AMOUNTS = (0.1, 1.0, 10.0)   # × the default job's samples: the tables computed at build time
 JOBS_NAME = "jobs.html"
@@ -114,16 +115,18 @@ def _table(ranker: JobRanker, workload: str, precision: str, samples: float, ind
 
 def _row(r: RankedInstance, index: dict[str, int], meta: list[list]) -> list:
     """[instance, ok (1/0), samples/s, hours, cost, pareto, hours low, hours high, unvalidated, reason if not ok,
-    the precision run in the job's place where the GPU lacks it ('fp16' for bf16 on a V100; '' otherwise)]."""
+    the precision run in the job's place where the GPU lacks it ('fp16' for bf16 on a V100; '' otherwise), what the
+    plan predicts the instance's GPU runs ('bf16 512 compile'), one GPU's samples/s, its vCPUs' loader feed]."""
     key = f"{r.provider}/{r.instance}"
     if key not in index:
         index[key] = len(meta)
         meta.append([r.instance, r.provider, f"{r.gpu_count} × {r.gpu}", r.price_usd_per_hour])
     if r.status != OK:
-        return [index[key], 0, None, None, None, 0, None, None, 0, r.status.replace("_", " "), ""]
-    low, high = getattr(r, "hours_low", None), getattr(r, "hours_high", None)
+        return [index[key], 0, None, None, None, 0, None, None, 0, r.status.replace("_", " "), "", "", None, ""]
     return [index[key], 1, _round(r.samples_per_s), _round(r.hours), _round(r.cost_usd), int(r.pareto),
-            _round(low), _round(high), int(r.unchecked), "", (r.precision or "") if r.stand_in_for else ""]
+            _round(r.hours_low), _round(r.hours_high), int(r.unchecked), "",
+            (r.precision or "") if r.stand_in_for else "", pick_settings(r), _round(r.per_gpu_samples_per_s),
+            "" if (feed := feed_words(r)) == "—" else feed]
 
 
 def _round(x: float | None) -> float | None:

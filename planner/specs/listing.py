@@ -1,4 +1,5 @@
-"""`gpuplan specs`: the GPU and instance catalogs as aligned text tables or as JSON."""
+"""`gpuplan specs`: the GPU and instance catalogs as tables (rows of text, fitted to the terminal by
+planner/render/specs_text.py) or as JSON."""
 
 from __future__ import annotations
 
@@ -52,25 +53,6 @@ def _host_cpu(s: InstanceSpec) -> str:
     return s.host_cpu.microarchitecture or "varies"
 
 
-def render_instance_notes(instances: tuple[InstanceSpec, ...] | None = None) -> str:
-    """The caveats behind the table's 'note' column, one line per instance, and where prices come from."""
-    lines = ["Price notes (on-demand, Linux, USD/h; `--json` gives every source URL):"]
-    lines += [f"  {s.name}: {s.price_note}" for s in (load_instances() if instances is None else instances)
-              if s.price_note]
-    return "\n".join(lines) + "\n"
-
-
-def render_table(rows: list[list[str]]) -> str:
-    """Left-align the first and last (text) columns, right-align the numbers between."""
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    last = len(widths) - 1
-    lines = []
-    for r in rows:
-        cells = [c.ljust(w) if i in (0, last) else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))]
-        lines.append("  ".join(cells).rstrip())
-    return "\n".join(lines) + "\n"
-
-
 def gpu_to_dict(spec: GpuSpec) -> dict[str, Any]:
     """A GPU as JSON: every dtype present (null where unsupported) and the support flags spelled out."""
     return {
@@ -92,15 +74,6 @@ def render_specs_json(*, gpus: bool, instances: bool) -> str:
     if instances:
         doc["instances"] = [s.to_dict() for s in load_instances()]
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
-
-
-def render_specs_text(*, gpus: bool, instances: bool) -> str:
-    parts = []
-    if gpus:
-        parts.append(render_table(build_gpu_table()))
-    if instances:
-        parts.append(render_table(build_instance_table()) + "\n" + render_instance_notes())
-    return "\n".join(parts)
 
 
 def _num(value: float | None, per: float = 1) -> str:
