@@ -70,6 +70,24 @@ def test_a_measured_machines_plan_has_no_trace(h100):
     assert out["targets"][0]["measured"] and not out["targets"][0]["from_trace"]
 
 
+def test_every_answer_of_a_trace_plan_says_it_is_from_a_trace_through_the_one_engine(plan):
+    from planner.plan.answer import FROM_TRACE, build_answers
+
+    answers = build_answers(plan)
+    assert answers and all(a.traced and a.how == "predicted from a trace" for a in answers)
+    assert all(any(n.kind == FROM_TRACE for n in a.notes) for a in answers)
+    json_answers = [a for t in plan_to_json(plan)["targets"] for a in t["answers"]]
+    assert json_answers and not any(a["measured"] for a in json_answers)
+    assert all(any(n["kind"] == FROM_TRACE for n in a["notes"]) for a in json_answers)
+
+
+def test_a_trace_plan_without_a_job_ranks_its_own_workloads_default_job(capsys):
+    assert main(["plan", str(TRACE)]) == 0
+    text = capsys.readouterr().out
+    assert "Where to run sensor-cnn" in text and "the default job" in text
+    assert text.startswith("Plan for trace-sensor-cnn: predicted from a trace, no GPU measured")
+
+
 def test_a_trace_plan_ranks_instances_for_a_job(plan):
     ok = [r for r in plan.ranking if r.status == "ok"]
     assert len(ok) > 10 and len({r.gpu for r in ok}) > 5
@@ -92,6 +110,8 @@ def test_the_report_shows_the_trace_as_a_machine_of_its_own():
     html = render_report_html(report)
     assert "Predicted from a trace: no GPU measured" in html
     assert "Unknown share" in html and "sensor-cnn" in html
+    assert "Predicted from the trace (no GPU measured): throughput" in html
+    assert "per-operation times predicted from the trace" in html and "share measured" not in html
 
 
 def test_the_site_lists_a_trace_folder_beside_the_measured_machines(tmp_path):

@@ -38,6 +38,7 @@ from gpuplan_schema.payloads.roofline import (
 )
 from gpuplan_schema.payloads.trace import TracedOp, TraceMemory, TracePayload, TraceRun
 from gpuplan_schema.payloads.workloads import (
+    TRACE_PROFILE,
     DeviceSamples,
     MemoryUse,
     OomBoundary,
@@ -51,7 +52,7 @@ __all__ = [
     "Allocator", "Status",
     "CpuInfo", "EnvironmentPayload", "GpuInfo",
     "BandwidthCeiling", "CeilingsPayload", "DispatchCeiling", "MatmulCeiling", "MatmulShape",
-    "DeviceSamples", "MemoryUse", "OomBoundary", "TrafficEstimate", "WorkloadPayload", "WorkloadPoint",
+    "TRACE_PROFILE", "DeviceSamples", "MemoryUse", "OomBoundary", "TrafficEstimate", "WorkloadPayload", "WorkloadPoint",
     "KernelTime", "OpClass", "OpRoofline", "RooflineAtBatch", "RooflinePayload", "RooflineRoofs", "class_times",
     "TraceMemory", "TracedOp", "TracePayload", "TraceRun",
     "DataloaderPayload", "EpochBoundary", "LoaderPoint", "SyntheticImages",

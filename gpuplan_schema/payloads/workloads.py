@@ -142,6 +142,9 @@ class OomBoundary:
         return "status is ok but max_batch is missing" if self.status == "ok" and self.max_batch is None else None
 
 
+TRACE_PROFILE = "trace"   # the profile of a workload document predicted from a trace: nothing of it measured
+
+
 @dataclass(frozen=True)
 class WorkloadPayload:
     workload: str
@@ -157,6 +160,11 @@ class WorkloadPayload:
     tokens_per_sample: int | None = None
     scale: str = "reference"
     complete: bool = True  # False while the collection runs (or after it was stopped): resume to finish
+
+    @property
+    def from_trace(self) -> bool:
+        """Predicted from a trace (planner/trace/machine.py writes these), not measured on a GPU."""
+        return self.profile == TRACE_PROFILE
 
     def boundary(self, precision: str, allocator: Allocator = "default") -> OomBoundary | None:
         """The precision's boundary searched with `allocator`, where there is one."""

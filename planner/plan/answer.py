@@ -15,13 +15,16 @@ from planner.plan.recommend import MEASURE_LOADER
 from planner.plan.settings import Settings
 
 ALLOCATOR_ENV = "PYTORCH_CUDA_ALLOC_CONF"
-LOADER_DEFAULT, WIDE_RANGE = "loader-default", "wide-range"
+LOADER_DEFAULT, WIDE_RANGE, FROM_TRACE = "loader-default", "wide-range", "from-trace"
+TRACE_WORDS = ("predicted from a trace: no GPU measured (gpuplan trace); the range is the spread of predicting each "
+               "reference workload from its trace without its own measurements (docs/trace.md)")
 
 
 @dataclass(frozen=True)
 class Note:
     """A flag on an answer, typed: `kind` says what it is (LOADER_DEFAULT: the worker count is a stated default;
-    WIDE_RANGE: the range is wider than ±25% and `text` says why; a partial collection adds its own kinds), `text`
+    WIDE_RANGE: the range is wider than ±25% and `text` says why; FROM_TRACE: the plan's source is a trace, nothing
+    of it measured; a partial collection adds its own kinds), `text`
     says it in words. Outputs print each distinct note once and mark the answers that carry it."""
 
     kind: str
@@ -34,13 +37,20 @@ class WorkloadAnswer:
     target: str              # the GPU or instance name as the plan lists it
     gpu: str
     gpu_count: int
-    measured: bool           # settings measured on this GPU (True) or carried over with a predicted batch
+    measured: bool           # the source GPU's answer (True: measured there, or predicted there from a trace when
+                             # `traced`), or another GPU's, carried over with a predicted batch
     settings: Settings
     expected: Expected | None
     reasons: dict[str, str]  # setting → why (the recommendation's reason)
     loader_note: str         # where the data-loader figures come from
     validated: bool = True   # False: no published benchmark checks predictions for this GPU (marked †)
     notes: tuple[Note, ...] = ()
+    traced: bool = False     # the plan's source is a trace (planner/trace): no figure of it was measured
+
+    @property
+    def how(self) -> str:
+        """How its figures were obtained, in the words every output uses."""
+        return "predicted from a trace" if self.traced else "measured" if self.measured else "predicted"
 
     @property
     def bound(self) -> str:
@@ -56,12 +66,14 @@ class WorkloadAnswer:
         out["expected"] = self.expected.to_dict() if self.expected else None
         out["allocator_env"] = self.allocator_env
         out["bound"] = self.bound
+        out["measured"] = self.measured and not self.traced
         return out
 
 
-def answer_notes(settings: Settings, expected: Expected | None, measured: bool) -> tuple[Note, ...]:
+def answer_notes(settings: Settings, expected: Expected | None, measured: bool,
+                 traced: bool = False) -> tuple[Note, ...]:
     """The flags an answer carries, from its typed fields."""
-    notes = []
+    notes = [Note(FROM_TRACE, TRACE_WORDS)] if traced else []
     if measured and not settings.loader.measured:
         notes.append(Note(LOADER_DEFAULT, f"loader workers not measured for this input: {settings.loader.workers} "
                                           f"is a default; {MEASURE_LOADER}"))
@@ -83,7 +95,7 @@ def answers_of_target(plan: Plan, target: Target) -> list[WorkloadAnswer]:
         expected = target.expected.get(workload)
         out.append(WorkloadAnswer(workload, target.name, target.gpu.name, target.gpu_count, target.is_source,
                                   settings, expected, reasons.get(workload, {}), note, target.validated,
-                                  answer_notes(settings, expected, target.is_source)))
+                                  answer_notes(settings, expected, target.is_source, plan.traced), plan.traced))
     return out
 
 

@@ -508,7 +508,9 @@ def build_plan(machine: MachineResults, targets: list[str] | None = None, job: J
     """The plan of one measured machine. `measured`: the machines (loaded once, the source among them or
     not) whose measurements the plan may cite: multi-GPU efficiencies, and the accuracy residuals that set
     the prediction bands. `job` is ranked; without one, `rank_defaults` ranks each workload's default job at its
-    recommended precision and makes resnet50's (DEFAULT_JOB's workload) the plan's job, as a report shows it."""
+    recommended precision and makes resnet50's (DEFAULT_JOB's workload; without it, the first workload's) the plan's
+    job, as a report shows it. A machine predicted from a trace (planner/trace/machine.py) is planned the same way,
+    with the trace's bands and every answer marked as from a trace."""
     machines = all_machines(machine, measured)
     source, check = prepare_source(machine, machines)
     names = targets or [source.spec.name, *(t for t in DEFAULT_TARGETS if t != source.spec.name)]
@@ -529,8 +531,9 @@ def build_plan(machine: MachineResults, targets: list[str] | None = None, job: J
     jobs = rank_default_jobs(machine.workloads, ranker.rank, job, precisions) if rank_defaults else {}
     asked = job is not None
     if job is None:
+        # resnet50's default job; a folder without it (a user's model, a trace) its first workload's
         default = parse_job(DEFAULT_JOB).workload
-        job = jobs[default].job if default in jobs else None
+        job = jobs[default].job if default in jobs else next((r.job for r in jobs.values()), None)
     if job is None:
         return Plan(machine.machine, source.spec, built, None, [], check, jobs=jobs, ranker=ranker, **traced)
     predict = build_predictor(source, job, ranker.answers)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuplan_schema.results import MachineResults
+from planner.plan.plan import Plan
 from planner.report.sections import SectionBase
 from planner.trace.machine import is_prediction
 from planner.trace.model_file import load_learned
@@ -21,11 +22,13 @@ class TraceSection(SectionBase, kind="trace", title="Predicted from a trace: no 
     median_error: float | None     # the held-out steps' median |error| (benchmarks/trace_leave_one_out.py)
 
 
-def build_trace_sections(machine: MachineResults) -> list[TraceSection]:
-    """One section for a machine predicted from a trace (planner/trace/machine.py), none for a measured one."""
+def build_trace_sections(machine: MachineResults, plan: Plan | None = None) -> list[TraceSection]:
+    """One section for a machine predicted from a trace (planner/trace/machine.py), none for a measured one; the
+    summaries are the plan's (computed once there), or computed here for a report without a plan."""
     if not is_prediction(machine):
         return []
     learned = load_learned()
     errors = sorted(abs(e) for e in learned.residuals.eager)
-    return [TraceSection(learned.model.gpu, list(learned.model.efficiency.workloads),
-                         trace_summaries(machine, learned.model), errors[len(errors) // 2] if errors else None)]
+    summaries = plan.trace if plan is not None and plan.traced else trace_summaries(machine, learned.model)
+    return [TraceSection(learned.model.gpu, list(learned.model.efficiency.workloads), summaries,
+                         errors[len(errors) // 2] if errors else None)]

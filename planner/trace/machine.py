@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuplan_schema.payloads import (
+    TRACE_PROFILE,
     MemoryUse,
     OomBoundary,
     OpRoofline,
@@ -97,8 +98,9 @@ def predicted_workload(trace: TracePayload, model: GpuModel, card_bytes: int) ->
         step = steps[(MAIN, trace.main_batch)]
         points.append(_point(trace, main, step, model, "variant", "compile",
                              model.compile.step_s(step, model.host.sharpness)))
-    return WorkloadPayload(trace.workload, trace.source, trace.unit, trace.training, "cuda", "trace", trace.parameters,
-                           points, _boundaries(trace, model, card_bytes), 0.0, trace.tokens_per_sample)
+    return WorkloadPayload(trace.workload, trace.source, trace.unit, trace.training, "cuda", TRACE_PROFILE,
+                           trace.parameters, points, _boundaries(trace, model, card_bytes), 0.0,
+                           trace.tokens_per_sample)
 
 
 def _op(step: StepTime, index: int, model: GpuModel) -> OpRoofline:
