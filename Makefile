@@ -1,4 +1,4 @@
-# gpuplan: the README's commands. `make setup` once, then `make report` on a GPU host,
+# gpuplan: the README's commands. `make setup` once, then `make report` on a GPU host (into runs/, ignored by git),
 # `make test` (or `make test-fast`), `make site`, `make lint` anywhere.
 #
 # Everything runs in a virtual environment inside the clone (.venv), which `make setup` makes where it is
@@ -10,8 +10,13 @@ PYTHON ?= $(VENV)/bin/python
 PIP ?= $(PYTHON) -m pip
 GPUPLAN ?= $(PYTHON) -m planner.cli
 RESULTS ?= results
+# Where `make report` collects: a working folder git ignores, so that a collection never rewrites the committed
+# results/ (copy a machine folder there, or collect with --out results, to add a run on purpose).
+RUNS ?= runs
 REPORTS ?= reports
 SITE_OUT ?= site/_build
+# The site `make report` builds: the committed machines and this one, side by side (copied together, ignored by git).
+SITE_ROOT ?= site/_root
 # Installed only where `import torch` fails: a GPU host keeps its own CUDA build of torch.
 # Plain PyPI is the only index our machines reach; where a local wheel mirror is configured
 # (as on the build machines) this resolves to the CPU build. Elsewhere on Linux, PyPI's wheel is
@@ -48,12 +53,15 @@ system-packages:
 		echo "  apt-get install $(APT_PACKAGES)"; \
 	fi
 
-# Collect this machine into results/<machine>/, render its report, rebuild the site.
+# Collect this machine into runs/<machine>/, render its report, build the site of results/ and this machine.
+# Writes only ignored paths: runs/, reports/, site/_root/, site/_build/.
 report:
 	@set -e; machine="$$($(MACHINE_ID))"; \
-	$(GPUPLAN) collect --out "$(RESULTS)" --machine "$$machine"; \
-	$(GPUPLAN) report "$(RESULTS)/$$machine" --out "$(REPORTS)"; \
-	$(GPUPLAN) site "$(RESULTS)" --out "$(SITE_OUT)"
+	$(GPUPLAN) collect --out "$(RUNS)" --machine "$$machine"; \
+	$(GPUPLAN) report "$(RUNS)/$$machine" --out "$(REPORTS)"; \
+	rm -rf "$(SITE_ROOT)"; mkdir -p "$(SITE_ROOT)"; cp -R "$(RESULTS)/." "$(SITE_ROOT)/"; \
+	rm -rf "$(SITE_ROOT)/$$machine"; cp -R "$(RUNS)/$$machine" "$(SITE_ROOT)/$$machine"; \
+	$(GPUPLAN) site "$(SITE_ROOT)" --out "$(SITE_OUT)"
 
 site:
 	$(GPUPLAN) site "$(RESULTS)" --out "$(SITE_OUT)"

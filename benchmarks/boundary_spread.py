@@ -86,7 +86,8 @@ def main() -> int:
     # the collector's own settings: without cuDNN autotuning where there is a convolution (its algorithms'
     # workspaces set conv-rollout's boundary: 11.5 k with autotuning off, 16.4 k with it on, H200 bf16)
     variant = replace(untuned(workload), expandable_segments=args.allocator == "expandable_segments")
-    search = Search(args.workload, "cuda", args.precision, measured, CAP, variant.name, tolerance=TOLERANCE)
+    search = Search(args.workload, "cuda", args.precision, measured, CAP, variant.name, tolerance=TOLERANCE,
+                    limit_s=float("inf"))  # the spread to the last batch: no time limit
     searches = json.loads(args.out.read_text())["searches"] if args.out.exists() else []
     for i in range(args.repeats):
         found = {"workload": name, "precision": args.precision, "allocator": args.allocator, "variant": variant.name,

@@ -13,9 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from collectors.ceilings import collect as ceilings
-from collectors.core.collection import Collector, Options, Outcome, run_collection
+from collectors.core.budget import parse_duration
+from collectors.core.children import kill_descendants
+from collectors.core.collection import Collector, Options, Step, run_collection
 from collectors.core.device import pick_device
-from collectors.core.interrupt import EXIT_INTERRUPTED, resume_command
+from collectors.core.interrupt import resume_command
+from collectors.core.outcome import left_to_measure, report_outcome
 from collectors.core.profiles import PROFILES
 from collectors.core.resume import same_ddp_batches, same_world
 from collectors.core.run_lock import LockHeld
@@ -51,7 +54,8 @@ def _ceilings(progress: Progress, folder: Path, options: Options) -> Iterator[tu
 def _workloads(progress: Progress, folder: Path, options: Options) -> Iterator[tuple[str, Any]]:
     names = options.workloads or workload_collector.DEFAULT_WORKLOADS
     yield from workload_collector.iter_workload_documents(names, options.profile, folder, pick_device(),
-                                                          progress, options.fresh, options.point_timeout or None)
+                                                          progress, options.fresh, options.point_timeout or None,
+                                                          options.phase, options.deadline)
 
 
 def _per_workload(prefix: str) -> Callable[[Options], dict[str, str | None]]:
@@ -99,11 +103,15 @@ COLLECTORS = {
                   "reference workloads: batch/sequence scaling to OOM, precisions, variants; host issue "
                   "and GPU busy time per timed point",
                   stems=_per_workload("workload"),
-                  matches=lambda payload, o: workload_collector.holds_allocator_boundaries(payload, o.profile)),
+                  matches=lambda payload, o: workload_collector.still_answers(payload, o.profile),
+                  left=lambda folder, stems, done, o: workload_collector.describe_left(folder, stems, done, o.profile),
+                  phase_done=lambda payload, o: workload_collector.phase_done(payload, o.phase or ""),
+                  phases=tuple(workload_collector.PHASES)),
         Collector(roofline.NAME, roofline.VERSION, _roofline,
                   "per-op roofline of each workload at its main batch, a quarter and twice it: time, FLOPs, "
                   "bytes, bound class per aten op",
-                  stems=_per_workload("roofline")),
+                  stems=_per_workload("roofline"),
+                  matches=lambda payload, o: workload_collector.same_source(payload)),
         Collector(dataloader_collector.NAME, dataloader_collector.VERSION, _dataloader,
                   "JPEG input pipeline: DataLoader workers, prefetch, pinned memory against host RAM and CPU"),
         Collector(collectives.NAME, collectives.VERSION, _distributed(collectives.NAME),
@@ -117,27 +125,52 @@ COLLECTORS = {
 }
 
 
+# The order a collection runs in: what the plan's answer needs first (collectors/workloads/stages.py). The ceilings
+# come before the workloads' answer because a plan needs them; the data loader, where asked, between a workload's
+# answer and the stages that widen it; the per-op profile after.
+ORDER: list[Step] = [("environment", None), ("ceilings", None), ("workloads", "answer"), ("dataloader", None),
+                     ("workloads", "widen"), ("roofline", None), ("collectives", None), ("ddp", None)]
+DEFAULT_OUT = Path("runs")
+
+
+def order_of(options: Options) -> list[Step]:
+    """The steps this collection runs: ORDER, without the data loader unless asked (named in --only, or the
+    reference collection: no --workload given)."""
+    asked = options.only is not None or not options.workloads
+    return [step for step in ORDER if step[0] != dataloader_collector.NAME or asked]
+
+
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     parser = parser or argparse.ArgumentParser(prog=PROG)
     parser.description = (
         "Measure this machine and write one JSON document per result into OUT/MACHINE/. "
         "Collectors: " + "; ".join(f"{c.name} ({c.help})" for c in COLLECTORS.values()) + "."
     )
-    parser.add_argument("--out", type=Path, default=Path("results"), help="results root (default: results/)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
+                        help="where the machine folder goes (default: runs/, a working folder git ignores; "
+                             "results/ holds the committed runs: name it to add one)")
     parser.add_argument("--machine", help="machine id for the folder name (default: hostname + GPU model + count)")
     parser.add_argument("--only", nargs="+", choices=sorted(COLLECTORS), metavar="NAME",
                         help=f"run only these collectors ({', '.join(COLLECTORS)})")
     parser.add_argument("--profile", choices=sorted(PROFILES), default="quick",
-                        help="how much of the workload sweeps to run: quick (main points, about a minute on "
-                             "an H100), standard (bf16 sweep to the OOM boundary, variants, every precision at "
-                             "the main batch and again, with torch.compile, at the sweep's throughput knee; "
-                             "about 5 min), capacity (standard plus the OOM boundary at every "
-                             "precision), full (everything at every precision) (default: quick). A run reuses the "
-                             "points a workload's document already holds: an interrupted run resumes, and "
-                             "capacity after standard only adds the boundaries. For "
+                        help="how much of the workload sweeps to run, each in the order the answer needs it "
+                             "(the bf16 sweep to its knee and torch.compile there first): quick (the main point, "
+                             "about a minute on an H100), standard (the bf16 sweep, every precision at its knee, "
+                             "the OOM boundary bounded to 30 s, the main batch's trials, variants, a repeat; "
+                             "designed for 3 min a model of 5-250 M parameters on an H100), capacity (standard "
+                             "plus the OOM boundary at every precision), full (everything at every precision) "
+                             "(default: quick). A run reuses the points a workload's document already holds: an "
+                             "interrupted run resumes, and capacity after standard only adds the boundaries. For "
                              "the dataloader: quick (workers at prefetch 2, under a minute on 16 cores), standard "
                              "(workers × prefetch 1-8 × pinned or not, about 2.5 min), full (every combination, "
                              "at most 15 min)")
+    parser.add_argument("--budget", type=parse_duration, metavar="TIME",
+                        help="the whole collection's time, e.g. 3m, 90s, 1h30m: stages that would not fit are "
+                             "skipped, and at its end the collection stops as at a Ctrl-C (exit 0); what is left "
+                             "and the command that resumes are printed. Stages in the order the answer needs: "
+                             "the main precision's sweep to the knee, torch.compile there, the data loader (when "
+                             "asked), then the rest of the sweep, the other precisions, the OOM boundary, the "
+                             "trials at the main batch, the variants, the per-op profile (default: no limit)")
     parser.add_argument("--workload", dest="workloads", action="append", metavar="NAME|FILE.py:FN",
                         help=f"workload to run (repeatable): built-in {', '.join(BUILTIN)}, or a user file "
                              "path/to/file.py:function (default: the four built-ins; ddp: gpt-small, resnet50)")
@@ -205,7 +238,7 @@ def options_of(args: argparse.Namespace) -> Options:
     return Options(out=args.out, machine=args.machine, only=args.only, profile=args.profile,
                    workloads=args.workloads, dataset_cache=args.dataset_cache, fresh=args.fresh, gpus=args.gpus,
                    dist_backend=args.dist_backend, batches=args.batches, dist_timeout=args.dist_timeout,
-                   point_timeout=args.point_timeout or None,
+                   point_timeout=args.point_timeout or None, budget_s=args.budget,
                    nodes=nodes.node_options(args.nnodes, args.node_rank, args.rdzv_id, args.rdzv_endpoint))
 
 
@@ -234,27 +267,28 @@ def run_from_args(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     try:
         check_options(options)
-        outcome = run_collection(options, COLLECTORS, pick_device().type, summary_of)
+        if options.only is None and options.workloads:
+            print("dataloader: not run (a collection of chosen workloads measures the input pipeline when asked: "
+                  "--only ... dataloader)", file=sys.stderr)
+        outcome = run_collection(options, COLLECTORS, pick_device().type, summary_of, order=order_of(options))
+        outcome.left = left_to_measure(options, COLLECTORS, order_of(options), pick_device().type, applies)
     except (WorkloadError, distributed.DistributedOptionError, LockHeld) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    return report_outcome(outcome, getattr(args, "command_line", None) or resume_command(None))
+    return report_outcome(outcome, getattr(args, "command_line", None) or resume_command(None),
+                          budgeted=options.budget_s is not None)
 
 
-def report_outcome(outcome: Outcome, command: str) -> int:
-    """The end-of-run summary: what was saved or kept, what failed, how to resume; the exit status."""
-    print(f"\nCollected into {outcome.folder}:")
-    print("\n".join(outcome.lines.values()) or "(nothing saved)")
-    failed = outcome.all_failed
-    if failed:
-        print(f"\nFailed ({len(failed)}; everything else above is kept; --fresh measures a kept document again):",
-              file=sys.stderr)
-        print("\n".join(f"  {line}" for line in failed), file=sys.stderr)
-    if outcome.interrupted:
-        print(f"\nStopped by Ctrl-C; every finished point is saved. Resume with the same command: {command}",
-              file=sys.stderr)
-        return EXIT_INTERRUPTED
-    return EXIT_FAILED if failed else 0
+def applies(name: str, options: Options) -> bool:
+    """Whether a collector has anything to measure here: the multi-GPU ones only with 2 GPUs or more."""
+    if name not in (collectives.NAME, ddp.NAME):
+        return True
+    try:
+        world, _ = distributed.resolve_world(options.gpus, options.dist_backend, distributed.visible_gpus(),
+                                             options.nodes.nnodes if options.nodes else 1)
+    except distributed.DistributedOptionError:
+        return False
+    return world is not None
 
 
 def cache_inside_results(options: Options) -> str | None:
@@ -275,5 +309,15 @@ def main(argv: list[str] | None = None) -> int:
     return run_from_args(args)
 
 
+def end_process(code: int) -> None:
+    """End `python -m collectors` now: every document is saved (atomically) already, and the interpreter's own
+    teardown can hold a stopped collection for minutes (inductor's compile pool waits up to 300 s for a worker it
+    started after the stop; a DataLoader joins each worker for 5 s). The processes it started end with it."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    kill_descendants()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    end_process(main())

@@ -27,6 +27,7 @@ from planner.check.coverage import TARGET_COVERAGE, band_coverage, overall
 from planner.check.crossarch import MAX_TARGET as CROSS_MAX
 from planner.check.crossarch import MEDIAN_TARGET as CROSS_MEDIAN
 from planner.check.crossarch import build_crosscheck
+from planner.check.dle_points import DLE_POINTS
 from planner.check.harness_bands import harness_coverage
 from planner.check.pairs import build_pair_check
 from planner.check.pairs_markdown import render_pair_check
@@ -460,8 +461,13 @@ def accuracy_crossarch(machines: list[MachineResults]) -> str:
 
 
 def accuracy_dle(machines: list[MachineResults]) -> str:
-    """DeepLearningExamples' A100 and V100 rows predicted from the H100, as ratios between the table's own rows."""
-    return render_pair_check(build_pair_check(_by(machines, SOURCE)))
+    """DeepLearningExamples' A100 and V100 rows predicted from the H100, as ratios between the table's own rows; from
+    the H200 too where it has points timed in DLE's configuration (benchmarks/gpu_dle_points.sh ran on an H200)."""
+    text = render_pair_check(build_pair_check(_by(machines, SOURCE)))
+    target = _by(machines, TARGET)
+    if (target.folder / DLE_POINTS).is_dir():
+        text += "\n" + render_pair_check(build_pair_check(target))
+    return text
 
 
 # ── several GPUs, input pipeline ────────────────────────────────────────────────────────────────

@@ -50,14 +50,14 @@ def format_error(error: BaseException) -> str:
 
 # ── collect ─────────────────────────────────────────────────────────────────────────────────
 
-COLLECT_HELP = "measure this machine (needs torch; a GPU if there is one) into RESULTS/MACHINE/"
+COLLECT_HELP = "measure this machine (needs torch; a GPU if there is one) into runs/MACHINE/"
 
 
 def cmd_collect(args: argparse.Namespace) -> int:
     """`gpuplan collect ARGS` is `python -m collectors ARGS` in a process of its own: collection is the
     stage that runs on the GPU host with torch, and the planner never imports it. The child gets its own
     process group, so a terminal's Ctrl-C reaches it once, forwarded from here (its first Ctrl-C stops
-    after the current point, a second at once); its exit status is this command's."""
+    within seconds, keeping every finished point, a second at once); its exit status is this command's."""
     return _run_collector("collectors", "collect", args.collect_args)
 
 

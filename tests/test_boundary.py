@@ -5,6 +5,7 @@ exception torch raises on a full GPU."""
 from __future__ import annotations
 
 import io
+import time
 from pathlib import Path
 
 import torch
@@ -22,7 +23,8 @@ from collectors.workloads.boundary import (
     iter_probe_batches,
     probe,
 )
-from collectors.workloads.collect import iter_precision
+from collectors.workloads.run import WorkloadRun
+from collectors.workloads.stages import boundary_stage, knee_stage, sweep_stage
 from collectors.workloads.sweep import Context
 from collectors.workloads.sweep_plan import build_sweep_plan
 from collectors.workloads.training import Variant
@@ -166,11 +168,20 @@ def gpu_plan(workload: Workload, spec: str):
     return build_sweep_plan(spec, workload, PROFILES["standard"], torch.device("cuda"))
 
 
+def sweep_and_boundary(spec: str, workload: Workload) -> list[WorkloadPoint | OomBoundary]:
+    """The main precision's sweep (to the knee, then on) and its boundary, with a GPU's plan, run on the CPU."""
+    run = WorkloadRun(spec, "w", workload, gpu_plan(workload, spec), Context(CPU))
+    items = []
+    for stage in (knee_stage, sweep_stage, boundary_stage):
+        items += [item for item in stage(run, quiet_progress()) if run.add(item)]
+    return items
+
+
 def test_sweep_and_probes_find_the_oom_boundary(tmp_path):
     workload = oom_workload(tmp_path, 37)
     plan = gpu_plan(workload, "oom.py:build")
     assert plan.start == 4 and plan.main_batch == 32 and plan.search_cap >= 64
-    items = list(iter_precision("oom", workload, "bf16", plan, Context(CPU), quiet_progress()))
+    items = sweep_and_boundary("oom.py:build", workload)
     timed = [i for i in items if isinstance(i, WorkloadPoint) and i.sweep == "batch"]
     probes = [i for i in items if isinstance(i, WorkloadPoint) and i.sweep == "probe"]
     [boundary] = [i for i in items if isinstance(i, OomBoundary)]
@@ -185,7 +196,7 @@ def test_sweep_and_probes_find_the_oom_boundary(tmp_path):
 def test_boundary_without_a_timed_sweep_doubles_from_the_main_point(tmp_path):
     workload = oom_workload(tmp_path, 1000)
     main = WorkloadPoint("variant", "fp32", 512, "default", "ok")
-    items = list(iter_boundary(workload, "fp32", [main], Context(CPU), 1 << 20, Variant()))
+    items = list(iter_boundary(workload, "fp32", [main], Context(CPU), 1 << 20, Variant(), limit_s=900))
     [boundary] = [i for i in items if isinstance(i, OomBoundary)]
     assert [i.batch for i in items if isinstance(i, WorkloadPoint)][0] == 1024
     assert boundary.status == "ok" and boundary.max_batch <= 1000 < boundary.first_oom_batch
@@ -213,8 +224,7 @@ def test_an_error_that_is_not_oom_ends_the_search_with_status_error(tmp_path):
     path = tmp_path / "fails.py"
     path.write_text(ERROR_FILE, encoding="utf-8")
     workload = load_workload(f"{path}:build")
-    items = list(iter_precision("fails", workload, "bf16", gpu_plan(workload, str(path)), Context(CPU),
-                                quiet_progress()))
+    items = sweep_and_boundary(str(path), workload)
     timed = [(i.batch, i.status) for i in items if isinstance(i, WorkloadPoint) and i.sweep == "batch"]
     assert timed == [(4, "ok"), (8, "ok"), (16, "error")]
     [boundary] = [i for i in items if isinstance(i, OomBoundary)]
@@ -262,7 +272,7 @@ def test_the_expandable_segments_search_does_not_trust_the_default_allocators_oo
                 WorkloadPoint("batch", "fp32", 64, "default", "oom")]
     searches = {}
     for variant in (Variant(), Variant(expandable_segments=True)):
-        items = list(iter_boundary(workload, "fp32", measured, Context(CPU), 1 << 12, variant))
+        items = list(iter_boundary(workload, "fp32", measured, Context(CPU), 1 << 12, variant, limit_s=900))
         [searches[variant.name]] = [i for i in items if isinstance(i, OomBoundary)]
         assert {i.variant for i in items if isinstance(i, WorkloadPoint)} == {variant.name}
     default, expandable = searches["default"], searches["expandable_segments"]
@@ -301,3 +311,73 @@ def test_a_capacity_document_without_the_expandable_searches_is_continued(monkey
     # with expandable segments set by the environment the first search already used them
     monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
     assert holds_allocator_boundaries(before, "capacity")
+
+
+# ── bounded: a deadline per probe and per search, whatever the device's memory ──────────────────────────────
+
+def test_a_larger_memory_does_not_make_the_search_longer():
+    """From the memory line's guess (here 10 % low, as a 141 GB card's line can be), the probes step out and bisect
+    in relative steps: the same few probes for a boundary at 1,000 or at 10,000,000."""
+    counts = [len(simulate(Bracket(lo=limit // 8), int(limit * 0.9), 1 << 40, limit))
+              for limit in (1_000, 100_000, 10_000_000)]
+    assert max(counts) <= 7 and max(counts) - min(counts) <= 1, counts
+
+
+SLOW_PROBES = '''\
+import time
+
+import torch
+import torch.nn.functional as F
+
+LIMIT, PROBE_S = {limit}, {probe_s}
+
+
+def make_batch(batch_size, device):
+    if batch_size > LIMIT:
+        raise torch.OutOfMemoryError("CUDA out of memory (test)")
+    return torch.randn(batch_size, 8, device=device), torch.randn(batch_size, 2, device=device)
+
+
+def probe_run(model, inputs):
+    time.sleep(PROBE_S)  # a large batch's probe: seconds each
+    return model(inputs)
+
+
+def build():
+    return {{"name": "slow-probes", "model": torch.nn.Linear(8, 2), "make_batch": make_batch, "loss": F.mse_loss,
+            "probe_run": probe_run}}
+'''
+
+
+def slow_probes(folder: Path, limit: int, probe_s: float) -> Workload:
+    path = folder / "slow_probes.py"
+    path.write_text(SLOW_PROBES.format(limit=limit, probe_s=probe_s), encoding="utf-8")
+    return load_workload(f"{path}:build")
+
+
+def test_a_search_out_of_time_ends_with_its_bracket_and_says_so(tmp_path):
+    workload = slow_probes(tmp_path, 1000, 0.4)
+    measured = [WorkloadPoint("batch", "fp32", 64, "default", "ok")]
+    started = time.monotonic()
+    items = list(iter_boundary(workload, "fp32", measured, Context(CPU), 1 << 20, Variant(), limit_s=1.5))
+    took = time.monotonic() - started
+    boundary = items[-1]
+    probes = [i for i in items if isinstance(i, WorkloadPoint)]
+    # no probe starts after the limit: the search ends once the probe running then has ended
+    assert isinstance(boundary, OomBoundary) and took < 1.5 + 2 * max(p.wall_s for p in probes) + 1
+    assert boundary.status == "ok" and boundary.max_batch >= 64 and "the search's 1.5 s were spent" in boundary.reason
+    assert probes and boundary.max_batch == max(p.batch for p in probes if p.status == "ok")
+
+
+def test_a_probe_past_its_deadline_ends_the_search_with_the_bracket_so_far(tmp_path, monkeypatch):
+    monkeypatch.setattr("collectors.workloads.boundary.PROBE_MIN_S", 0.5)
+    workload = slow_probes(tmp_path, 5000, 30.0)  # every probe would take 30 s (two steps: 60)
+    measured = [WorkloadPoint("batch", "fp32", 64, "default", "ok"), WorkloadPoint("batch", "fp32", 2048, "default",
+                                                                                   "oom")]
+    started = time.monotonic()
+    items = list(iter_boundary(workload, "fp32", measured, Context(CPU), 1 << 20, Variant(), limit_s=1.0))
+    assert time.monotonic() - started < 5
+    (probe_point, boundary) = items
+    assert probe_point.status == "error" and probe_point.reason.endswith("s (the boundary search's time)")
+    assert (boundary.status, boundary.max_batch, boundary.first_oom_batch) == ("ok", 64, 2048)
+    assert boundary.reason == f"bracketed between 64 and 2048: a probe at batch {probe_point.batch} did not end in time"

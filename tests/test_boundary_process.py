@@ -11,12 +11,12 @@ import torch
 from test_boundary import oom_workload
 
 from collectors.core.profiles import PROFILES
-from collectors.workloads import collect as workload_collector
 from collectors.workloads.boundary import iter_boundary
 from collectors.workloads.boundary_process import Search, iter_boundary_in_fresh_process, parse_item
-from collectors.workloads.collect import not_measured_again, search_boundary
+from collectors.workloads.run import WorkloadRun, not_measured_again
+from collectors.workloads.stages import search_boundary
 from collectors.workloads.sweep import Context
-from collectors.workloads.sweep_plan import build_sweep_plan
+from collectors.workloads.sweep_plan import GPU_PATHS_ENV, build_sweep_plan
 from collectors.workloads.training import Variant
 from gpuplan_schema.payloads import OomBoundary, WorkloadPayload, WorkloadPoint
 
@@ -30,8 +30,9 @@ def spec_of(folder: Path, limit: int) -> str:
 
 def test_a_search_in_a_fresh_process_probes_and_finds_what_the_search_here_does(tmp_path):
     spec = spec_of(tmp_path, 300)
-    here = list(iter_boundary(oom_workload(tmp_path, 300), "fp32", [], Context(CPU), 5000, Variant()))
-    there = list(iter_boundary_in_fresh_process(Search(spec, "cpu", "fp32", [], 5000, "default")))
+    # no time limit to speak of: a probe's gc.collect() takes seconds on a loaded CPU, and both searches must end alike
+    here = list(iter_boundary(oom_workload(tmp_path, 300), "fp32", [], Context(CPU), 5000, Variant(), limit_s=900))
+    there = list(iter_boundary_in_fresh_process(Search(spec, "cpu", "fp32", [], 5000, "default", limit_s=900)))
     assert [(p.batch, p.status) for p in there[:-1]] == [(p.batch, p.status) for p in here[:-1]]
     assert all(isinstance(p, WorkloadPoint) and p.sweep == "probe" for p in there[:-1])
     boundary = there[-1]
@@ -43,8 +44,9 @@ def test_a_search_in_a_fresh_process_probes_and_finds_what_the_search_here_does(
 def test_the_search_s_tolerance_reaches_the_child(tmp_path):
     """benchmarks/boundary_spread.py bisects tighter than the collector's 2 % through the same child."""
     spec = spec_of(tmp_path, 300)
-    loose = list(iter_boundary_in_fresh_process(Search(spec, "cpu", "fp32", [], 5000, "default", tolerance=0.3)))[-1]
-    tight = list(iter_boundary_in_fresh_process(Search(spec, "cpu", "fp32", [], 5000, "default", tolerance=0.001)))[-1]
+    loose, tight = (list(iter_boundary_in_fresh_process(Search(spec, "cpu", "fp32", [], 5000, "default",
+                                                               tolerance=tolerance, limit_s=900)))[-1]
+                    for tolerance in (0.3, 0.001))
     assert tight.max_batch == 300 and tight.first_oom_batch == 301
     assert 0.02 * loose.max_batch < loose.first_oom_batch - loose.max_batch <= 0.3 * loose.max_batch
 
@@ -80,7 +82,12 @@ def collection_of(folder: Path, limit: int):  # noqa: ANN201 - (spec, workload, 
 
 
 def fresh_here(monkeypatch) -> None:
-    monkeypatch.setattr(workload_collector, "FRESH_PROCESS_DEVICES", ("cpu",))
+    monkeypatch.setenv(GPU_PATHS_ENV, "1")
+
+
+def searched(spec: str, workload, plan, ctx: Context) -> list:  # noqa: ANN001 - the test's own triple
+    """search_boundary at fp32 (no measured points, no hint) for a run of `workload` with `plan` and `ctx`."""
+    return list(search_boundary(WorkloadRun(spec, "w", workload, plan, ctx), "fp32", Variant(), None))
 
 
 def test_a_resumed_collection_takes_a_fresh_boundary_with_its_probes(tmp_path, monkeypatch):
@@ -91,7 +98,7 @@ def test_a_resumed_collection_takes_a_fresh_boundary_with_its_probes(tmp_path, m
               WorkloadPoint("probe", "fp32", 310, "expandable_segments", "ok")]
     ctx = Context(CPU, earlier={p.key: p for p in probes},
                   earlier_boundaries={("fp32", "default"): OomBoundary("fp32", "ok", 300, 306, fresh_process=True)})
-    taken = list(search_boundary(spec, workload, "fp32", [], plan, ctx, Variant(), None))
+    taken = searched(spec, workload, plan, ctx)
     assert taken == probes[:2] + [OomBoundary("fp32", "ok", 300, 306, fresh_process=True)]
 
 
@@ -101,7 +108,7 @@ def test_a_boundary_found_in_the_collection_process_is_searched_again_in_a_fresh
     old = WorkloadPoint("probe", "fp32", 3, "default", "ok")
     ctx = Context(CPU, earlier={old.key: old},
                   earlier_boundaries={("fp32", "default"): OomBoundary("fp32", "ok", 3, 4)})
-    found = list(search_boundary(spec, workload, "fp32", [], plan, ctx, Variant(), None))
+    found = searched(spec, workload, plan, ctx)
     assert plan.search_cap > 5  # the CPU plan's small cap is above the card's "memory"
     assert found[-1].fresh_process and found[-1].max_batch == 5 and found[-1].first_oom_batch == 6
     assert all(p.sweep == "probe" for p in found[:-1]) and old not in found
@@ -118,7 +125,7 @@ def test_the_collection_moves_its_model_off_the_device_before_the_child_runs(tmp
     """The child must get the memory the collection's model would hold: the model goes to the CPU first."""
     fresh_here(monkeypatch)
     spec, workload, plan = collection_of(tmp_path, 5)
-    found = list(search_boundary(spec, workload, "fp32", [], plan, Context(CPU), Variant(), None))
+    found = searched(spec, workload, plan, Context(CPU))
     assert found[-1].max_batch == 5
     assert next(workload.model.parameters()).device.type == "cpu"
 
@@ -157,5 +164,5 @@ def test_a_fresh_search_that_failed_is_tried_again(tmp_path, monkeypatch):
     spec, workload, plan = collection_of(tmp_path, 5)
     ctx = Context(CPU, earlier_boundaries={("fp32", "default"): OomBoundary("fp32", "error", reason="x",
                                                                             fresh_process=True)})
-    found = list(search_boundary(spec, workload, "fp32", [], plan, ctx, Variant(), None))
+    found = searched(spec, workload, plan, ctx)
     assert found[-1].status == "ok" and found[-1].max_batch == 5

@@ -15,12 +15,14 @@ import torch
 from paths import FROZEN, REPO
 
 from collectors.core import profiles
-from collectors.workloads.collect import iter_knee_trials, iter_workload_payloads
+from collectors.workloads.collect import iter_workload_payloads
+from collectors.workloads.run import WorkloadRun
+from collectors.workloads.stages import precisions_stage
 from collectors.workloads.sweep import Context
-from collectors.workloads.sweep_plan import build_sweep_plan, instantiate
-from gpuplan_schema.payloads import WorkloadPayload
+from gpuplan_schema.payloads import WorkloadPayload, WorkloadPoint
 from gpuplan_schema.progress import Progress
 from gpuplan_schema.results import load_machine
+from gpuplan_schema.stats import Stat
 from planner.plan.plan import build_plan
 from planner.plan.presets import Bounds, aggressive_preset
 from planner.plan.settings import LoaderSettings, Settings
@@ -58,17 +60,25 @@ def test_a_standard_collection_times_every_precisions_trial_again_at_its_sweeps_
     assert {p.precision: p.variant for p in at_knee} == trials  # the same configurations as the main batch's
 
 
+def run_with_knee(knee_factor: int, knee_trials: bool = True) -> WorkloadRun:
+    """mlp-stgan's run on the CPU with a bf16 sweep whose knee is `knee_factor` × the main batch."""
+    profile = replace(profiles.PROFILES["standard"], knee_trials=knee_trials, precisions=("bf16",))
+    run = WorkloadRun.start("mlp-stgan", "workload-mlp-stgan", profile, Context(CPU), None)
+    main = run.plan.main_batch
+    for batch, per_s in ((main // 2, 1.0), (main, 2.0), (2 * main, 2.0 if knee_factor == 1 else 4.0)):
+        run.add(WorkloadPoint("batch", "bf16", batch, "default", "ok", step_s=Stat(*[batch / per_s] * 5, 1),
+                              throughput_per_s=per_s))
+    assert run.knee == knee_factor * main
+    return run
+
+
 def test_knee_trials_run_only_where_the_knee_is_another_batch_and_the_profile_asks():
-    ctx = Context(CPU)
-    workload = instantiate("mlp-stgan", CPU)
-    plan = build_sweep_plan("mlp-stgan", workload, profiles.PROFILES["standard"], CPU)
-    ctx.knee = plan.main_batch
-    assert list(iter_knee_trials(workload, "bf16", plan, ctx)) == []
-    ctx.knee = 2 * plan.main_batch
-    quick = replace(plan, profile=replace(plan.profile, knee_trials=False))
-    assert list(iter_knee_trials(workload, "bf16", quick, ctx)) == []
-    (point,) = iter_knee_trials(workload, "bf16", plan, ctx)  # no torch.compile on a CPU
-    assert (point.sweep, point.batch, point.precision, point.status) == ("knee", 2 * plan.main_batch, "bf16", "ok")
+    at_main = list(precisions_stage(run_with_knee(1), quiet()))
+    assert [(p.sweep, p.precision) for p in at_main] == [("variant", "bf16")]  # the main batch's trial, not twice
+    assert list(precisions_stage(run_with_knee(2, knee_trials=False), quiet())) == []
+    run = run_with_knee(2)
+    (point,) = precisions_stage(run, quiet())  # no torch.compile on a CPU
+    assert (point.sweep, point.batch, point.precision, point.status) == ("knee", 2 * run.plan.main_batch, "bf16", "ok")
     assert point.step_s is not None and point.throughput_per_s == pytest.approx(point.batch / point.step_s.median)
 
 

@@ -7,8 +7,11 @@ What a paid GPU run must survive is decided here:
   continued (collectors/core/resume.py); `--fresh` measures everything again;
 - a collector that raises is recorded in one line and the next one runs; the outcome lists the
   failures (the caller exits 1);
-- Ctrl-C stops at the next saved point, a second Ctrl-C at once (collectors/core/interrupt.py), and the
-  outcome says so (the caller exits 130 with the command that resumes);
+- Ctrl-C stops within seconds, abandoning the point in progress and the processes it started; a second Ctrl-C
+  at once (collectors/core/interrupt.py); the outcome says so (the caller exits 130 with the stages left and
+  the command that resumes);
+- `--budget`: the stages that would not fit are skipped (collectors/workloads/stages.py), and the collection
+  stops at the budget's end as at a Ctrl-C;
 - every save is atomic (gpuplan_schema/schema.py), so SIGKILL at any moment leaves the previous version
   of a document or the new one, never half of one; temp files a kill left are removed on the next run.
 """
@@ -24,8 +27,9 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from collectors.core.budget import seconds_left
 from collectors.core.device import error_line
-from collectors.core.interrupt import StopRequest
+from collectors.core.interrupt import StopNow, StopRequest
 from collectors.core.machine import default_machine_id
 from collectors.core.resume import why_complete
 from collectors.core.run_lock import remove_stale_temp_files, results_lock
@@ -33,7 +37,7 @@ from collectors.core.time_limit import DEFAULT_POINT_TIMEOUT_S
 from gpuplan_schema.machine import sanitize_machine_id
 from gpuplan_schema.payloads import PAYLOADS
 from gpuplan_schema.progress import Progress
-from gpuplan_schema.schema import Document, build_document, load_document, save_document
+from gpuplan_schema.schema import Document, DocumentError, build_document, load_document, save_document
 
 if TYPE_CHECKING:  # the distributed collectors' options, carried through; core imports no collector
     from collectors.distributed.nodes import NodeOptions
@@ -57,6 +61,9 @@ class Options:
     dist_timeout: float | None = None       # seconds for a whole multi-GPU launch
     point_timeout: float | None = DEFAULT_POINT_TIMEOUT_S  # seconds per workload point; None or 0: no limit
     nodes: NodeOptions | None = None        # multi-GPU collectors across nodes (torchrun rendezvous)
+    budget_s: float | None = None           # the whole collection's time (--budget); None: no limit
+    deadline: float | None = None           # time.monotonic() at the budget's end, set by run_collection
+    phase: str | None = None                # a collector run in two parts (workloads: "answer", "widen")
 
 
 # A collector yields (file stem, payload) pairs; each is saved the moment it is yielded, so a
@@ -75,6 +82,11 @@ class Collector:
     stems: Callable[[Options], dict[str, str | None]] | None = None
     # Whether a complete document of this collector answers these options (beyond profile and device).
     matches: Callable[[Any, Options], bool] | None = None
+    # Whether a document, complete or not, holds what `options.phase` measures (a phase already done is skipped).
+    phase_done: Callable[[Any, Options], bool] | None = None
+    phases: tuple[str, ...] = ()  # the phases its run is split into, in order (workloads: answer, widen)
+    # What a rerun would still measure of its documents not done, one line each (default: their stems).
+    left: Callable[[Path, dict[str, str | None], dict[str, str], Options], list[str]] | None = None
 
     def documents(self, options: Options) -> dict[str, str | None]:
         return self.stems(options) if self.stems else {self.name: None}
@@ -86,8 +98,13 @@ class Outcome:
     lines: dict[str, str] = field(default_factory=dict)  # per document: its last summary line
     skipped: list[str] = field(default_factory=list)      # stems already complete
     failed: list[str] = field(default_factory=list)       # "ceilings: RuntimeError: ...", "workload-x: ..."
-    interrupted: bool = False
+    stopped: str = ""                                     # "Ctrl-C" or "budget" where the collection was cut
     errors: dict[str, list[str]] = field(default_factory=dict)  # per document: its benchmarks that failed
+    left: list[str] = field(default_factory=list)         # what a rerun would still measure, one line each
+
+    @property
+    def interrupted(self) -> bool:
+        return self.stopped == "Ctrl-C"
 
     @property
     def all_failed(self) -> list[str]:
@@ -100,24 +117,33 @@ def machine_folder(options: Options) -> tuple[str, Path]:
     return machine_id, options.out / machine_id
 
 
+Step = tuple[str, str | None]  # a collector's name and the phase it runs (None: all of it)
+
+
 def run_collection(options: Options, collectors: dict[str, Collector], device: str,
-                   summary_of: Callable[[Any], str], stream: TextIO | None = None) -> Outcome:
-    """Run the chosen collectors into OUT/MACHINE under its lock (raises LockHeld when another run has it).
+                   summary_of: Callable[[Any], str], stream: TextIO | None = None,
+                   order: list[Step] | None = None) -> Outcome:
+    """Run the chosen collectors into OUT/MACHINE under its lock (raises LockHeld when another run has it), in
+    `order` (default: each collector once, in `collectors`' order; only those `options.only` names).
     `device` is the device type the workloads run on ("cuda", "cpu"), for what a rerun may keep."""
     stream = stream or sys.stderr
     machine_id, folder = machine_folder(options)
     outcome = Outcome(folder)
+    steps = [(n, phase) for n, phase in order or [(n, None) for n in collectors] if n in (options.only or collectors)]
     with results_lock(folder), StopRequest(stream) as stop:
+        if options.budget_s is not None:
+            left = seconds_left(options.budget_s)
+            options = replace(options, deadline=time.monotonic() + left)
+            stop.stop_at(left)
         for stale in remove_stale_temp_files(folder):
             stream.write(f"removed {stale}, left by a run that was killed while saving\n")
         try:
-            for name in options.only or list(collectors):
-                _run_guarded(collectors[name], machine_id, options, device, summary_of, outcome, stop, stream)
-                if stop.requested:
-                    break
-        except KeyboardInterrupt:  # a second Ctrl-C: the point in progress is abandoned
-            pass
-        outcome.interrupted = stop.requested
+            for name, phase in steps:
+                _run_guarded(collectors[name], machine_id, replace(options, phase=phase), device, summary_of,
+                             outcome, stop, stream)
+        except (StopNow, KeyboardInterrupt):  # the point in progress is abandoned; everything saved is kept
+            stop.caught()
+        outcome.stopped = stop.requested
     return outcome
 
 
@@ -144,6 +170,8 @@ def split_done(c: Collector, folder: Path, options: Options,
     for stem in documents:
         matches = (lambda payload: c.matches(payload, options)) if c.matches else None
         why = why_complete(folder / f"{stem}.json", c.name, c.version, options.profile, device, matches)
+        if not why and options.phase and c.phase_done and phase_done(folder / f"{stem}.json", c, options):
+            why = f"its {options.phase} stages done"
         if why:
             done[stem] = why
     if len(done) == len(documents):
@@ -154,10 +182,22 @@ def split_done(c: Collector, folder: Path, options: Options,
     return options, done
 
 
+def phase_done(path: Path, c: Collector, options: Options) -> bool:
+    """Whether the document at `path` (of this collector and version) holds what `options.phase` measures."""
+    try:
+        doc = load_document(path)
+    except DocumentError:
+        return False
+    return (doc.collector.name, doc.collector.version) == (c.name, c.version) and bool(
+        c.phase_done and c.phase_done(doc.payload, options))
+
+
 def _run_one(c: Collector, machine_id: str, options: Options, device: str, summary_of: Callable[[Any], str],
              outcome: Outcome, stop: StopRequest, stream: TextIO) -> None:
     folder = outcome.folder
     todo, done = split_done(c, folder, options, device)
+    if options.phase and options.phase != c.phases[-1]:
+        done = {}  # said once, by the collector's last phase
     for stem, why in done.items():
         outcome.skipped.append(stem)
         outcome.errors[stem] = describe_errors(load_document(folder / f"{stem}.json").payload)
@@ -172,11 +212,12 @@ def _run_one(c: Collector, machine_id: str, options: Options, device: str, summa
                 path, payload = folder / f"{stem}.json", payload.payload
             else:
                 doc = build_document(KIND_OF[type(payload)], c.name, c.version, machine_id, payload)
-                path = save_document(doc, folder / f"{stem}.json")
-            outcome.lines[stem] = f"{stem:<24} {time.perf_counter() - started:6.1f}s  {path}  {summary_of(payload)}"
+                with stop.protected():  # a stop waits for the save: a finished point is never lost
+                    path = save_document(doc, folder / f"{stem}.json")
+            # a document's own time where it keeps one (a workload's, over its stages and runs), else this run's
+            seconds = getattr(payload, "elapsed_s", None) or time.perf_counter() - started
+            outcome.lines[stem] = f"{stem:<24} {seconds:6.1f}s  {path}  {summary_of(payload)}"
             outcome.errors[stem] = describe_errors(payload)
-            if stop.requested:
-                return
         progress.advance("done")
 
 

@@ -1,47 +1,203 @@
-"""Ctrl-C during a collection: stop at the next point, keeping everything measured.
+"""Stopping a collection within seconds, whatever it is doing: Ctrl-C, or the end of its time budget.
 
-The first SIGINT only asks to stop: the point being measured finishes, its document is saved (as
-after every point), and the collection ends there with exit status 130 and the command that
-resumes it. A second SIGINT stops at once (KeyboardInterrupt): the point in progress is abandoned
-and measured again on resume; every point saved before it stays.
+A point can take a minute (torch.compile, a boundary probe of a large batch, cuDNN autotuning), so a stop does
+not wait for it. The first SIGINT (or the budget's end, `stop_at`):
+
+- ends every process the collection started (collectors/core/children.py: the boundary search's child,
+  torch.compile's compile workers, torchrun and its ranks, data-loader workers);
+- raises StopNow in the main thread at its next Python instruction: the point in progress is abandoned (it is
+  measured again on resume) and the collection loop prints what it kept, the stages left and the command that
+  resumes, exit status 130 (0 at the budget's end);
+- except while a document is being saved (`protected`): the save completes first, so a finished point is
+  never lost to a stop.
+
+A second SIGINT ends the process at once (os._exit(130)), and so does a watchdog thread DEADLINE_S after the
+first: it hears the signal through a wakeup file descriptor, written by the C-level handler, so a main thread
+stuck in native code (where no Python handler can run) is ended too. Every document saved before is kept
+(saves are atomic: gpuplan_schema/schema.py).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shlex
 import signal
 import sys
 import threading
+import time
+from collections.abc import Iterator
 from types import FrameType
 from typing import TextIO
 
+from collectors.core.children import kill_descendants
+
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a command stopped by Ctrl-C
+DEADLINE_S = 4.0        # after the first Ctrl-C, the process is gone by then whatever it was doing
+BUDGET_SIGNAL = signal.SIGUSR1  # sent to the main thread at the budget's end (a real signal: it ends a blocked read)
+# StopNow raised again every INSIST_S until the collection loop has it: Python runs a signal handler wherever the main
+# thread is, a weakref callback or a __del__ included, and an exception raised there is printed and dropped
+# (torch.compile's tracing runs such callbacks all the time)
+AGAIN_SIGNAL, INSIST_S = signal.SIGUSR2, 0.5
+# A second SIGINT counts as a second Ctrl-C only this long after the first: `timeout -s INT` (and some process
+# managers) signal the process and then its group, one press delivered twice within microseconds.
+SECOND_PRESS_S = 0.5
+
+
+class StopNow(BaseException):  # noqa: N818 - it reads as what it does; BaseException: a user step catching
+    """Raised in the main thread to abandon the point in progress (Exception cannot swallow it)."""
 
 
 class StopRequest:
-    """`with StopRequest() as stop: ... if stop.requested: break` around the collection loop."""
+    """`with StopRequest(stream) as stop:` around the collection loop; `stop.requested` after it says why it ended
+    early ("Ctrl-C", "budget"; "" when it ran through)."""
 
-    def __init__(self, stream: TextIO | None = None):
-        self.requested = False
+    def __init__(self, stream: TextIO | None = None, deadline_s: float = DEADLINE_S):
+        self.requested = ""
         self.stream = stream or sys.stderr
-        self._previous: object = None
+        self.deadline_s = deadline_s
+        self._previous: dict[int, object] = {}
+        self._protected = 0
+        self._pending = False
+        self._active = False
+        self._wakeup: tuple[int, int] | None = None
+        self._old_wakeup = -1
+        self._budget_timer: threading.Timer | None = None
+        self._caught = False
+        self._first_sigint: float | None = None
 
     def __enter__(self) -> StopRequest:
-        if threading.current_thread() is threading.main_thread():  # signal handlers live in the main thread
-            self._previous = signal.signal(signal.SIGINT, self._handle)
+        if threading.current_thread() is not threading.main_thread():  # signal handlers live in the main thread
+            return self
+        self._active = True
+        for sig, handler in ((signal.SIGINT, self._on_sigint), (BUDGET_SIGNAL, self._on_budget),
+                             (AGAIN_SIGNAL, self._on_again)):
+            self._previous[sig] = signal.signal(sig, handler)
+        read, write = os.pipe()
+        os.set_blocking(write, False)
+        self._wakeup = (read, write)
+        self._old_wakeup = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+        threading.Thread(target=self._watch, args=(read,), name="gpuplan-stop-watchdog", daemon=True).start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)  # type: ignore[arg-type]
+        self._active = False
+        if self._budget_timer:
+            self._budget_timer.cancel()
+        if self._wakeup is None:
+            return
+        signal.set_wakeup_fd(self._old_wakeup)
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)  # type: ignore[arg-type]
+        os.close(self._wakeup[1])  # the watchdog's read ends: it returns
 
-    def _handle(self, signum: int, frame: FrameType | None) -> None:
-        if self.requested:
-            raise KeyboardInterrupt
-        self.requested = True
-        self.stream.write("\nCtrl-C: stopping after the current point (everything measured is kept); "
-                          "press Ctrl-C again to stop now\n")
+    def caught(self) -> None:
+        """The collection loop has the StopNow: raising it again stops."""
+        self._caught = True
+
+    def stop_at(self, seconds: float) -> None:
+        """The budget: stop `seconds` from now as a Ctrl-C would (without the second-press exit)."""
+        if not self._active:
+            return
+        main = threading.main_thread().ident
+        self._budget_timer = threading.Timer(max(0.0, seconds), signal.pthread_kill, (main, BUDGET_SIGNAL))
+        self._budget_timer.daemon = True
+        self._budget_timer.start()
+
+    @contextlib.contextmanager
+    def protected(self) -> Iterator[None]:
+        """A block a stop waits for (saving a document); the stop is raised as it ends."""
+        self._protected += 1
+        try:
+            yield
+        finally:
+            self._protected -= 1
+        if self._pending and not self._protected:
+            self._pending = False
+            raise StopNow
+
+    def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
+        now = time.monotonic()
+        if self.requested == "Ctrl-C" and self._first_sigint is not None:
+            if now - self._first_sigint >= SECOND_PRESS_S:
+                self._exit_now("a second Ctrl-C")
+            return  # the same press, delivered twice
+        self._first_sigint = now
+        self._stop("Ctrl-C", "\nCtrl-C: stopping now (everything finished is kept; the point in progress is "
+                             "measured again on resume); press Ctrl-C again to end at once\n")
+
+    def _on_budget(self, signum: int, frame: FrameType | None) -> None:
+        if not self.requested:
+            self._stop("budget", "\n--budget: the time is up; stopping (everything finished is kept)\n")
+
+    def _on_again(self, signum: int, frame: FrameType | None) -> None:
+        if self.requested and not self._caught:
+            self._raise()
+
+    def _stop(self, why: str, line: str) -> None:
+        self.requested = why
+        self.stream.write(line)
         self.stream.flush()
+        kill_descendants()
+        threading.Thread(target=self._insist, name="gpuplan-stop-again", daemon=True).start()
+        self._raise()
+
+    def _raise(self) -> None:
+        if self._protected:
+            self._pending = True
+            return
+        raise StopNow
+
+    def _insist(self) -> None:
+        main = threading.main_thread().ident
+        while self._active and not self._caught and main is not None:
+            time.sleep(INSIST_S)
+            if self._active and not self._caught:
+                signal.pthread_kill(main, AGAIN_SIGNAL)
+
+    def _exit_now(self, why: str) -> None:
+        kill_descendants()
+        self.stream.write(f"\nStopped at once ({why}); every document saved before is kept: the same command "
+                          "resumes\n")
+        self.stream.flush()
+        os._exit(EXIT_INTERRUPTED)
+
+    def _watch(self, read: int) -> None:
+        """The watchdog: DEADLINE_S after the first stop, or at a second SIGINT, if the collection is still in its
+        loop, end it. It hears the signals through the wakeup descriptor, so it acts even while the main thread is
+        held in native code (a long kernel, a blocking call) where no Python handler runs."""
+        first, sigint_at = None, None
+        while True:
+            timeout = None if first is None else max(0.0, first + self.deadline_s - time.monotonic())
+            ready = _wait_readable(read, timeout)
+            if ready is None:
+                return
+            if ready:
+                data = os.read(read, 512)
+                if not data:  # the pipe closed: the collection is over
+                    break
+                now = time.monotonic()
+                if signal.SIGINT in data:
+                    if sigint_at is not None and now - sigint_at >= SECOND_PRESS_S and self._active:
+                        self._exit_now("a second Ctrl-C")
+                    sigint_at = sigint_at or now
+                if first is None and (signal.SIGINT in data or BUDGET_SIGNAL in data):
+                    first = now
+            elif first is not None and self._active:
+                self._exit_now(f"the collection did not end within {self.deadline_s:g} s of the stop")
+            else:
+                break
+        os.close(read)
+
+
+def _wait_readable(fd: int, timeout: float | None) -> bool | None:
+    """True when `fd` has data, False on timeout, None when it is closed."""
+    import select
+    try:
+        ready, _, _ = select.select([fd], [], [], timeout)
+    except (OSError, ValueError):
+        return None
+    return bool(ready)
 
 
 def resume_command(argv: list[str] | None, program: str = "python3 -m collectors") -> str:

@@ -1,9 +1,11 @@
 """Collection profiles: how much of the workload sweeps to run.
 
 quick     the main point of each workload at the main precision (≤ 60 s on an H100)
-standard  at the main precision a timed batch sweep, the OOM boundary, sequence scaling, the
-          variants and a repeat; the main batch at every precision; the points whose step the
-          host's speed moves timed again in interleaved rounds (≤ 5 min on an H100)
+standard  at the main precision a timed batch sweep (to its knee first, then on), torch.compile at the knee,
+          every precision at the knee, the OOM boundary (bounded: 30 s a search), the main batch's trials,
+          sequence scaling, the variants and a repeat; the points whose step the host's speed moves timed
+          again in interleaved rounds (designed for 3 min a 5-250 M-parameter model on an H100: the order
+          and the stages are collectors/workloads/stages.py's)
 capacity  standard, plus the OOM boundary at every precision, each searched with PyTorch's default
           allocator and again with expandable segments (what the planner's memory model fits;
           about 4 min more, and only that when run after standard)
@@ -44,7 +46,8 @@ class Profile:
     autotune_everywhere: bool
     allocator_boundaries: bool = False    # each boundary again with expandable segments (collectors/core/allocator.py)
     steady: bool = True                   # points the host's speed moves, timed again (collectors/workloads/steady.py)
-    knee_trials: bool = False             # the main batch's trials again at the sweep's knee (workloads/collect.py)
+    knee_trials: bool = False             # the main batch's trials again at the sweep's knee (workloads/stages.py)
+    main_compile: bool = False            # torch.compile at the main batch too, where the knee is another batch
 
 
 QUICK = Profile("quick", MAIN_ONLY, (), MAIN_ONLY, (), sequence=False, variants=False, compile=False, repeat=False,
@@ -58,7 +61,7 @@ PROFILES = {
     "capacity": replace(STANDARD, name="capacity", boundary_precisions=ALL_PRECISIONS, allocator_boundaries=True),
     "full": Profile("full", ALL_PRECISIONS, ALL_PRECISIONS, ALL_PRECISIONS, ALL_PRECISIONS, sequence=True,
                     variants=True, compile=True, repeat=True, cap_factor=1024, timed_step_limit_s=4.0,
-                    autotune_everywhere=True, allocator_boundaries=True, knee_trials=True),
+                    autotune_everywhere=True, allocator_boundaries=True, knee_trials=True, main_compile=True),
 }
 
 # MAIN_BATCH (the batch each workload is judged at) is the contract's; a ceiling on the boundary search so that a

@@ -46,6 +46,7 @@ from gpuplan_schema.stats import Stat
 # 3: the sweep's knee profiled too (where the workloads document has a sweep); documents of 1 and 2 stay valid.
 # 4: each precision of EXTRA_PRECISIONS the workloads document timed is profiled too, at the batches of its plain
 #    points, in a document of its own (`roofline-<workload>-<precision>.json`); documents of 1-3 stay valid.
+# Documents keep the workload file's hash (source_sha256): a changed file is profiled again.
 NAME, VERSION = "roofline", "4"
 PRECISIONS = ("bf16", "fp16", "fp32")  # the first this device runs is profiled
 # Profiled beside the main precision where this machine's workloads document timed it: a tf32 step split by the
@@ -103,15 +104,17 @@ def timed_batches(folder: Path, workload: str, precision: str) -> list[int]:
 
 def collect_roofline(name: str, roofs: RooflineRoofs, device: torch.device, progress: Progress,
                      folder: Path | None = None, precision: str | None = None,
-                     batches: list[int] | None = None) -> RooflinePayload:
+                     batches: list[int] | None = None, variant: Variant | None = None) -> RooflinePayload:
     """One workload's document: the main batch, then the others; an out-of-memory or any other error
     becomes that batch's status. With `precision` and `batches`: those batches at that precision instead (the
-    first is the document's main one)."""
+    first is the document's main one), in `variant` (default: the plain run; benchmarks/dle_points.py names a
+    layout)."""
     started = time.perf_counter()
     workload = instantiate(name, device)
     if precision and batches:
-        return _document(workload, precision, [profile_batch(workload, precision, b, Variant(), roofs, device,
-                                                             progress) for b in batches], roofs, device, started)
+        profiled = [profile_batch(workload, precision, b, variant or Variant(), roofs, device, progress)
+                    for b in batches]
+        return _document(workload, precision, profiled, roofs, device, started)
     main = build_sweep_plan(name, workload, profiles.PROFILES["quick"], device).main_batch
     precision = pick_precision(device)
     knee = sweep_knee(folder, workload.name, precision) if folder else None
@@ -137,7 +140,8 @@ def _document(workload: Workload, precision: str, profiled: list[RooflineAtBatch
         training=workload.training, roofs=roofs, scale="tiny" if device.type == "cpu" else "reference",
         timer=device.type, status=first.status, reason=first.reason, steps=first.steps, step_s=first.step_s,
         unattributed_s=first.unattributed_s, unmatched_calls=first.unmatched_calls, ops=first.ops,
-        batches=others, variant=first.variant, elapsed_s=time.perf_counter() - started)
+        batches=others, variant=first.variant, elapsed_s=time.perf_counter() - started,
+        source_sha256=workload.source_sha256)
 
 
 def profile_batch(workload: Workload, precision: str, batch: int, variant: Variant, roofs: RooflineRoofs,

@@ -24,6 +24,7 @@ host-set steps (`steady`). The model definitions are in `models/`.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import re
 import sys
@@ -54,6 +55,7 @@ class Workload:
     batch_start: int = 1
     probe_run: Callable[[nn.Module, Any], Any] | None = None
     source: str = "built-in"
+    source_sha256: str | None = None  # of the user file's bytes (None: a built-in): a changed file is measured again
 
     @property
     def training(self) -> bool:
@@ -83,7 +85,14 @@ def load_workload(spec: str) -> Workload:
     path = Path(match["path"])
     if not path.is_file():
         raise WorkloadError(f"{path}: no such workload file")
-    return workload_from_dict(_call_user_function(path, match["fn"]), str(path))
+    workload = workload_from_dict(_call_user_function(path, match["fn"]), str(path))
+    workload.source_sha256 = source_hash(path)
+    return workload
+
+
+def source_hash(path: Path) -> str:
+    """sha256 of a workload file's bytes: what a document remembers of the code it measured."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _call_user_function(path: Path, fn_name: str) -> Any:

@@ -12,6 +12,11 @@ boundary, then bisect to within BOUNDARY_TOLERANCE. A precision that stores tens
 already searched does (tf32 as fp32, bf16 as fp16) starts from that one's boundary instead. Without
 a guess (a CPU, no memory figures) the search doubles from the largest batch that ran.
 
+The search is bounded in time (SEARCH_LIMIT_S, whatever the device's memory: a 141 GB GPU probes larger batches,
+each longer, not more of them): each probe's deadline is what is left of it (at least PROBE_MIN_S), and a search out
+of time ends with the bracket it has, said in the boundary's reason (`max_batch` runs, `first_oom_batch` does not:
+the boundary's precision). The H200's search of a 5 M-parameter CNN ran for 325 s before this.
+
 The `capacity` and `full` profiles search each boundary twice: with PyTorch's default allocator (what a
 job run as it is meets) and with expandable segments (collectors/core/allocator.py), where what is allocated
 sets the boundary rather than how the cache happens to be cut up. An OOM probe keeps its peak allocated
@@ -45,6 +50,8 @@ STEPS_OUT = (0.04, 0.08, 0.16, 0.32, 0.5, 1.0)  # relative steps when walking ou
 # workspace can differ: resnet50 fp32 938 and tf32 947 on an H100).
 SAME_STORAGE = {"tf32": "fp32", "fp32": "tf32", "bf16": "fp16", "fp16": "bf16"}
 HINT_AGREEMENT = 0.25
+SEARCH_LIMIT_S = 30.0  # one boundary's search (the child process's start aside)
+PROBE_MIN_S = 10.0     # the least a probe is given, even past the search's limit
 
 
 @dataclass
@@ -94,18 +101,22 @@ def choose_guess(line: int | None, hint: int | None) -> int | None:
     return line
 
 
-def probe(workload: Workload, precision: str, batch: int, ctx: Context, variant: Variant) -> WorkloadPoint:
-    """Does `batch` run? Untimed; records the status and the peak memory."""
+def probe(workload: Workload, precision: str, batch: int, ctx: Context, variant: Variant,
+          limit_s: float | None = None) -> WorkloadPoint:
+    """Does `batch` run? Untimed; records the status and the peak memory. `limit_s`: its deadline (the point
+    time limit where shorter)."""
     base = dict(sweep="probe", precision=precision, batch=batch, variant=variant.name)
     if (earlier := ctx.recall(base)) is not None:
         return earlier
     runner = replace(workload, run=workload.probe_run) if workload.probe_run else workload
     started = time.perf_counter()
-    with hard_limit(ctx.point_timeout_s, describe_point(workload.name, base)):
+    limit = min(x for x in (ctx.point_timeout_s, limit_s, math.inf) if x)
+    limit = None if math.isinf(limit) else limit
+    with hard_limit(limit, describe_point(workload.name, base)):
         free_memory(ctx.device)
         model = step = None
         try:
-            with soft_limit(ctx.point_timeout_s), precision_mode(precision, ctx.device, variant):
+            with soft_limit(limit), precision_mode(precision, ctx.device, variant):
                 model = prepare_model(runner, ctx.device, variant)
                 step = build_step(runner, model, precision, batch, ctx.device, variant)
                 for _ in range(2 if step.optimizer else 1):
@@ -130,10 +141,12 @@ def _peak_memory(device: torch.device) -> MemoryUse | None:
 
 
 def iter_boundary(workload: Workload, precision: str, measured: list[WorkloadPoint], ctx: Context, cap: int,
-                  variant: Variant, hint: int | None = None,
-                  tolerance: float = BOUNDARY_TOLERANCE) -> Iterator[WorkloadPoint | OomBoundary]:
+                  variant: Variant, hint: int | None = None, tolerance: float = BOUNDARY_TOLERANCE,
+                  limit_s: float = SEARCH_LIMIT_S) -> Iterator[WorkloadPoint | OomBoundary]:
     """Probe points, then the boundary; `measured` are this precision's points so far (timed ones), `hint`
-    the boundary of a precision that stores tensors alike, `tolerance` how narrow the last bracket is."""
+    the boundary of a precision that stores tensors alike, `tolerance` how narrow the last bracket is, `limit_s`
+    how long the search may take (module docstring)."""
+    ends = time.perf_counter() + limit_s
     # an OOM with the default allocator says nothing of the search with expandable segments
     statuses = ("ok",) if variant.expandable_segments else ("ok", "oom")
     known = [p for p in measured if p.status in statuses and p.seq_len is None]
@@ -143,10 +156,21 @@ def iter_boundary(workload: Workload, precision: str, measured: list[WorkloadPoi
             bracket.record(p.batch, False)
     capacity = device_capacity(ctx.device)
     if capacity and bracket.lo and len({p.batch for p in known if p.status == "ok" and p.memory}) < 2:
-        known.append(point := probe(workload, precision, max(1, bracket.lo // 4), ctx, variant))
+        known.append(point := probe(workload, precision, max(1, bracket.lo // 4), ctx, variant, limit_s))
         yield point  # a second, small batch: the line's intercept (weights, gradients, optimizer state)
     for batch in iter_probe_batches(bracket, choose_guess(guess_max_batch(known, capacity), hint), cap):
-        point = probe(workload, precision, batch, ctx, variant)
+        left = ends - time.perf_counter()
+        if left <= 0:
+            yield replace(_out_of_time(precision, bracket, limit_s, None), allocator=allocator_of(variant))
+            return
+        probe_s = max(PROBE_MIN_S, left)
+        point = probe(workload, precision, batch, ctx, variant, probe_s)
+        # out of the search's time (not the point's own --point-timeout, which says the step hangs: an error)
+        searchs = ctx.point_timeout_s is None or probe_s < ctx.point_timeout_s
+        if searchs and point.status == "error" and (point.reason or "").startswith("timed out") and bracket.lo:
+            yield replace(point, reason=f"timed out after {probe_s:.3g} s (the boundary search's time)")
+            yield replace(_out_of_time(precision, bracket, limit_s, batch), allocator=allocator_of(variant))
+            return
         yield point
         if point.status == "error":
             yield OomBoundary(precision, "error", max_batch=bracket.lo or None, reason=point.reason,
@@ -163,6 +187,16 @@ def allocator_of(variant: Variant) -> Allocator:
 def probe_allocator(point: WorkloadPoint) -> Allocator:
     """The allocator a point (a probe's included) ran with, read from its variant's name."""
     return allocator_of(Variant.from_name(point.variant))
+
+
+def _out_of_time(precision: str, bracket: Bracket, limit_s: float, slow: int | None) -> OomBoundary:
+    """The bracket a search out of time has: `max_batch` runs; `first_oom_batch`, where known, does not."""
+    why = f"a probe at batch {slow} did not end in time" if slow else f"the search's {limit_s:g} s were spent"
+    if not bracket.lo:
+        return OomBoundary(precision, "error", first_oom_batch=bracket.hi, reason=f"not bracketed: {why}")
+    where = f"between {bracket.lo} and {bracket.hi}" if bracket.hi else f"at least {bracket.lo}"
+    return OomBoundary(precision, "ok", max_batch=bracket.lo, first_oom_batch=bracket.hi, capped=bracket.hi is None,
+                       reason=f"bracketed {where}: {why}")
 
 
 def _boundary(precision: str, bracket: Bracket, cap: int) -> OomBoundary:

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 
 import torch
 
-from collectors.workloads.boundary import BOUNDARY_TOLERANCE, allocator_of, iter_boundary
+from collectors.workloads.boundary import BOUNDARY_TOLERANCE, SEARCH_LIMIT_S, allocator_of, iter_boundary
 from collectors.workloads.sweep import Context
 from collectors.workloads.sweep_plan import instantiate
 from collectors.workloads.training import Variant
@@ -48,26 +48,32 @@ class Search:
     hint: int | None = None
     point_timeout_s: float | None = None
     tolerance: float = BOUNDARY_TOLERANCE  # benchmarks/boundary_spread.py bisects tighter
+    limit_s: float = SEARCH_LIMIT_S        # the search's time (collectors/workloads/boundary.py)
 
 
 def iter_boundary_in_fresh_process(search: Search) -> Iterator[WorkloadPoint | OomBoundary]:
     """The search's probes and boundary, from a child process; a child that fails or dies gives an error
-    boundary whose reason is its last line of output (the probes it finished are kept)."""
+    boundary whose reason is its last line of output (the probes it finished are kept). A stop (Ctrl-C, the
+    budget: StopNow, or a closed generator) ends the child at once."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     with subprocess.Popen([sys.executable, "-m", CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True, env=env) as child:
         assert child.stdin and child.stdout and child.stderr
-        child.stdin.write(json.dumps(dataclasses.asdict(search)))
-        child.stdin.close()
-        ended = False
-        for line in child.stdout:
-            item = parse_item(line)
-            if item is None:
-                continue
-            ended = isinstance(item, OomBoundary)
-            yield item
-        errors = child.stderr.read().strip().splitlines()
-        code = child.wait()
+        try:
+            child.stdin.write(json.dumps(dataclasses.asdict(search)))
+            child.stdin.close()
+            ended = False
+            for line in child.stdout:
+                item = parse_item(line)
+                if item is None:
+                    continue
+                ended = isinstance(item, OomBoundary)
+                yield item
+            errors = child.stderr.read().strip().splitlines()
+            code = child.wait()
+        except BaseException:
+            child.kill()  # without this, Popen's exit would wait for the child's search to end
+            raise
     if not ended and (code in (-signal.SIGINT, 130) or (errors and errors[-1].startswith("KeyboardInterrupt"))):
         # Ctrl-C (or the collector's time limit) reached the child too: the collection stops, to be resumed;
         # the search is not over, so no boundary is recorded
@@ -97,7 +103,7 @@ def run_search(search: Search) -> Iterator[WorkloadPoint | OomBoundary]:
     ctx = Context(device, point_timeout_s=search.point_timeout_s)
     workload = instantiate(search.spec, device)
     for item in iter_boundary(workload, search.precision, search.measured, ctx, search.cap,
-                              Variant.from_name(search.variant), search.hint, search.tolerance):
+                              Variant.from_name(search.variant), search.hint, search.tolerance, search.limit_s):
         yield dataclasses.replace(item, fresh_process=True) if isinstance(item, OomBoundary) else item
 
 

@@ -1,5 +1,6 @@
 """`workloads` collector: batch and sequence scaling to the out-of-memory boundary, precision and
-variant trials, FLOP and byte accounting; one document per workload."""
+variant trials, FLOP and byte accounting; one document per workload, measured in stages ordered by what the plan's
+answer needs (collectors/workloads/stages.py)."""
 
 from __future__ import annotations
 
@@ -12,27 +13,14 @@ import torch
 
 from collectors.core import profiles
 from collectors.core.allocator import expandable_by_environment
-from collectors.core.device import free_memory
-from collectors.workloads import BUILTIN, Workload, load_workload, workload_from_dict
-from collectors.workloads.boundary import SAME_STORAGE, allocator_of, iter_boundary, probe_allocator
-from collectors.workloads.boundary_process import Search, iter_boundary_in_fresh_process
-from collectors.workloads.models import builtin
+from collectors.workloads import BUILTIN, load_workload, source_hash
+from collectors.workloads.run import WorkloadRun
+from collectors.workloads.stages import ANSWER, BY_NAME, STAGES, STEADY, Stage, profile_stages, stages_left
 from collectors.workloads.steady import Job, iter_steady_documents
-from collectors.workloads.sweep import Context, measure_point
-from collectors.workloads.sweep_plan import (
-    SweepPlan,
-    build_sweep_plan,
-    device_precisions,
-    has_convolution,
-    instantiate,
-    load_ceilings,
-    trial_variant,
-    untuned,
-)
-from collectors.workloads.training import Variant, precision_unsupported
+from collectors.workloads.sweep import Context
+from collectors.workloads.sweep_plan import instantiate, load_ceilings
 from gpuplan_schema.machine import sanitize_machine_id
-from gpuplan_schema.payloads import OomBoundary, WorkloadPayload, WorkloadPoint
-from gpuplan_schema.payloads.workloads import knee_batch
+from gpuplan_schema.payloads import OomBoundary, RooflinePayload, StageRecord, WorkloadPayload
 from gpuplan_schema.progress import Progress
 from gpuplan_schema.schema import DocumentError, load_document
 
@@ -45,94 +33,12 @@ from gpuplan_schema.schema import DocumentError, load_document
 # +30 % for BERT-base compiled at 160 and +5 % at its knee, 320 (benchmarks/recommended_check.py, 2026-11-27), so
 # the plan recommends only a configuration timed at the batch it recommends. A version 5 document's points are
 # all reused; a rerun adds the knee's.
-NAME, VERSION = "workloads", "6"
+# 7: measured in stages, in the order the answer needs them, each recorded (`stages`); the boundary search bounded in
+# time; the workload file's hash kept (`source_sha256`). A version 6 document's points are all reused.
+NAME, VERSION = "workloads", "7"
 PROBES_REUSED_FROM = ("2",)
-POINTS_REUSED_FROM = ("3", "4", "5")
-FRESH_PROCESS_DEVICES = ("cuda",)  # where boundaries are searched in a process of their own
-
-
-def iter_batch_sweep(workload: Workload, precision: str, plan: SweepPlan, ctx: Context,
-                     progress: Progress) -> Iterator[WorkloadPoint]:
-    """Timed doubling from the workload's first batch until OOM, the cap, or a step over the time limit."""
-    variant = Variant() if plan.profile.autotune_everywhere else untuned(workload)
-    batch = plan.start
-    while batch <= plan.cap:
-        point = measure_point(workload, precision, batch, ctx, "batch", variant)
-        progress.note(f"{workload.name} {precision} batch {batch}: {point.status}")
-        yield point
-        if point.status != "ok" or point.step_s is None or point.step_s.median >= plan.profile.timed_step_limit_s:
-            return
-        batch *= 2
-
-
-def iter_precision(name: str, workload: Workload, precision: str, plan: SweepPlan, ctx: Context,
-                   progress: Progress, hint: int | None = None) -> Iterator[WorkloadPoint | OomBoundary]:
-    """One precision: the timed sweep, the main-batch point, the boundary's probes (starting from `hint`,
-    the boundary of a precision that stores tensors alike, where there is one), the details."""
-    measured: list[WorkloadPoint] = []
-    if precision in plan.profile.sweep_precisions:
-        for point in iter_batch_sweep(workload, precision, plan, ctx, progress):
-            measured.append(point)
-            yield point  # saved at once: a run killed mid-sweep keeps the sweep's finished points
-    if ctx.knee is None and precision in plan.profile.sweep_precisions:  # the first swept precision's: the plan's
-        ctx.knee = knee_batch({p.batch: p.throughput_per_s for p in measured
-                               if p.status == "ok" and p.throughput_per_s})
-    measured.append(measure_point(workload, precision, plan.main_batch, ctx, "variant",
-                                  trial_variant(workload, precision, plan.profile)))
-    yield measured[-1]
-    yield from iter_knee_trials(workload, precision, plan, ctx)
-    if precision in plan.profile.boundary_precisions:
-        yield from iter_boundaries(name, workload, precision, measured, plan, ctx, progress, hint)
-    if precision in plan.profile.detail_precisions:
-        yield from iter_detail(name, workload, precision, plan, ctx)
-
-
-def iter_knee_trials(workload: Workload, precision: str, plan: SweepPlan, ctx: Context) -> Iterator[WorkloadPoint]:
-    """The main batch's trials of `precision` again at the batch sweep's knee, where that is another batch (profiles
-    with `knee_trials`): its plain trial, and torch.compile at a detail precision on a GPU, as at the main batch."""
-    knee = ctx.knee
-    if not plan.profile.knee_trials or knee is None or knee == plan.main_batch:
-        return
-    yield measure_point(workload, precision, knee, ctx, "knee", trial_variant(workload, precision, plan.profile))
-    if plan.profile.compile and ctx.device.type == "cuda" and precision in plan.profile.detail_precisions:
-        yield measure_point(workload, precision, knee, ctx, "knee", Variant(compile=True))
-
-
-def iter_boundaries(name: str, workload: Workload, precision: str, measured: list[WorkloadPoint], plan: SweepPlan,
-                    ctx: Context, progress: Progress, hint: int | None) -> Iterator[WorkloadPoint | OomBoundary]:
-    """The boundary with the default allocator, then (profiles with `allocator_boundaries`, on a GPU) with
-    expandable segments, starting from the first: it can only be as large or larger."""
-    progress.note(f"{workload.name} {precision}: searching the OOM boundary")
-    found = None
-    for item in search_boundary(name, workload, precision, measured, plan, ctx, untuned(workload), hint):
-        found = item if isinstance(item, OomBoundary) else found
-        yield item
-    if not (found and searches_allocator(plan.profile, ctx.device.type, found)):
-        return
-    progress.note(f"{workload.name} {precision}: searching the OOM boundary with expandable segments")
-    variant = replace(untuned(workload), expandable_segments=True)
-    yield from search_boundary(name, workload, precision, measured, plan, ctx, variant, found.max_batch)
-
-
-def search_boundary(name: str, workload: Workload, precision: str, measured: list[WorkloadPoint], plan: SweepPlan,
-                    ctx: Context, variant: Variant, hint: int | None) -> Iterator[WorkloadPoint | OomBoundary]:
-    """One boundary's probes and boundary. On a GPU the search runs in a fresh process
-    (collectors/workloads/boundary_process.py), and a boundary an earlier run found so is taken with its probes; on a
-    CPU (nothing cached between probes to speak of) it runs here."""
-    if ctx.device.type not in FRESH_PROCESS_DEVICES:
-        yield from iter_boundary(workload, precision, measured, ctx, plan.search_cap, variant, hint)
-        return
-    allocator = allocator_of(variant)
-    earlier = ctx.earlier_boundaries.get((precision, allocator))
-    if earlier is not None and earlier.fresh_process and earlier.status != "error":  # a failed search is tried again
-        yield from (p for p in ctx.earlier.values() if p.sweep == "probe" and p.precision == precision
-                    and probe_allocator(p) == allocator)
-        yield earlier
-        return
-    workload.model.to("cpu")  # the child gets the GPU with only this process's CUDA context on it
-    free_memory(ctx.device)
-    yield from iter_boundary_in_fresh_process(Search(name, ctx.device.type, precision, measured, plan.search_cap,
-                                                     variant.name, hint, ctx.point_timeout_s))
+POINTS_REUSED_FROM = ("3", "4", "5", "6")
+PHASES = {"answer": ANSWER, "widen": tuple(s.name for s in STAGES if s.name not in ANSWER)}
 
 
 def searches_allocator(profile: profiles.Profile, device: str, default: OomBoundary) -> bool:
@@ -154,114 +60,35 @@ def holds_allocator_boundaries(payload: WorkloadPayload, profile_name: str) -> b
                if searches_allocator(profile, payload.device, b))
 
 
-def iter_detail(name: str, workload: Workload, precision: str, plan: SweepPlan,
-                ctx: Context) -> Iterator[WorkloadPoint]:
-    """Main-batch trials beside the plain run: the repeat, variants and sequence scaling."""
-    main = plan.main_batch
-    if plan.profile.repeat:
-        yield measure_point(workload, precision, main, ctx, sweep="repeat")
-    if plan.profile.variants and ctx.device.type == "cuda":
-        if has_convolution(workload):
-            yield measure_point(workload, precision, main, ctx, "variant", Variant(cudnn_benchmark=False))
-        if name == "resnet50":  # against the untuned run outside `full`: autotuning new shapes costs 16 s
-            layout = Variant(channels_last=False, cudnn_benchmark=plan.profile.autotune_everywhere)
-            yield measure_point(workload, precision, main, ctx, "variant", layout)
-    if plan.profile.compile and ctx.device.type == "cuda":
-        yield measure_point(workload, precision, main, ctx, "variant", Variant(compile=True))
-    if plan.profile.sequence and name == "gpt-small":
-        yield from iter_sequence(precision, plan, ctx)
+def still_answers(payload: WorkloadPayload, profile_name: str) -> bool:
+    """Whether a complete document still answers a run of `profile_name`: every boundary it would search with
+    expandable segments (holds_allocator_boundaries), no point or boundary that failed (each is measured again:
+    errors do not stay), and a workload file unchanged since (its hash)."""
+    failed = any(p.status == "error" for p in payload.points) or any(b.status == "error" for b in payload.boundaries)
+    return holds_allocator_boundaries(payload, profile_name) and not failed and same_source(payload)
 
 
-def iter_sequence(precision: str, plan: SweepPlan, ctx: Context) -> Iterator[WorkloadPoint]:
-    """gpt-small at batch 8, sequence 1024, 2048, … until OOM (capacity) or the cap."""
-    seq, batch, cap = profiles.SEQUENCE_START, profiles.SEQUENCE_BATCH, profiles.SEQUENCE_CAP
-    sizes = builtin.TINY_GPT if plan.tiny else {}
-    if plan.tiny:
-        seq, batch, cap = builtin.TINY_GPT_SEQ, 1, 4 * builtin.TINY_GPT_SEQ
-    while seq <= cap:
-        with ctx.device:
-            spec = builtin.gpt_small(seq_len=seq, **sizes)
-        point = measure_point(workload_from_dict(spec, "built-in"), precision, batch, ctx, "sequence", seq_len=seq)
-        yield point
-        if point.status != "ok":
-            return
-        seq *= 2
+def same_source(payload: WorkloadPayload | RooflinePayload) -> bool:
+    """False where the document keeps its workload file's hash and the file there now has another."""
+    path = Path(payload.source)
+    if not payload.source_sha256 or not path.is_file():
+        return True
+    return source_hash(path) == payload.source_sha256
 
 
-def iter_workload_payloads(name: str, profile: profiles.Profile, ctx: Context, progress: Progress,
-                           earlier: WorkloadPayload | None = None) -> Iterator[WorkloadPayload]:
-    """The workload's document after every point (so that a killed run loses at most the point it was
-    measuring); the last one complete unless the profile's steady timing is still to come (it is timed for
-    the whole collection at once: iter_workload_documents). Points `earlier` holds for the same configuration
-    are reused, and those this profile does not measure (a larger profile's) are kept."""
-    started = time.perf_counter()
-    workload = instantiate(name, ctx.device)
-    plan = build_sweep_plan(name, workload, profile, ctx.device)
-    ctx.earlier = {p.key: p for p in (earlier.points if earlier else [])}
-    ctx.earlier_boundaries = {(b.precision, b.allocator): b for b in (earlier.boundaries if earlier else [])}
-    ctx.reused = 0
-    ctx.knee = None
-    before = earlier.elapsed_s if earlier else 0.0
-    parameters = sum(p.numel() for p in workload.model.parameters())
-    points: list[WorkloadPoint] = []
-    boundaries: list[OomBoundary] = []
-
-    def payload(complete: bool) -> WorkloadPayload:
-        kept_points, kept_boundaries = not_measured_again(earlier, points, boundaries)
-        return WorkloadPayload(
-            workload=workload.name, source=workload.source, unit=workload.unit, training=workload.training,
-            device=ctx.device.type, profile=profile.name, parameters=parameters,
-            points=points + kept_points, boundaries=boundaries + kept_boundaries,
-            elapsed_s=before + time.perf_counter() - started,
-            tokens_per_sample=workload.tokens_per_sample, scale="tiny" if plan.tiny else "reference",
-            complete=complete)
-
-    for precision in plan.profile.precisions:
-        for item in iter_precision_items(name, workload, precision, plan, ctx, progress, boundaries):
-            (boundaries if isinstance(item, OomBoundary) else points).append(item)
-            yield payload(complete=False)
-        progress.advance(f"{name} {precision}")
-    yield payload(complete=not plan.profile.steady)
+def phase_done(payload: WorkloadPayload, phase: str) -> bool:
+    """Whether a document (of this collector's version) holds what the answer's phase measures: its stages done, its
+    file unchanged. (The last phase is done only with the document complete: it also marks it so.)"""
+    records = {r.name: r.status for r in payload.stages or []}
+    return phase == "answer" and all(records.get(n) == "done" for n in PHASES[phase]) and same_source(payload)
 
 
-def not_measured_again(earlier: WorkloadPayload | None, points: list[WorkloadPoint],
-                       boundaries: list[OomBoundary]) -> tuple[list[WorkloadPoint], list[OomBoundary]]:
-    """What `earlier` holds that this run has not (yet) measured: kept, so that a smaller profile run over a
-    larger one's document, or a run stopped halfway, never loses a reading."""
-    if earlier is None:
-        return [], []
-    done = {p.key for p in points}
-    searched = {(b.precision, b.allocator) for b in boundaries}
-    # an earlier search's probes go with its boundary when the boundary is searched again
-    return ([p for p in earlier.points if p.key not in done and not (
-                p.sweep == "probe" and (p.precision, probe_allocator(p)) in searched)],
-            [b for b in earlier.boundaries if (b.precision, b.allocator) not in searched])
-
-
-def iter_precision_items(name: str, workload: Workload, precision: str, plan: SweepPlan, ctx: Context,
-                         progress: Progress, found: list[OomBoundary]) -> Iterator[WorkloadPoint | OomBoundary]:
-    reason = precision_unsupported(precision, ctx.device)
-    if reason:
-        yield WorkloadPoint("variant", precision, plan.main_batch, "default", "skipped", reason=reason)
-        return
-    alike = next((b.max_batch for b in found if b.precision == SAME_STORAGE.get(precision)
-                  and b.allocator == "default"), None)
-    yield from iter_precision(name, workload, precision, plan, ctx, progress, alike)
-
-
-def collect_workload(name: str, profile: profiles.Profile, ctx: Context, progress: Progress) -> WorkloadPayload:
-    """The finished document, measuring every point afresh."""
-    *_, last = iter_workload_payloads(name, profile, ctx, progress)
-    if not profile.steady:
-        return last
-    *_, (_, done) = iter_steady_documents([Job("", name, last)], lambda n: instantiate(n, ctx.device), ctx, progress)
-    return done
-
-
-def load_earlier(path: Path, device: torch.device) -> tuple[WorkloadPayload | None, str | None]:
+def load_earlier(path: Path, device: torch.device,
+                 source_sha256: str | None = None) -> tuple[WorkloadPayload | None, str | None]:
     """The document an earlier collection left at `path`, when its points can be reused here (of a
-    version 2 document, only the probes; of a version 3 one, all, the steady timing to add); else why not.
-    The second item is a line to print, or None."""
+    version 2 document, only the probes; of a version 3 one, all, the steady timing to add); else why not:
+    never one of a workload file that changed since (`source_sha256`, the file's hash now, against the one the
+    document keeps). The second item is a line to print, or None."""
     if not path.exists():
         return None, None
     try:
@@ -273,11 +100,14 @@ def load_earlier(path: Path, device: torch.device) -> tuple[WorkloadPayload | No
         return None, f"{path}: made by workloads collector {version}, this is {VERSION}; measuring afresh"
     if not isinstance(payload, WorkloadPayload) or payload.device != device.type:
         return None, f"{path}: measured on another device type; measuring afresh"
+    if payload.source_sha256 and source_sha256 and payload.source_sha256 != source_sha256:
+        return None, f"{path}: {payload.source} changed since it was measured; measuring it afresh"
     if version in POINTS_REUSED_FROM:
         knee = "the trials at the sweep's knee added where the profile times them and the knee is another batch"
         again = {"3": f"its boundaries searched again in fresh processes, the points the host's speed moves timed "
                       f"again, {knee}",
-                 "4": f"its boundaries searched again in fresh processes, {knee}", "5": knee}[version]
+                 "4": f"its boundaries searched again in fresh processes, {knee}", "5": knee,
+                 "6": "its stages recorded as they are gone over again"}[version]
         return replace(payload, complete=False), (f"{path}: made by workloads collector {version}: its points "
                                                   f"are reused, {again}")
     if version != VERSION:
@@ -291,29 +121,130 @@ def load_earlier(path: Path, device: torch.device) -> tuple[WorkloadPayload | No
 
 
 def iter_workload_documents(names: list[str], profile_name: str, folder: Path, device: torch.device,
-                            progress: Progress, fresh: bool = False,
-                            point_timeout_s: float | None = None) -> Iterator[tuple[str, WorkloadPayload]]:
-    """(file stem, payload) for each workload after each point, so that each is saved at once; then, in
-    profiles with steady timing, every document once more, complete, after the points the host's speed moves
-    were timed for all the workloads in one window (collectors/workloads/steady.py). Without `fresh`, points a document
-    already in `folder` holds are reused (resume, or a larger profile). A point running longer than
-    `point_timeout_s` is recorded as an error (collectors/core/time_limit.py)."""
-    ctx = Context(device, load_ceilings(folder), point_timeout_s=point_timeout_s)
+                            progress: Progress, fresh: bool = False, point_timeout_s: float | None = None,
+                            phase: str | None = None,
+                            deadline: float | None = None) -> Iterator[tuple[str, WorkloadPayload]]:
+    """(file stem, payload) for each workload after each point, so that each is saved at once. Stage by stage
+    (stages.py), each stage for every workload before the next, so that every workload's answer comes first;
+    `phase` runs only the answer's stages ("answer") or the others ("widen"). Then, in profiles with steady timing,
+    every document once more, complete, after the points the host's speed moves were timed for all the workloads in
+    one window (steady.py). Without `fresh`, points a document already in `folder` holds are reused (resume, or a
+    larger profile). A point running longer than `point_timeout_s` is recorded as an error (core/time_limit.py);
+    a stage that would not end before `deadline` (time.monotonic()) is skipped, and recorded so."""
     profile = profiles.PROFILES[profile_name]
-    progress.total = len(names) * len(device_precisions(profile, device))
-    jobs: list[Job] = []
-    for name in names:
-        stem = f"workload-{sanitize_machine_id(workload_name(name))}"
-        earlier, why_not = (None, None) if fresh else load_earlier(folder / f"{stem}.json", device)
-        if why_not:
-            progress.note(why_not)
-        for payload in iter_workload_payloads(name, profile, ctx, progress, earlier):
-            yield stem, payload
-        jobs.append(Job(stem, name, payload))
-        if ctx.reused:
-            progress.note(f"{name}: {ctx.reused} points reused from {stem}.json")
-    if profile.steady:
-        yield from iter_steady_documents(jobs, lambda name: instantiate(name, device), ctx, progress)
+    runs = [start_run(name, profile, folder, device, progress, fresh, point_timeout_s) for name in names]
+    chosen = [s for s in STAGES if phase is None or s.name in PHASES[phase]]
+    progress.total = len(runs) * len(chosen)
+    for stage in chosen:
+        for run in runs:
+            yield from iter_stage(run, stage, progress, deadline)
+            progress.advance(f"{run.workload.name}: {stage.name}")
+    for run in runs:
+        if run.ctx.reused:
+            progress.note(f"{run.workload.name}: {run.ctx.reused} points reused from {run.stem}.json")
+    if phase != "answer":
+        yield from iter_last_documents(runs, progress, deadline)
+
+
+def start_run(name: str, profile: profiles.Profile, folder: Path, device: torch.device, progress: Progress,
+              fresh: bool, point_timeout_s: float | None) -> WorkloadRun:
+    """A workload's run, with what the document an earlier run left there holds (unless `fresh`)."""
+    workload = load_workload(name) if name not in BUILTIN else None
+    stem = f"workload-{sanitize_machine_id(workload.name if workload else name)}"
+    sha = workload.source_sha256 if workload else None
+    earlier, why_not = (None, None) if fresh else load_earlier(folder / f"{stem}.json", device, sha)
+    if why_not:
+        progress.note(why_not)
+    ctx = Context(device, load_ceilings(folder), point_timeout_s=point_timeout_s)
+    run = WorkloadRun.start(name, stem, profile, ctx, earlier)
+    run.park()  # every workload's model is built up front: each waits off the GPU until its stage comes
+    return run
+
+
+def iter_stage(run: WorkloadRun, stage: Stage, progress: Progress,
+               deadline: float | None) -> Iterator[tuple[str, WorkloadPayload]]:
+    """One stage of one workload, its document after each point and once more with the stage recorded: done, or
+    skipped where it would not end before `deadline` (one that an earlier run did is gone over, reusing its
+    points)."""
+    started = time.perf_counter()
+    done_before = run.records.get(stage.name) is not None and run.records[stage.name].status == "done"
+    if deadline is not None and not done_before and stage.name != "knee":
+        left, needs = deadline - time.monotonic(), stage.estimate(run)
+        if needs > left:
+            run.record(stage.name, 0.0, "skipped", f"over the time budget: it takes about {needs:.0f} s here, "
+                                                   f"{max(left, 0):.0f} s were left")
+            progress.note(f"{run.workload.name}: {stage.label}: skipped ({run.records[stage.name].reason})")
+            yield run.stem, run.payload(complete=False)
+            return
+    for item in stage.run(run, progress):
+        if run.add(item):
+            yield run.stem, run.payload(complete=False)
+    run.park()
+    run.record(stage.name, time.perf_counter() - started)
+    yield run.stem, run.payload(complete=complete(run) and not run.profile.steady)
+
+
+def complete(run: WorkloadRun, but: tuple[str, ...] = ("steady",)) -> bool:
+    return all(run.records.get(n) is not None and run.records[n].status == "done"
+               for n in profile_stages(run.profile) if n not in but)
+
+
+def iter_last_documents(runs: list[WorkloadRun], progress: Progress,
+                        deadline: float | None) -> Iterator[tuple[str, WorkloadPayload]]:
+    """Each document once more after the steady window, complete where every stage is done (or as it stands where
+    the profile times none, or the window does not fit the budget)."""
+    if not runs or not runs[0].profile.steady:
+        return
+    if deadline is not None and STEADY.estimate(runs[0]) > deadline - time.monotonic():
+        for run in runs:
+            run.record("steady", 0.0, "skipped", "over the time budget")
+            yield run.stem, run.payload(complete=False)
+        return
+    started = time.perf_counter()
+    jobs = [Job(run.stem, run.name, run.payload(complete=False)) for run in runs]
+    timed = dict(iter_steady_documents(jobs, lambda name: instantiate(name, runs[0].ctx.device), runs[0].ctx,
+                                       progress))
+    share = (time.perf_counter() - started) / len(runs)
+    for run in runs:
+        run.record("steady", share)
+        yield run.stem, replace(run.payload(complete=complete(run, ())), points=timed[run.stem].points)
+
+
+def iter_workload_payloads(name: str, profile: profiles.Profile, ctx: Context, progress: Progress,
+                           earlier: WorkloadPayload | None = None) -> Iterator[WorkloadPayload]:
+    """One workload's document after every point, every stage but the steady window (tests, benchmarks)."""
+    run = WorkloadRun.start(name, f"workload-{name}", profile, ctx, earlier)
+    for stage in STAGES:
+        for _, payload in iter_stage(run, stage, progress, None):
+            yield payload
+
+
+def collect_workload(name: str, profile: profiles.Profile, ctx: Context, progress: Progress) -> WorkloadPayload:
+    """The finished document, measuring every point afresh."""
+    *_, last = iter_workload_payloads(name, profile, ctx, progress)
+    if not profile.steady:
+        return last
+    *_, (_, done) = iter_steady_documents([Job("", name, last)], lambda n: instantiate(n, ctx.device), ctx, progress)
+    return replace(done, stages=[*(last.stages or []), StageRecord("steady", "done", 0.0)])
+
+
+def describe_left(folder: Path, documents: dict[str, str | None], done: dict[str, str], profile_name: str) -> list[str]:
+    """One line per workload document not complete: its stages left, in the order they run (all of them where
+    the document is not there yet)."""
+    profile = profiles.PROFILES[profile_name]
+    lines = []
+    for stem in documents:
+        if stem in done:
+            continue
+        try:
+            payload = load_document(folder / f"{stem}.json").payload
+            records = {r.name: r.status for r in getattr(payload, "stages", None) or []}
+        except DocumentError:
+            records = {}
+        left = stages_left(records, profile)
+        lines.append(f"{stem}: " + ("; ".join(BY_NAME[n].label for n in left) if left else
+                                    "the points that failed (or a changed workload file), measured again"))
+    return lines
 
 
 def workload_name(spec: str) -> str:

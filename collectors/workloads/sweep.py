@@ -44,11 +44,19 @@ class Context:
     earlier: dict[tuple, WorkloadPoint] = field(default_factory=dict)
     earlier_boundaries: dict[tuple[str, str], OomBoundary] = field(default_factory=dict)  # by (precision, allocator)
     reused: int = 0
+    done: dict[tuple, WorkloadPoint] = field(default_factory=dict)  # measured (or reused) by this run, by configuration
     point_timeout_s: float | None = None  # a point still running after this is an error (collectors/core/time_limit.py)
     knee: int | None = None  # the current workload's batch-sweep knee, once swept: its trials are timed there too
 
     def recall(self, base: dict) -> WorkloadPoint | None:
-        found = self.earlier.get(point_key(**base))
+        """The point an earlier run measured for this configuration; never a failed one (status error, a time
+        limit included): that is measured again, so that a fixed workload or a passing fault does not stay."""
+        key = point_key(**base)
+        if key in self.done:
+            return self.done[key]
+        found = self.earlier.get(key)
+        if found is not None and found.status == "error":
+            return None
         self.reused += found is not None
         return found
 

@@ -4,6 +4,7 @@ the workload there; shared with the boundary's child process, the roofline and t
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -15,6 +16,15 @@ from collectors.workloads.models import builtin
 from collectors.workloads.training import Variant
 from gpuplan_schema.payloads import CeilingsPayload
 from gpuplan_schema.schema import DocumentError, load_document
+
+# On a CPU, take the paths a GPU takes too: torch.compile's trials and the boundary searched in a process of its own
+# (slow on a CPU: for testing those paths, as tests/test_stop.py does, not for measuring).
+GPU_PATHS_ENV = "GPUPLAN_CPU_GPU_PATHS"
+
+
+def gpu_paths(device: torch.device) -> bool:
+    """Whether the GPU's paths run on this device: on a GPU, or on a CPU with GPUPLAN_CPU_GPU_PATHS=1."""
+    return device.type == "cuda" or os.environ.get(GPU_PATHS_ENV) == "1"
 
 
 @dataclass(frozen=True)

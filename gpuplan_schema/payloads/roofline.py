@@ -141,6 +141,8 @@ class RooflinePayload:
     ops: list[OpRoofline] = field(default_factory=list)
     batches: list[RooflineAtBatch] = field(default_factory=list)
     variant: str = "default"
+    # the workload file's hash, as in its workload document: a changed file is profiled again
+    source_sha256: str | None = None
 
     def profiled(self) -> list[RooflineAtBatch]:
         """Every profiled batch by batch size: the main one (as a RooflineAtBatch) and the others."""

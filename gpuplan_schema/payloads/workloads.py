@@ -146,6 +146,18 @@ TRACE_PROFILE = "trace"   # the profile of a workload document predicted from a 
 
 
 @dataclass(frozen=True)
+class StageRecord:
+    """One stage of a workload's collection (collectors/workloads/stages.py, workloads collector 7), in the order the
+    answer needs them: `done` (every point of it measured, in `seconds` over all the runs that worked on it), or
+    `skipped` and why (it did not fit the time budget; the next run without one measures it)."""
+
+    name: str
+    status: Literal["done", "skipped"]
+    seconds: float
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
 class WorkloadPayload:
     workload: str
     source: str
@@ -160,6 +172,14 @@ class WorkloadPayload:
     tokens_per_sample: int | None = None
     scale: str = "reference"
     complete: bool = True  # False while the collection runs (or after it was stopped): resume to finish
+    # the stages done or skipped so far (None: a document of workloads collector 6 or before, which has none)
+    stages: list[StageRecord] | None = None
+    # sha256 of the workload file's source when it is a user file (None: a built-in, or an older document): a rerun
+    # measures a document again whose file changed since
+    source_sha256: str | None = None
+
+    def stage(self, name: str) -> StageRecord | None:
+        return next((s for s in self.stages or [] if s.name == name), None)
 
     @property
     def from_trace(self) -> bool:

@@ -13,17 +13,23 @@ rows, so that what the two data pipelines add to every row of a table cancels. F
 DLE's "mixed precision" is fp16 autocast (or apex) with a loss scale on both GPUs, so our point is the fp16 one
 (`AMP_PRECISION`), measured where our bf16 answer is; "TF32" is our tf32 point; "FP32" on a GPU without TF32 is our
 tf32 step at that GPU's fp32 rate (performance.STAND_IN), as the published fp32 run's convolutions and matmuls ran.
-Our point: the nearest measured batch of a plain variant (crossarch.nearest_point). Error = predicted ratio ÷ published
-ratio − 1 (+: the numerator predicted too fast against the denominator).
+Our point: the nearest measured batch of a plain variant (crossarch.nearest_point), in our workload's layout; where
+the machine has points timed in DLE's own configuration (planner/check/dle_points.py: the row's layout and batch,
+with profiles of that precision and layout), the row's own. Error = predicted ratio ÷ published ratio − 1 (+: the
+numerator predicted too fast against the denominator). A ratio is `same` where the table's model is our workload and
+both of its points ran in their rows' layouts.
 """
 
 from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
+from pathlib import Path
 
+from gpuplan_schema.payloads import RooflinePayload, WorkloadPayload, WorkloadPoint
 from gpuplan_schema.results import MachineResults
 from planner.check.crossarch import MAX_TARGET, MEDIAN_TARGET, nearest_point
+from planner.check.dle_points import DlePoints, load_dle_points
 from planner.model import performance
 from planner.model.performance import HostExposure, Prediction, measured_rates, run_precision, target_rates
 from planner.model.split import machine_rooflines
@@ -33,6 +39,7 @@ from planner.specs.published_pairs import PairRow, PairTable, load_pairs
 AMP_PRECISION = "fp16"
 OURS = {"amp": AMP_PRECISION, "tf32": "tf32", "fp32": "tf32"}
 KINDS = ("amp", "tf32/fp32", "precision")
+LAYOUT_WORDS = {"channels_last": "NHWC", "nchw": "NCHW"}
 
 
 @dataclass(frozen=True)
@@ -45,10 +52,18 @@ class Side:
     throughput_per_s: float
     bound: str
     host: HostExposure = HostExposure()   # how the predicted step depends on its host (its band's host part)
+    layout: str = "n/a"   # the layout our point ran in (the row's is row.layout)
+    dle: bool = False     # our point is one timed in DLE's configuration (planner/check/dle_points.py)
 
     @property
     def setting(self) -> str:
         return f"{self.row.gpu} {self.row.precision} ({self.precision}, {self.batch})"
+
+    @property
+    def ours(self) -> str:
+        """Our point in words: precision, batch, and its layout where it has one (* : timed in DLE's configuration)."""
+        layout = "" if self.layout == "n/a" else f" {LAYOUT_WORDS.get(self.layout, self.layout)}"
+        return f"{self.precision}{layout}, {self.batch}" + ("*" if self.dle else "")
 
 
 @dataclass(frozen=True)
@@ -85,6 +100,8 @@ class PairCheck:
     source: str
     ratios: list[PairRatio]
     listed: list[str]     # tables not scored, with why
+    dle_folder: Path | None = None  # the folder of points timed in DLE's configuration, where they were used
+    dle_unused: str | None = None   # why such a folder was not used
 
     def errors(self, kind: str | None = None, twin: str = "same") -> list[float]:
         return [abs(r.error) for r in self.ratios if (kind is None or r.kind == kind) and r.twin == twin]
@@ -99,23 +116,45 @@ class PairCheck:
         return n > 0 and median <= MEDIAN_TARGET and largest <= MAX_TARGET
 
 
-def predict_row(source: MachineResults, source_spec: GpuSpec, table: PairTable, row: PairRow) -> Side | None:
-    """Our prediction of one published row from `source`: its precision's point nearest the published batch."""
-    gpu = match_gpu(row.gpu)
-    payload = next((w for w in source.workloads if w.workload == table.model), None)
-    if gpu is None or payload is None or source.ceilings is None:
-        return None
+Chosen = tuple[WorkloadPoint, WorkloadPayload, list[RooflinePayload], str, bool]
+
+
+def our_point(source: MachineResults, table: PairTable, row: PairRow, dle: DlePoints | None) -> Chosen | None:
+    """(point, its document, the profiles that split it, its layout, whether it was timed in DLE's configuration):
+    the row's own configuration where `dle` has it, else our point nearest the published batch in our layout."""
     ours = OURS[row.precision]
-    point = nearest_point(payload, ours, row.batch)
-    if point is None or run_precision(ours, gpu.flops_per_s) is None:
+    own = dle.point(table.model, ours, row.batch, row.layout) if dle else None
+    if own is not None:
+        point, payload, profiles = own
+        # our layout's profiles stay where the row's is ours (BERT, GNMT: the machine's profile at another batch),
+        # listed first: at a batch both profiled, the one timed with the point splits it (split.roofline_splits)
+        same = [r for r in machine_rooflines(source) if r.workload == table.model] if row.layout == table.twin_layout \
+            else []
+        return point, payload, same + profiles, row.layout, True
+    payload = next((w for w in source.workloads if w.workload == table.model), None)
+    point = nearest_point(payload, ours, row.batch) if payload else None
+    if payload is None or point is None:
+        return None
+    return point, payload, machine_rooflines(source), table.twin_layout, False
+
+
+def predict_row(source: MachineResults, source_spec: GpuSpec, table: PairTable, row: PairRow,
+                dle: DlePoints | None = None) -> Side | None:
+    """Our prediction of one published row from `source` (our_point: DLE's configuration where it was timed)."""
+    gpu = match_gpu(row.gpu)
+    chosen = our_point(source, table, row, dle)
+    if gpu is None or chosen is None or source.ceilings is None:
+        return None
+    point, payload, profiles, layout, own = chosen
+    if run_precision(point.precision, gpu.flops_per_s) is None:
         return None
     rates = measured_rates(source.ceilings)
     same = (gpu.compute_capability or "")[:1] == (source_spec.compute_capability or "")[:1]
     p: Prediction | None = performance.predict_point(point, payload, rates, target_rates(rates, source_spec, gpu),
-                                                      same, machine_rooflines(source), gpu)
+                                                      same, profiles, gpu)
     if p is None:
         return None
-    return Side(row, p.precision, point.batch, p.throughput_per_s, p.bound, p.host_there)
+    return Side(row, p.precision, point.batch, p.throughput_per_s, p.bound, p.host_there, layout, own)
 
 
 def _ratios(table: PairTable, sides: dict[tuple[str, str], Side]) -> list[PairRatio]:
@@ -125,7 +164,7 @@ def _ratios(table: PairTable, sides: dict[tuple[str, str], Side]) -> list[PairRa
 
     def add(kind: str, top: tuple[str, str], bottom: tuple[str, str]) -> None:
         if top in sides and bottom in sides:
-            same = table.twin == "same" and all(sides[k].row.layout == table.twin_layout for k in (top, bottom))
+            same = table.twin == "same" and all(sides[k].row.layout == sides[k].layout for k in (top, bottom))
             out.append(PairRatio(table.id, table.model, "same" if same else "proxy", kind, sides[top], sides[bottom]))
     for i, new in enumerate(gpus):
         for old in gpus[i + 1:]:
@@ -146,14 +185,17 @@ def build_pair_check(source: MachineResults, tables: list[PairTable] | None = No
     if source_spec is None or source.ceilings is None:
         return None
     ratios, listed = [], []
+    dle, why_not = load_dle_points(source)
     for table in load_pairs() if tables is None else tables:
         if table.twin == "none":
             listed.append(f"{table.id}: not gpuplan's {table.model} ({table.notes.split('. ')[-1]})")
             continue
+        # a proxy table (pretraining against our SQuAD step) stays on our own points, whatever batch DLE's rows share
+        own = dle if table.twin == "same" else None
         sides = {(r.gpu, r.precision): s for r in table.rows
-                 if (s := predict_row(source, source_spec, table, r)) is not None}
+                 if (s := predict_row(source, source_spec, table, r, own)) is not None}
         if not sides:
             listed.append(f"{table.id}: no measured {table.model} point to start from")
             continue
         ratios += _ratios(table, sides)
-    return PairCheck(source.machine, ratios, listed)
+    return PairCheck(source.machine, ratios, listed, dle.folder if dle else None, why_not)

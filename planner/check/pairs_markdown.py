@@ -18,6 +18,19 @@ def _cite(ratio: PairRatio) -> str:
     return f"[{line(top)}]({top.cite})" + ("" if top.cite == bottom.cite else f", [{line(bottom)}]({bottom.cite})")
 
 
+def _dle_words(check: PairCheck) -> str:
+    """Which points the rows start from: the machine's own, or (*) those timed in DLE's configuration."""
+    if check.dle_folder:
+        parts = check.dle_folder.parts
+        shown = "/".join(parts[parts.index("results"):]) if "results" in parts else str(check.dle_folder)
+        return (f"Our points marked * were timed in the row's own layout and batch (`{shown}/`, "
+                "benchmarks/gpu_dle_points.sh), each split by a profile of its precision and layout where the GPU "
+                "runs that precision; the others are the machine's own, in our workload's layout.")
+    why = f" ({check.dle_unused})" if check.dle_unused else ""
+    return ("Our points are the machine's own, in our workload's layout: none timed in DLE's configuration"
+            f"{why} (benchmarks/gpu_dle_points.sh times them).")
+
+
 def render_pair_check(check: PairCheck | None) -> str:
     if check is None:
         return "No machine with ceilings and a catalog GPU: nothing to predict the DLE tables from.\n"
@@ -26,7 +39,8 @@ def render_pair_check(check: PairCheck | None) -> str:
              "(error = predicted ÷ published − 1; +: the numerator predicted too fast). Mixed precision is our fp16 "
              "point on both GPUs. \"same\": the published model and tensor layout are our workload's; \"proxy\": "
              "another configuration of it (pretraining, Transformer-XL's adaptive softmax) or another layout than "
-             f"ours. Goals (issue 39): median ≤ {MEDIAN_TARGET:.0%}, none over {MAX_TARGET:.0%}.", "",
+             f"ours. Goals (issue 39): median ≤ {MEDIAN_TARGET:.0%}, none over {MAX_TARGET:.0%}. " + _dle_words(check),
+             "",
              "| ratio | rows | same: n | median | largest | goals | proxy: n | median | largest |",
              "|---|---|---|---|---|---|---|---|---|"]
     for kind in KINDS:
@@ -38,7 +52,7 @@ def render_pair_check(check: PairCheck | None) -> str:
     lines += ["", "| table | ratio | scope | published | predicted | error | our points | README lines |",
               "|---|---|---|---|---|---|---|---|"]
     for r in check.ratios:
-        ours = f"{r.top.precision}, {r.top.batch} / {r.bottom.precision}, {r.bottom.batch}"
+        ours = f"{r.top.ours} / {r.bottom.ours}"
         lines.append(f"| {r.table} | {r.label} | {r.twin} | {r.published:.3f} | {r.predicted:.3f} | {r.error:+.1%} | "
                      f"{ours} | {_cite(r)} |")
     if check.listed:

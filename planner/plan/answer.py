@@ -7,15 +7,16 @@ and the snippets say the same thing as the recommendations.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from planner.plan.expect import Expected
 from planner.plan.plan import Plan, Target
 from planner.plan.recommend import MEASURE_LOADER
 from planner.plan.settings import Settings
+from planner.plan.untimed import Untimed
 
 ALLOCATOR_ENV = "PYTORCH_CUDA_ALLOC_CONF"
-LOADER_DEFAULT, WIDE_RANGE, FROM_TRACE = "loader-default", "wide-range", "from-trace"
+LOADER_DEFAULT, WIDE_RANGE, UNTIMED, FROM_TRACE = "loader-default", "wide-range", "untimed", "from-trace"
 TRACE_WORDS = ("predicted from a trace: no GPU measured (gpuplan trace); the range is the spread of predicting each "
                "reference workload from its trace without its own measurements (docs/trace.md)")
 
@@ -45,6 +46,7 @@ class WorkloadAnswer:
     loader_note: str         # where the data-loader figures come from
     validated: bool = True   # False: no published benchmark checks predictions for this GPU (marked †)
     notes: tuple[Note, ...] = ()
+    untimed: list[Untimed] = field(default_factory=list)  # the collection's stages not timed (planner/plan/untimed.py)
     traced: bool = False     # the plan's source is a trace (planner/trace): no figure of it was measured
 
     @property
@@ -71,9 +73,12 @@ class WorkloadAnswer:
 
 
 def answer_notes(settings: Settings, expected: Expected | None, measured: bool,
-                 traced: bool = False) -> tuple[Note, ...]:
-    """The flags an answer carries, from its typed fields."""
+                 untimed: list[Untimed] = (), traced: bool = False) -> tuple[Note, ...]:
+    """The flags an answer carries, from its typed fields; a stage of the collection not timed is one note each
+    (UNTIMED), so a plan from a cut collection says what it lacks beside every answer it touches; a plan from a
+    trace says so beside every answer (FROM_TRACE)."""
     notes = [Note(FROM_TRACE, TRACE_WORDS)] if traced else []
+    notes += [Note(UNTIMED, f"{u.what} not timed here: {u.could_change}") for u in untimed]
     if measured and not settings.loader.measured:
         notes.append(Note(LOADER_DEFAULT, f"loader workers not measured for this input: {settings.loader.workers} "
                                           f"is a default; {MEASURE_LOADER}"))
@@ -93,9 +98,11 @@ def answers_of_target(plan: Plan, target: Target) -> list[WorkloadAnswer]:
         note = loader.reason if target.is_source else \
             f"measured on {plan.machine}'s host, not this one: {loader.reason}"
         expected = target.expected.get(workload)
+        untimed = source.untimed.get(workload, [])
         out.append(WorkloadAnswer(workload, target.name, target.gpu.name, target.gpu_count, target.is_source,
                                   settings, expected, reasons.get(workload, {}), note, target.validated,
-                                  answer_notes(settings, expected, target.is_source, plan.traced), plan.traced))
+                                  answer_notes(settings, expected, target.is_source, untimed, plan.traced), untimed,
+                                  plan.traced))
     return out
 
 

@@ -50,6 +50,7 @@ from planner.plan.judge import judge, judge_on_target, plain_point
 from planner.plan.presets import Preset, render_presets_yaml
 from planner.plan.recommend import Recommendation
 from planner.plan.settings import Settings
+from planner.plan.untimed import Untimed, untimed_of
 from planner.rank.fp8 import as_fp8, measured_precision, require_fp8
 from planner.rank.jobs import Job, parse_job
 from planner.rank.nodes import NodeRow, build_node_ranking
@@ -112,6 +113,8 @@ class Target:
     # workload → the measured loader against the recommended configuration's GPU rate (the measured GPU only); the
     # report's input-pipeline section reads it, so its verdict and the plan's loader line are one
     feeds: dict[str, FeedVerdict] = field(default_factory=dict)
+    # workload → the stages of the collection its answer was not timed with, and what each could change
+    untimed: dict[str, list[Untimed]] = field(default_factory=dict)
 
     def keep_expected(self, workload: str, expected: Expected, feed: tuple[float | None, str]) -> None:
         """The GPU's figure with the settings, and the figure the measured loader (`feed`, input_feed) caps it at."""
@@ -256,6 +259,7 @@ def build_source_target(source: Source, name: str, count: int) -> Target:
         target.recommendations.extend(advice.recommendations)
         target.recommendations.extend(r for r in shapes if r.workload == payload.workload)
         target.settings[payload.workload] = advice.settings
+        target.untimed[payload.workload] = untimed_of(payload, source.rooflines)
         target.choices[payload.workload] = advice.choice
         target.presets[payload.workload] = render_presets_yaml(payload.workload, advice.presets)
         target.preset_values[payload.workload] = advice.presets

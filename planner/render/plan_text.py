@@ -15,6 +15,7 @@ from __future__ import annotations
 from planner.plan.answer import LOADER_DEFAULT, Note, WorkloadAnswer, build_answers
 from planner.plan.default_jobs import JobRanking
 from planner.plan.plan import Plan
+from planner.plan.untimed import untimed_line
 from planner.rank.ranking import UNCHECKED_MARK, UNCHECKED_WORDS, RankedInstance, stand_in_words
 from planner.render.fit import DEFAULT_WIDTH, render_table, wrap, wrap_all
 from planner.render.node_table import ok_rows, render_node_text
@@ -213,6 +214,8 @@ def render_workload(plan: Plan, workload: str, answers: list[WorkloadAnswer]) ->
         out += [f"   → {range_words(e)}: {e.basis}",
                 f"   bound: {e.judgement.sentence}", f"   what helps: {e.bound_hint}"]
     out.append(f"   {'' if first.settings.loader.measured else '* '}loader: {first.loader_note}")
+    if first.untimed:
+        out.append(f"   {untimed_line(first.untimed)}")
     for a in others:
         where = a.target if a.target == a.gpu else f"{a.target}, {a.gpu_count} × {a.gpu}"
         how = a.how + (", per GPU" if a.gpu_count > 1 else "")

@@ -1,0 +1,48 @@
+"""`--budget`: a collection's time, written as a person would ("3m", "90s", "1h30m", "180")."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+
+UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0}
+_PART = re.compile(r"(\d+(?:\.\d+)?)([hms])")
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in `text`: a number of seconds, or parts with units h, m, s ("1h30m", "2m30s", "3m"). Raises
+    argparse.ArgumentTypeError (one line, the value named) otherwise."""
+    spoken = text.strip().lower()
+    try:
+        seconds = float(spoken)
+    except ValueError:
+        parts = _PART.findall(spoken)
+        if not parts or "".join(a + b for a, b in parts) != spoken.replace(" ", ""):
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: expected a time such as 3m, 90s, 1h30m or 180 (seconds)") from None
+        seconds = sum(float(n) * UNITS[u] for n, u in parts)
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a time above zero")
+    return seconds
+
+
+EXIT_MARGIN_S = 2.0  # what saving the last document, the summary and the interpreter's exit take after a stop
+
+
+def process_age() -> float:
+    """Seconds since this process started (Linux: /proc; elsewhere 0): a budget counts the interpreter's start and
+    torch's import too, as the person who typed the command does."""
+    try:
+        with open("/proc/self/stat") as f:
+            started_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    return max(0.0, uptime - started_ticks / os.sysconf("SC_CLK_TCK"))
+
+
+def seconds_left(budget_s: float) -> float:
+    """What is left of a budget that started with the process, kept back the exit's margin."""
+    return budget_s - process_age() - EXIT_MARGIN_S

@@ -1,0 +1,68 @@
+"""`--budget`: the collection plans its stages to fit and stops cleanly at the end of its time, saying what is left
+and the command that finishes; a stage that would not fit is skipped and recorded so. Real tiny collections on the
+CPU."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+from paths import REPO
+
+from collectors.core.budget import parse_duration
+from collectors.workloads.collect import iter_workload_documents
+from gpuplan_schema.progress import Progress
+from gpuplan_schema.schema import load_document
+
+CPU = torch.device("cpu")
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("3m", 180), ("90s", 90), ("1h30m", 5400), ("2m30s", 150),
+                                               ("180", 180), ("0.5m", 30), (" 3M ", 180)])
+def test_a_budget_reads_as_a_person_writes_it(text, seconds):
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["3x", "m", "", "-1m", "0", "3m fast", "1h-5m"])
+def test_a_budget_that_is_not_a_time_is_refused_naming_it(text):
+    with pytest.raises(argparse.ArgumentTypeError, match="expected a time"):
+        parse_duration(text)
+
+
+def test_a_stage_that_does_not_fit_is_skipped_and_recorded(tmp_path):
+    """With the deadline already past, the sweep to the knee still runs (it is the answer), every other stage is
+    skipped with its reason, and the document is not complete: a rerun measures them."""
+    documents = iter_workload_documents(["mlp-stgan"], "standard", tmp_path, CPU,
+                                        Progress("t", 1, io.StringIO()), deadline=time.monotonic() - 1)
+    *_, (_, last) = documents
+    stages = {s.name: (s.status, s.reason or "") for s in last.stages}
+    assert stages.pop("knee")[0] == "done" and not last.complete
+    assert list(stages) == ["compile", "sweep", "precisions", "boundary", "main-batch", "details", "steady"]
+    assert all(status == "skipped" and "over the time budget" in why for status, why in stages.values())
+    assert {p.sweep for p in last.points} == {"batch"}
+
+
+@pytest.mark.slow
+def test_the_collection_stops_at_its_budget_and_says_how_to_finish(tmp_path):
+    budget = 20.0
+    command = [sys.executable, "-m", "collectors", "--only", "workloads", "--workload", "mlp-stgan", "--profile",
+               "standard", "--out", str(tmp_path), "--machine", "m"]
+    started = time.monotonic()
+    cut = subprocess.run([*command, "--budget", f"{budget:g}s"], cwd=REPO, capture_output=True, text=True,
+                         timeout=120)
+    wall = time.monotonic() - started
+    assert cut.returncode == 0, cut.stderr[-2000:]
+    assert wall < budget + 4, f"{wall:.1f} s for a {budget:g} s budget"  # + the exit, slow on a loaded CPU
+    assert "Left to measure" in cut.stderr and "workload-mlp-stgan: " in cut.stderr
+    finish = cut.stderr.split("Resume with: ", 1)[1].strip().splitlines()[0]
+    assert "--budget" not in finish and finish.endswith("--machine m")
+    path = tmp_path / "m" / "workload-mlp-stgan.json"
+    assert not path.exists() or not load_document(path).payload.complete  # a loaded CPU may not finish a point
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and "Left to measure" not in done.stderr
+    assert load_document(tmp_path / "m" / "workload-mlp-stgan.json").payload.complete

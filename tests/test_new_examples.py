@@ -1,0 +1,73 @@
+"""The three example workloads a new user brings (issue 38): efficientnet-b0 (a depthwise-separable CNN with
+squeeze-and-excitation), resnext101-32x4d (grouped convolutions) and decoder-lm (a 16-layer decoder-only LM). Each
+loads through the user-workload interface, has the parameter count its docstring states (counted on the meta
+device, no memory), trains a step at its tiny size on the CPU, and one collects through the real CLI."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+from example_workloads import loaders
+
+from collectors.__main__ import main as collect_main
+from collectors.workloads import Workload
+from collectors.workloads.training import Variant, build_step, prepare_model
+from gpuplan_schema.schema import load_document
+
+pytestmark = pytest.mark.usefixtures("in_repo")  # conftest.py: paths as the docs give them
+
+EXAMPLES = {"efficientnet-b0": ("examples/efficientnet_b0.py", 5_288_548, "images"),
+            "resnext101-32x4d": ("examples/resnext101.py", 44_177_704, "images"),
+            "decoder-lm": ("examples/decoder_lm.py", 235_358_208, "sequences")}
+CPU = torch.device("cpu")
+
+
+def parameters(workload: Workload) -> int:
+    return sum(p.numel() for p in workload.model.parameters())
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_the_real_size_has_the_parameters_its_docstring_states(name):
+    path, count, unit = EXAMPLES[name]
+    tiny, real_on_meta, module = loaders(path)
+    workload = real_on_meta()
+    assert workload.name == name and workload.unit == unit and workload.training
+    assert parameters(workload) == count
+    stated = re.search(r"([\d,]+) parameters", module().__doc__ or "")
+    assert stated and int(stated[1].replace(",", "")) == count, "the docstring's count"
+    assert 5e6 <= count <= 250e6  # the sizes the three-minute collection is promised for
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_the_tiny_size_trains_a_step_on_the_cpu(name):
+    tiny, _, _ = loaders(EXAMPLES[name][0])
+    workload = tiny()
+    assert workload.name == f"{name}-cpu" and parameters(workload) < 2e6
+    model = prepare_model(workload, CPU, Variant())
+    before = [p.detach().clone() for p in model.parameters()]
+    step = build_step(workload, model, "fp32", 2, CPU, Variant())
+    step.run()
+    assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))  # AdamW moved them
+
+
+def test_decoder_lm_predicts_the_next_token_with_a_tied_head():
+    tiny, _, _ = loaders(EXAMPLES["decoder-lm"][0])
+    workload = tiny()
+    ids, targets = workload.make_batch(3, CPU)
+    assert ids.shape == targets.shape == (3, workload.tokens_per_sample)
+    assert torch.equal(ids[:, 1:], targets[:, :-1])  # the targets are the inputs one token on
+    assert workload.model.head.weight is workload.model.tokens.weight
+    logits = workload.forward(ids)
+    assert logits.shape == (3, workload.tokens_per_sample, 512)
+
+
+def test_an_example_collects_through_the_cli(tmp_path, capsys):
+    out = tmp_path / "runs"
+    spec = f"{EXAMPLES['efficientnet-b0'][0]}:build_tiny"
+    assert collect_main(["--only", "workloads", "--workload", spec, "--profile", "quick", "--out", str(out),
+                         "--machine", "m"]) == 0
+    payload = load_document(out / "m" / "workload-efficientnet-b0-cpu.json").payload
+    assert payload.complete and payload.source_sha256 and [p.status for p in payload.points] == ["ok"]
+    assert [s.name for s in payload.stages if s.status == "done"][:2] == ["knee", "compile"]
