@@ -21,9 +21,22 @@ from collectors.trace.collect import load_on_meta, trace_configs, trace_run, tra
 from collectors.workloads import workload_from_dict
 from gpuplan_schema.schema import load_document
 
-EXAMPLES = ["bert_squad.py:build", "bert_squad.py:build_large", "dlrm_small.py:build", "gnmt.py:build",
-            "nanogpt.py:build", "ssd300.py:build", "transformer_xl.py:build", "user_workload.py:build",
-            "vit_tiny.py:build", "vit_tiny.py:build_b16", "wide_transformer.py:build"]
+
+
+def example_builds() -> list[str]:
+    """Every examples/*.py function a user passes to `gpuplan collect --workload` (build, build_large, …: the CPU
+    tests' build_tiny left out), found in the files, so that an example added later is traced too."""
+    import ast
+
+    out = []
+    for path in sorted((REPO / "examples").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        out += [f"{path.name}:{f.name}" for f in tree.body if isinstance(f, ast.FunctionDef)
+                and f.name.startswith("build") and f.name != "build_model" and not f.name.endswith("_tiny")]
+    return out
+
+
+EXAMPLES = example_builds()
 
 
 def by_name(run) -> dict[str, list[float]]:  # noqa: ANN001 - a TraceRun
@@ -138,6 +151,37 @@ def test_a_gru_and_multi_head_attention_are_the_kernels_a_gpu_runs():
     assert {"aten::_cudnn_rnn", "aten::_cudnn_rnn_backward", "aten::_scaled_dot_product_cudnn_attention"} <= names
     assert dtypes(run, "aten::_cudnn_rnn") == {"fp16"}            # cuDNN's RNNs run fp16 under any autocast
     assert not names & {"aten::_safe_softmax", "aten::sigmoid_backward"}   # no math path, no per-step gates
+
+
+class Bottleneck(nn.Module):
+    """ResNet's block: 1×1, 3×3, 1×1 convolutions with batch norms, stored channels_last."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(64, 16, 1), nn.BatchNorm2d(16), nn.ReLU(), nn.Conv2d(16, 16, 3, padding=1),
+                                  nn.BatchNorm2d(16), nn.ReLU(), nn.Conv2d(16, 64, 1), nn.BatchNorm2d(64))
+        self.head = nn.Linear(64, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head((x + self.body(x)).mean((2, 3)))
+
+
+def test_a_channels_last_network_has_every_convolution_nhwc_its_1x1_ones_too():
+    """A 1×1 kernel is contiguous in both formats; its strides say channels_last (cuDNN runs it NHWC, no
+    transposes), and meta's batch norm hands the next convolution a contiguous input."""
+    with torch.device("meta"):
+        model = Bottleneck().to(memory_format=torch.channels_last)
+    images = lambda b, d: (torch.randn(b, 64, 8, 8, device=d).to(memory_format=torch.channels_last),  # noqa: E731
+                           torch.randint(0, 10, (b,), device=d))
+    run = trace_run(tiny_workload(model, images), "bf16", 4)
+    convs = [op for op in run.ops if op.name in ("aten::convolution", "aten::convolution_backward")]
+    assert run.status == "ok" and sum(op.calls for op in convs) == 6
+    assert {op.variant for op in convs} == {"channels_last"}
+    with torch.device("meta"):
+        plain = Bottleneck()
+    nchw = trace_run(tiny_workload(plain, lambda b, d: (torch.randn(b, 64, 8, 8, device=d),
+                                                        torch.randint(0, 10, (b,), device=d))), "bf16", 4)
+    assert {op.variant for op in nchw.ops if op.name == "aten::convolution"} == {None}
 
 
 class NeedsValues(nn.Module):

@@ -69,9 +69,21 @@ def variant_of(func: torch._ops.OpOverload, args: tuple, kwargs: dict, tensors: 
 
 
 def _channels_last(t: torch.Tensor) -> bool:
-    if t.dim() not in (4, 5) or t.layout != torch.strided or t.is_contiguous():
+    if t.dim() not in (4, 5) or t.layout != torch.strided:
         return False
-    return t.is_contiguous(memory_format=torch.channels_last if t.dim() == 4 else torch.channels_last_3d)
+    if not t.is_contiguous(memory_format=torch.channels_last if t.dim() == 4 else torch.channels_last_3d):
+        return False
+    # both formats at once where the spatial sizes are 1 (a 1×1 kernel: most of ResNet-50's convolutions): its
+    # strides still say which it was made as (channels_last gives the spatial dims the channels' count)
+    return not t.is_contiguous() or tuple(t.stride()) != _contiguous_strides(tuple(t.shape))
+
+
+def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
 
 
 def launches_of(name: str, args: tuple, flops: float | None, moved: int) -> int:
