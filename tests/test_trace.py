@@ -22,7 +22,6 @@ from collectors.workloads import workload_from_dict
 from gpuplan_schema.schema import load_document
 
 
-
 def example_builds() -> list[str]:
     """Every examples/*.py function a user passes to `gpuplan collect --workload` (build, build_large, …: the CPU
     tests' build_tiny left out), found in the files, so that an example added later is traced too."""

@@ -5,6 +5,7 @@ predicted from a trace, with no GPU measured; and the learning underneath it."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 
 import pytest
@@ -114,10 +115,12 @@ def test_the_report_shows_the_trace_as_a_machine_of_its_own():
     assert "per-operation times predicted from the trace" in html and "share measured" not in html
 
 
-def test_the_site_lists_a_trace_folder_beside_the_measured_machines(tmp_path):
+def test_the_site_lists_a_trace_folder_beside_the_measured_machines(tmp_path, traced):
     import shutil
 
+    from planner.plan.plan import report_plan
     from planner.site.build import build_site
+    from planner.site.jobs import build_chooser
 
     root = tmp_path / "results"
     shutil.copytree(TRACE, root / TRACE.name)
@@ -125,6 +128,10 @@ def test_the_site_lists_a_trace_folder_beside_the_measured_machines(tmp_path):
     index = build_site(root, tmp_path / "site", pdf=False).read_text()
     page = (tmp_path / "site" / "machines" / TRACE.name / "index.html").read_text()
     assert TRACE.name in index and "Predicted from a trace: no GPU measured" in page
+    chooser = build_chooser([(traced.machine, report_plan(traced.machine, None, [traced.machine]))])
+    (entry,) = [w for w in chooser.workloads if w["machine"] == TRACE.name]
+    assert entry["traced"] is True   # the job chooser says "predicted from a trace" (templates/jobs.js)
+    assert re.search(r'"traced":\s*true', (tmp_path / "site" / "jobs.html").read_text())
 
 
 def test_an_op_no_profile_showed_is_listed_with_its_share_never_zero(traced):
