@@ -210,7 +210,11 @@ def test_gpuplan_trace_writes_documents_every_stage_reads(tmp_path, in_repo, cap
     assert {(p, main) for p in ("bf16", "fp16", "fp32", "tf32")} <= runs
     assert len({b for p, b in runs if p == "bf16"}) >= 4        # the bf16 batch sweep
     assert all(r.status == "ok" and r.memory.peak_bytes > 0 for r in doc.payload.runs)
-    assert f"{len(runs)} of {len(runs)} steps traced" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"{len(runs)} of {len(runs)} steps traced" in err
+    uncounted = [op.name for op in doc.payload.run("bf16", main).ops if op.flops is None and op.launches]
+    assert uncounted and "moved by ops with no FLOP formula, timed by their bytes: " in err   # listed, never zero
+    assert uncounted[0].split("::")[-1] in err or " more" in err
 
 
 def test_a_bad_workload_spec_is_one_line_and_exit_2(tmp_path, capsys):

@@ -10,6 +10,7 @@ from pathlib import Path
 from collectors.trace.collect import load_on_meta, save_trace, trace_configs, trace_workload
 from collectors.workloads import BUILTIN, WorkloadError
 from gpuplan_schema.machine import sanitize_machine_id
+from gpuplan_schema.payloads import TracePayload
 from gpuplan_schema.progress import Progress
 
 PROG = os.environ.get("GPUPLAN_PROG", "python3 -m collectors.trace")
@@ -57,7 +58,29 @@ def trace_all(loaded: list, folder: Path, machine: str, progress: Progress) -> i
         path = save_trace(payload, folder, machine)
         progress.warn(f"{path}: {len(payload.runs) - len(bad)} of {len(payload.runs)} steps traced in "
                       f"{payload.elapsed_s:.1f} s")
+        if uncounted := uncounted_words(payload):
+            progress.warn(f"{payload.workload}: {uncounted}")
     return failed
+
+
+def uncounted_words(payload: TracePayload, most: int = 5) -> str:
+    """The launching ops of the main step with no FLOP formula, by the bytes they move (each is timed by its bytes;
+    `gpuplan plan` adds the share of the step in op kinds no GPU profile showed)."""
+    runs = payload.ok_runs()
+    run = payload.run("bf16", payload.main_batch) or (runs[0] if runs else None)
+    if run is None:
+        return ""
+    moved: dict[str, float] = {}
+    for op in run.ops:
+        if op.flops is None and op.launches:
+            name = op.name.split("::")[-1]
+            moved[name] = moved.get(name, 0.0) + op.bytes
+    if not moved:
+        return ""
+    names = sorted(moved, key=moved.__getitem__, reverse=True)
+    more = f" and {len(names) - most} more" if len(names) > most else ""
+    return (f"{run.no_formula_bytes_share:.0%} of the {run.precision} step's bytes are moved by ops with no FLOP "
+            f"formula, timed by their bytes: {', '.join(names[:most])}{more}")
 
 
 def main(argv: list[str] | None = None) -> int:
