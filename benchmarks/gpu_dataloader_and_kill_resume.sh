@@ -18,17 +18,17 @@ LOADER="$WORK/dataloader" KILL="$WORK/kill"
 mkdir -p "$OUT" "$LOADER/$MACHINE" "$KILL/$MACHINE"
 cp "results/$MACHINE/ceilings.json" "results/$MACHINE/environment.json" "$KILL/$MACHINE/"
 S=$(date +%s)
-timeout 260 python3 -m collectors --out "$LOADER" --machine "$MACHINE" --only dataloader --profile standard 2>&1 \
+timeout 260 python3 -m collectors --out "$LOADER" --machine "$MACHINE" --only dataloader --profile standard --budget none 2>&1 \
     | tr '\r' '\n' | grep -v "^dataloader  " | tail -4
 D=$(date +%s); echo "dataloader wall $((D-S)) s"
-python3 -m collectors --out "$KILL" --machine "$MACHINE" --only workloads --workload gpt-small --profile standard \
+python3 -m collectors --out "$KILL" --machine "$MACHINE" --only workloads --workload gpt-small --profile standard --budget none \
     > "$KILL/run1.log" 2>&1 &
 P=$!; sleep 40; kill -9 $P; wait $P; echo "killed after 40 s, rc $?"
 ls "$KILL/$MACHINE/"; echo "temp files left: $(ls -a "$KILL/$MACHINE" | grep -c tmp)"
 cp "$KILL/$MACHINE/workload-gpt-small.json" "$KILL/partial.json"
 R=$(date +%s)
 timeout 150 python3 -m collectors --out "$KILL" --machine "$MACHINE" --only workloads --workload gpt-small \
-    --profile standard 2>&1 | tr '\r' '\n' | grep -v "^workloads  " | tail -4
+    --profile standard --budget none 2>&1 | tr '\r' '\n' | grep -v "^workloads  " | tail -4
 E=$(date +%s); echo "resume wall $((E-R)) s"
 python3 - "$KILL/partial.json" "$KILL/$MACHINE/workload-gpt-small.json" <<'PY'
 import json, sys

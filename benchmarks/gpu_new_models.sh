@@ -75,7 +75,7 @@ timed() {  # timed NAME LIMIT CMD...: CMD cut by SIGINT at LIMIT s (SIGKILL 20 s
   timeout -s INT -k 20 "$limit" "$@" > "$DIR/logs/$name.txt" 2>&1
   rc=$?
   t1=$(date +%s.%N)
-  printf '%-34s rc %-4s wall %7.1f s (limit %s s)\n' "$name" "$rc" "$(echo "$t1 - $t0" | bc)" "$limit" \
+  printf '%-34s rc %-4s wall %7.1f s (limit %s s)\n' "$name" "$rc" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" "$limit" \
     | tee -a "$SUMMARY"
 }
 

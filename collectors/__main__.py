@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from collectors.ceilings import collect as ceilings
-from collectors.core.budget import parse_duration
+from collectors.core.budget import STANDARD_BUDGET_S, effective_budget, parse_duration
 from collectors.core.children import kill_descendants
 from collectors.core.collection import Collector, Options, Step, run_collection
 from collectors.core.device import pick_device
@@ -157,7 +157,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
                              "(the bf16 sweep to its knee and torch.compile there first): quick (the main point, "
                              "about a minute on an H100), standard (the bf16 sweep, every precision at its knee, "
                              "the OOM boundary bounded to 30 s, the main batch's trials, variants, a repeat; "
-                             "designed for 3 min a model of 5-250 M parameters on an H100), capacity (standard "
+                             "within a 3-minute budget on a GPU unless --budget says otherwise), capacity (standard "
                              "plus the OOM boundary at every precision), full (everything at every precision) "
                              "(default: quick). A run reuses the points a workload's document already holds: an "
                              "interrupted run resumes, and capacity after standard only adds the boundaries. For "
@@ -170,7 +170,9 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
                              "and the command that resumes are printed. Stages in the order the answer needs: "
                              "the main precision's sweep to the knee, torch.compile there, the data loader (when "
                              "asked), then the rest of the sweep, the other precisions, the OOM boundary, the "
-                             "trials at the main batch, the variants, the per-op profile (default: no limit)")
+                             "trials at the main batch, the variants, the per-op profile; `none`: no limit "
+                             "(default: 3m for the standard profile on a GPU, which the same command then "
+                             "continues; else no limit)")
     parser.add_argument("--workload", dest="workloads", action="append", metavar="NAME|FILE.py:FN",
                         help=f"workload to run (repeatable): built-in {', '.join(BUILTIN)}, or a user file "
                              "path/to/file.py:function (default: the four built-ins; ddp: gpt-small, resnet50)")
@@ -238,7 +240,8 @@ def options_of(args: argparse.Namespace) -> Options:
     return Options(out=args.out, machine=args.machine, only=args.only, profile=args.profile,
                    workloads=args.workloads, dataset_cache=args.dataset_cache, fresh=args.fresh, gpus=args.gpus,
                    dist_backend=args.dist_backend, batches=args.batches, dist_timeout=args.dist_timeout,
-                   point_timeout=args.point_timeout or None, budget_s=args.budget,
+                   point_timeout=args.point_timeout or None,
+                   budget_s=effective_budget(args.budget, args.profile, pick_device().type == "cuda"),
                    nodes=nodes.node_options(args.nnodes, args.node_rank, args.rdzv_id, args.rdzv_endpoint))
 
 
@@ -267,6 +270,9 @@ def run_from_args(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     try:
         check_options(options)
+        if args.budget is None and options.budget_s == STANDARD_BUDGET_S:
+            print(f"standard profile: a {STANDARD_BUDGET_S / 60:.0f}-minute budget, the answer's stages first (the same "
+                  "command continues where this one stops; --budget none runs every stage)", file=sys.stderr)
         if options.only is None and options.workloads:
             print("dataloader: not run (a collection of chosen workloads measures the input pipeline when asked: "
                   "--only ... dataloader)", file=sys.stderr)

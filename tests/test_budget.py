@@ -14,7 +14,7 @@ import pytest
 import torch
 from paths import REPO
 
-from collectors.core.budget import parse_duration
+from collectors.core.budget import NO_LIMIT, STANDARD_BUDGET_S, effective_budget, parse_duration
 from collectors.workloads.collect import iter_workload_documents
 from gpuplan_schema.progress import Progress
 from gpuplan_schema.schema import load_document
@@ -23,7 +23,7 @@ CPU = torch.device("cpu")
 
 
 @pytest.mark.parametrize(("text", "seconds"), [("3m", 180), ("90s", 90), ("1h30m", 5400), ("2m30s", 150),
-                                               ("180", 180), ("0.5m", 30), (" 3M ", 180)])
+                                               ("180", 180), ("0.5m", 30), (" 3M ", 180), ("none", NO_LIMIT)])
 def test_a_budget_reads_as_a_person_writes_it(text, seconds):
     assert parse_duration(text) == seconds
 
@@ -32,6 +32,14 @@ def test_a_budget_reads_as_a_person_writes_it(text, seconds):
 def test_a_budget_that_is_not_a_time_is_refused_naming_it(text):
     with pytest.raises(argparse.ArgumentTypeError, match="expected a time"):
         parse_duration(text)
+
+
+def test_the_standard_profile_on_a_gpu_has_three_minutes_unless_told_otherwise():
+    assert effective_budget(None, "standard", on_gpu=True) == STANDARD_BUDGET_S == 180
+    assert effective_budget(None, "standard", on_gpu=False) is None  # a CPU's reduced sizes: no default
+    assert effective_budget(None, "capacity", on_gpu=True) is None
+    assert effective_budget(NO_LIMIT, "standard", on_gpu=True) is None
+    assert effective_budget(90.0, "quick", on_gpu=False) == 90.0
 
 
 def test_a_stage_that_does_not_fit_is_skipped_and_recorded(tmp_path):
@@ -59,8 +67,10 @@ def test_the_collection_stops_at_its_budget_and_says_how_to_finish(tmp_path):
     assert cut.returncode == 0, cut.stderr[-2000:]
     assert wall < budget + 4, f"{wall:.1f} s for a {budget:g} s budget"  # + the exit, slow on a loaded CPU
     assert "Left to measure" in cut.stderr and "workload-mlp-stgan: " in cut.stderr
-    finish = cut.stderr.split("Resume with: ", 1)[1].strip().splitlines()[0]
-    assert "--budget" not in finish and finish.endswith("--machine m")
+    again = cut.stderr.split("continues for as long again: ", 1)[1].strip().splitlines()[0]
+    assert again.endswith(f"--budget {budget:g}s")
+    finish = cut.stderr.split("every stage left, however long: ", 1)[1].strip().splitlines()[0]
+    assert finish.endswith("--machine m --budget none") and finish.count("--budget") == 1
     path = tmp_path / "m" / "workload-mlp-stgan.json"
     assert not path.exists() or not load_document(path).payload.complete  # a loaded CPU may not finish a point
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600)

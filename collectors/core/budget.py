@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 
@@ -10,17 +11,23 @@ UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0}
 _PART = re.compile(r"(\d+(?:\.\d+)?)([hms])")
 
 
+NO_LIMIT = math.inf  # `--budget none`: every stage, however long (the standard profile's default budget off)
+STANDARD_BUDGET_S = 180.0  # the standard profile's default on a GPU: a new model's answer in three minutes
+
+
 def parse_duration(text: str) -> float:
-    """Seconds in `text`: a number of seconds, or parts with units h, m, s ("1h30m", "2m30s", "3m"). Raises
-    argparse.ArgumentTypeError (one line, the value named) otherwise."""
+    """Seconds in `text`: a number of seconds, or parts with units h, m, s ("1h30m", "2m30s", "3m"), or "none"
+    (NO_LIMIT). Raises argparse.ArgumentTypeError (one line, the value named) otherwise."""
     spoken = text.strip().lower()
+    if spoken == "none":
+        return NO_LIMIT
     try:
         seconds = float(spoken)
     except ValueError:
         parts = _PART.findall(spoken)
         if not parts or "".join(a + b for a, b in parts) != spoken.replace(" ", ""):
             raise argparse.ArgumentTypeError(
-                f"{text!r}: expected a time such as 3m, 90s, 1h30m or 180 (seconds)") from None
+                f"{text!r}: expected a time such as 3m, 90s, 1h30m or 180 (seconds), or none") from None
         seconds = sum(float(n) * UNITS[u] for n, u in parts)
     if not seconds > 0:
         raise argparse.ArgumentTypeError(f"{text!r}: expected a time above zero")
@@ -46,3 +53,11 @@ def process_age() -> float:
 def seconds_left(budget_s: float) -> float:
     """What is left of a budget that started with the process, kept back the exit's margin."""
     return budget_s - process_age() - EXIT_MARGIN_S
+
+
+def effective_budget(budget_s: float | None, profile: str, on_gpu: bool) -> float | None:
+    """The collection's budget in seconds (None: no limit): `--budget` where given (none: no limit), else the
+    standard profile's three minutes on a GPU (a new model's answer first, the rest on the next run), else none."""
+    if budget_s is not None:
+        return None if budget_s == NO_LIMIT else budget_s
+    return STANDARD_BUDGET_S if profile == "standard" and on_gpu else None

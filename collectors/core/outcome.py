@@ -33,7 +33,8 @@ def report_outcome(outcome: Outcome, command: str, budgeted: bool = False) -> in
               file=sys.stderr)
         return EXIT_INTERRUPTED
     if outcome.left and budgeted:
-        print(f"\nStopped at the --budget; every finished point is saved. Resume with: {without_budget(command)}",
+        print(f"\nStopped at the time budget; every finished point is saved. The same command continues for as "
+              f"long again: {command}\nOr every stage left, however long: {without_budget(command)} --budget none",
               file=sys.stderr)
     elif outcome.left:
         print(f"\nResume with the same command: {command}", file=sys.stderr)
