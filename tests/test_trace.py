@@ -77,6 +77,39 @@ def test_the_traced_peak_is_the_measured_one_less_the_allocators_own_bytes(gpt_s
     assert parts.optimizer_bytes >= 2 * parts.parameters_bytes                   # AdamW's two moments
 
 
+def test_the_replayed_allocator_reserves_what_the_h100_reserved(gpt_small_32):
+    """The caching allocator replayed over the trace's allocations (collectors/trace/allocator.py) reserves what
+    the H100's allocator reserved for the same step: live blocks and the holes between them (~6 % here)."""
+    points = json.loads((FROZEN / "h100-80gb" / "workload-gpt-small.json").read_text())["payload"]["points"]
+    measured = [p["memory"]["peak_reserved_bytes"] for p in points if p["precision"] == "bf16" and p["batch"] == 32
+                and p["variant"] == "default" and p["memory"] and p["seq_len"] is None]
+    reserved = gpt_small_32.memory.reserved_bytes
+    assert reserved > gpt_small_32.memory.peak_bytes * 1.03           # the holes: more than the live peak
+    assert all(abs(reserved / m - 1) < 0.01 for m in measured)        # within 1 % of every measurement
+
+
+def test_the_allocator_splits_best_fits_merges_and_needs_a_segment_where_no_hole_holds_a_block():
+    from collectors.trace.allocator import LARGE_BUFFER, SMALL_BUFFER, Allocator, reserved_peak
+
+    mib = 1 << 20
+    allocator = Allocator()
+    allocator.malloc(1, 100)                     # small pool: one 2 MiB segment, the block rounded to 512
+    allocator.malloc(2, 3 * mib)                 # large pool: a 20 MiB segment, split
+    allocator.malloc(3, 4 * mib)                 # fits the same segment's rest
+    assert allocator.segments == [SMALL_BUFFER, LARGE_BUFFER] and allocator.live[1].size == 512
+    allocator.release(2)
+    allocator.malloc(4, 2 * mib)                 # best fit: the 3 MiB hole, not the 13 MiB tail
+    assert allocator.live[4].offset == 0 and len(allocator.segments) == 2
+    allocator.release(4)
+    allocator.release(3)                         # the whole segment free again: one block, merged
+    assert allocator.held == SMALL_BUFFER and len(allocator.large.free) == 1
+    # 8 MiB blocks in 20 MiB segments, one freed: 12 MiB holes in each segment, 16 MiB live; a 13 MiB block fits
+    # neither hole and needs a segment of its own (rounded to 2 MiB): 54 MiB for 29 MiB live
+    events = [(1, 8 * mib), (2, 8 * mib), (3, 8 * mib), (2, -1), (4, 13 * mib)]
+    assert reserved_peak(events) == 2 * LARGE_BUFFER + 14 * mib
+    assert reserved_peak(events[:4] + [(4, 12 * mib)]) == 2 * LARGE_BUFFER   # a 12 MiB one fits the first hole
+
+
 def tiny_workload(model: nn.Module, make_batch, loss=F.cross_entropy) -> object:  # noqa: ANN001
     with torch.device("meta"):
         return workload_from_dict({"name": "tiny", "model": model, "make_batch": make_batch, "loss": loss}, "test")

@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 
 from collectors.core import profiles
+from collectors.trace.allocator import reserved_peak
 from collectors.trace.memory import thin
 from collectors.trace.recorder import TracedCall
 from collectors.trace.step import trace_step
@@ -78,7 +79,7 @@ def trace_run(workload: Workload, precision: str, batch: int) -> TraceRun:
     part = mem.at_peak
     memory = TraceMemory(mem.peak, part.get("parameters", 0), part.get("inputs", 0), part.get("gradients", 0),
                          part.get("optimizer", 0), part.get("activations", 0) + part.get("other", 0),
-                         [list(p) for p in thin(mem.timeline)], mem.largest)
+                         [list(p) for p in thin(mem.timeline)], mem.largest, reserved_peak(mem.events))
     return TraceRun(precision, batch, "ok", None, aggregate(step.calls), memory, time.perf_counter() - started,
                     step.module_calls)
 

@@ -35,6 +35,7 @@ class LiveMemory:
     seen: dict[int, tuple[str, int]] = field(default_factory=dict)   # storage id → (category, bytes)
     ops: int = 0
     largest: int = 0   # the largest block allocated in the step: what fragmentation must find room for
+    events: list[tuple[int, int]] = field(default_factory=list)   # (storage, bytes) allocated, (storage, -1) freed
 
     @property
     def total(self) -> int:
@@ -53,6 +54,7 @@ class LiveMemory:
         if key in self.seen:
             return
         size = rounded(storage.nbytes())
+        self.events.append((key, storage.nbytes()))
         self.largest = max(self.largest, size)
         self.seen[key] = (category, size)
         self.live[category] += size
@@ -64,6 +66,7 @@ class LiveMemory:
     def _free(self, key: int) -> None:
         category, size = self.seen.pop(key, ("other", 0))
         self.live[category] -= size
+        self.events.append((key, -1))
 
     def mark(self) -> None:
         """One op done: a point of the timeline."""

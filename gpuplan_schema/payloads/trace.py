@@ -59,6 +59,8 @@ class TraceMemory:
     activations_bytes: int
     timeline: list[list[int]] = field(default_factory=list)
     largest_bytes: int = 0            # the largest single block the step allocates (fragmentation must fit it)
+    reserved_bytes: int = 0           # what the CUDA caching allocator would reserve at its most (collectors/trace/
+                                      # allocator.py: live blocks, the holes between them, a new segment); 0: not run
 
     def check(self) -> str | None:
         parts = (self.parameters_bytes, self.inputs_bytes, self.gradients_bytes, self.optimizer_bytes,

@@ -192,8 +192,8 @@ def fit_memory(machine: MachineResults, traces: dict[str, TracePayload], leave_o
         return MemoryModel(offset, 0.9)
 
     def at(fragmentation: float) -> tuple[float, MemoryModel]:
-        usable = statistics.median((line.peak(b) + offset + fragmentation * line.largest_per_sample * b)
-                                   / card_bytes for line, b in found)
+        usable = statistics.median((line.needed(b) + offset + (0 if line.replayed else fragmentation)
+                                    * line.largest_per_sample * b) / card_bytes for line, b in found)
         model = MemoryModel(offset, usable, fragmentation)
         return sum(math.log(max(1, model.max_batch(line, card_bytes)) / b) ** 2 for line, b in found), model
     return min((at(f) for f in FRAGMENTATION), key=lambda t: t[0])[1]

@@ -25,6 +25,12 @@ class MemoryLine:
     batches: int
     largest_fixed: float = 0.0       # the largest single block, against batch too
     largest_per_sample: float = 0.0
+    reserved_fixed: float = 0.0      # what the caching allocator reserves (collectors/trace/allocator.py), against
+    reserved_per_sample: float = 0.0  # batch; 0: a trace made before it was replayed
+
+    @property
+    def replayed(self) -> bool:
+        return self.reserved_per_sample > 0
 
     def peak(self, batch: int) -> float:
         return self.fixed_bytes + self.per_sample_bytes * batch
@@ -38,9 +44,16 @@ class MemoryLine:
         large block, however much is free in all (gpt-small's logits, nanoGPT's: the measured boundaries fall short
         by about one of them). A block that does not grow with the batch (an embedding table) is allocated once,
         before the step's, and takes no such room."""
-        room = usable * card_bytes - offset_bytes - self.fixed_bytes
-        slope = self.per_sample_bytes + fragmentation * self.largest_per_sample
+        if self.replayed:  # the allocator's segments replayed: its holes counted, no room to guess
+            room, slope = usable * card_bytes - offset_bytes - self.reserved_fixed, self.reserved_per_sample
+        else:
+            room = usable * card_bytes - offset_bytes - self.fixed_bytes
+            slope = self.per_sample_bytes + fragmentation * self.largest_per_sample
         return max(0, int(room / slope)) if slope > 0 else 0
+
+    def needed(self, batch: int) -> float:
+        """The bytes the allocator needs at `batch`: its replayed reservation, else the live peak."""
+        return self.reserved_fixed + self.reserved_per_sample * batch if self.replayed else self.peak(batch)
 
 
 def memory_line(trace: TracePayload, precision: str) -> MemoryLine | None:
@@ -50,4 +63,7 @@ def memory_line(trace: TracePayload, precision: str) -> MemoryLine | None:
         return None
     fixed, per_sample = least_squares(list(runs), [float(m.peak_bytes) for m in runs.values()])
     big_fixed, big_slope = least_squares(list(runs), [float(m.largest_bytes) for m in runs.values()])
-    return MemoryLine(fixed, per_sample, len(runs), big_fixed, big_slope) if per_sample > 0 else None
+    held = (0.0, 0.0)
+    if all(m.reserved_bytes for m in runs.values()):
+        held = least_squares(list(runs), [float(m.reserved_bytes) for m in runs.values()])
+    return MemoryLine(fixed, per_sample, len(runs), big_fixed, big_slope, *held) if per_sample > 0 else None
