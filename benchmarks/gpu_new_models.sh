@@ -22,6 +22,7 @@
 #   --tag      names the tarball: $OUT/new-models-<GPU>-<TAG>.tgz (default: the CUDA_VISIBLE_DEVICES value, or "all")
 #   --total    stop starting steps past this many seconds (default 510: under 9 minutes on one H100)
 #   --part P   collect (the three standard collections) or checks (the cut, its plan, the stops); default both
+#   --models "A B"  the examples --part collect runs, in order (default: "efficientnet_b0 resnext101 decoder_lm")
 #   --seed DIR start every machine folder with DIR's environment.json and ceilings.json (the CPU self-test: a CPU's
 #              ceilings take minutes; never on a GPU, whose three-minute figure includes its ceilings)
 #
@@ -31,6 +32,7 @@
 #   CUDA_VISIBLE_DEVICES=1 bash benchmarks/gpu_new_models.sh --part checks; wait
 set -u
 SMALL=0 TAG="${CUDA_VISIBLE_DEVICES:-all}" WORK="" TOTAL_S=510 STEP_S=200 SEED="" PART=all
+MODELS="efficientnet_b0 resnext101 decoder_lm"
 while [ $# -gt 0 ]; do
   case "$1" in
     --small) SMALL=1; shift ;;
@@ -39,6 +41,7 @@ while [ $# -gt 0 ]; do
     --total) TOTAL_S=${2:?}; shift 2 ;;
     --seed) SEED=${2:?}; shift 2 ;;
     --part) PART=${2:?}; shift 2 ;;
+    --models) MODELS=${2:?}; shift 2 ;;
     -h|--help) sed -n '2,/^set -u/p' "$0" | sed 's/^# \{0,1\}//' | grep -v '^set -u'; exit 0 ;;
     *) echo "gpu_new_models.sh: unknown option $1" >&2; exit 2 ;;
   esac
@@ -119,7 +122,7 @@ stop_checks() {  # Ctrl-C in each stage, from efficientnet_b0's documents (the t
 # What the acceptance needs first (one standard collection, the cut and its plan, the stops), then the other two
 # standard collections while the time lasts; --part collect|checks runs one half (two GPUs, two calls side by side)
 case "$PART" in
-  collect) for example in efficientnet_b0 resnext101 decoder_lm; do standard "$example"; done ;;
+  collect) for example in $MODELS; do standard "$example"; done ;;
   checks) cut_and_plan; stop_checks ;;
   *) standard efficientnet_b0; cut_and_plan; stop_checks; standard resnext101; standard decoder_lm ;;
 esac

@@ -29,6 +29,7 @@ for path in (ROOT, ROOT / "docs"):  # run as a script from a clone that is not i
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
+import collection_tables  # noqa: E402
 import multinode_tables  # noqa: E402
 import tables  # noqa: E402
 import trace_tables  # noqa: E402
@@ -72,6 +73,7 @@ GENERATORS: dict[str, Callable[[list[MachineResults]], str]] = {
     "ddp": tables.ddp,
     "dataloader": tables.dataloader,
     "trace-leave-one-out": trace_tables.trace_leave_one_out,
+    "collection-stages": collection_tables.collection_stages,
 }
 
 

@@ -295,6 +295,8 @@ def _positive_int(text: str) -> int:
 def cmd_accuracy(args: argparse.Namespace) -> int:
     from gpuplan_schema.results import load_machine
     from planner.check.accuracy import build_accuracy, render_markdown
+    from planner.render.accuracy_text import render_accuracy_text
+    from planner.render.fit import plan_width, wrap
 
     first, second = (Path(p) for p in args.machines)
     if first.resolve() == second.resolve():
@@ -306,7 +308,14 @@ def cmd_accuracy(args: argparse.Namespace) -> int:
     for machine in (a, b):
         if problem := accuracy_problem(machine):
             raise UsageError(f"{machine.folder}: {problem}")
-    print("\n".join(render_markdown(build_accuracy(x, y)) for x, y in ((a, b), (b, a))))
+    tables = [build_accuracy(x, y) for x, y in ((a, b), (b, a))]
+    if args.markdown:
+        print("\n".join(render_markdown(t) for t in tables))
+        return EXIT_OK
+    width = plan_width()
+    lines = [line for t in tables for line in [*render_accuracy_text(t, width), ""]]
+    print("\n".join([*lines, *wrap("--markdown: every configuration and every max batch, as docs/accuracy.md "
+                                    "quotes them", width)]))
     return EXIT_OK
 
 
@@ -329,10 +338,13 @@ def accuracy_problem(machine: Any) -> str:
 
 
 def _add_accuracy(sub: Any) -> None:
-    p = _add(sub, "accuracy", cmd_accuracy, "predict each of two measured machines from the other and print every "
-                                            "prediction beside its measurement, with the errors (Markdown)")
+    p = _add(sub, "accuracy", cmd_accuracy, "predict each of two measured machines from the other: the errors per "
+                                            "workload (--markdown: every prediction beside its measurement)")
     p.add_argument("machines", nargs=2, type=Path, metavar="MACHINE_DIR",
                    help="two machine folders with different GPUs, measured with the same profile")
+    p.add_argument("--markdown", action="store_true",
+                   help="every configuration and max batch as Markdown tables (default: per direction the headline "
+                        "and one line per workload, fitting the terminal)")
 
 
 # ── specs ───────────────────────────────────────────────────────────────────────────────────

@@ -76,3 +76,15 @@ def test_the_collection_stops_at_its_budget_and_says_how_to_finish(tmp_path):
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0 and "Left to measure" not in done.stderr
     assert load_document(tmp_path / "m" / "workload-mlp-stgan.json").payload.complete
+
+
+def test_a_budget_with_less_left_than_a_profile_takes_skips_the_profile_and_says_so(tmp_path):
+    """A per-op profile is not started where the budget would end inside it (a stop there waits for the profiler's
+    native processing): the roofline collector yields nothing, says why, and a rerun measures it."""
+    from collectors.__main__ import ROOFLINE_NEEDS_S, _roofline
+    from collectors.core.collection import Options
+
+    out = io.StringIO()
+    late = Options(workloads=["mlp-stgan"], deadline=time.monotonic() + ROOFLINE_NEEDS_S / 2)
+    assert list(_roofline(Progress("roofline", 1, out), tmp_path, late)) == []
+    assert "the per-op profile: skipped (over the time budget" in out.getvalue()

@@ -20,6 +20,7 @@ stuck in native code (where no Python handler can run) is ended too. Every docum
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import shlex
 import signal
@@ -34,11 +35,12 @@ from collectors.core.children import kill_descendants
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a command stopped by Ctrl-C
 DEADLINE_S = 4.0        # after the first Ctrl-C, the process is gone by then whatever it was doing
-BUDGET_SIGNAL = signal.SIGUSR1  # sent to the main thread at the budget's end (a real signal: it ends a blocked read)
-# StopNow raised again every INSIST_S until the collection loop has it: Python runs a signal handler wherever the main
-# thread is, a weakref callback or a __del__ included, and an exception raised there is printed and dropped
-# (torch.compile's tracing runs such callbacks all the time)
-AGAIN_SIGNAL, INSIST_S = signal.SIGUSR2, 0.5
+# StopNow raised again every INSIST_S until the collection loop has it: an exception raised in the main thread
+# wherever it is, a weakref callback or a __del__ included, is printed and dropped there (torch.compile's tracing
+# runs such callbacks all the time). The budget's end and the insisting raise it from a thread of their own
+# (PyThreadState_SetAsyncExc), not through a signal: on a GPU host a handler for SIGUSR1 did not run once CUDA and
+# the profiler had started (H200, 2026-11-27: the 3-minute budget passed unheard and the run went on to 200 s).
+INSIST_S = 0.5
 # A second SIGINT counts as a second Ctrl-C only this long after the first: `timeout -s INT` (and some process
 # managers) signal the process and then its group, one press delivered twice within microseconds.
 SECOND_PRESS_S = 0.5
@@ -70,9 +72,7 @@ class StopRequest:
         if threading.current_thread() is not threading.main_thread():  # signal handlers live in the main thread
             return self
         self._active = True
-        for sig, handler in ((signal.SIGINT, self._on_sigint), (BUDGET_SIGNAL, self._on_budget),
-                             (AGAIN_SIGNAL, self._on_again)):
-            self._previous[sig] = signal.signal(sig, handler)
+        self._previous[signal.SIGINT] = signal.signal(signal.SIGINT, self._on_sigint)
         read, write = os.pipe()
         os.set_blocking(write, False)
         self._wakeup = (read, write)
@@ -99,8 +99,7 @@ class StopRequest:
         """The budget: stop `seconds` from now as a Ctrl-C would (without the second-press exit)."""
         if not self._active:
             return
-        main = threading.main_thread().ident
-        self._budget_timer = threading.Timer(max(0.0, seconds), signal.pthread_kill, (main, BUDGET_SIGNAL))
+        self._budget_timer = threading.Timer(max(0.0, seconds), self._on_budget)
         self._budget_timer.daemon = True
         self._budget_timer.start()
 
@@ -126,21 +125,27 @@ class StopRequest:
         self._stop("Ctrl-C", "\nCtrl-C: stopping now (everything finished is kept; the point in progress is "
                              "measured again on resume); press Ctrl-C again to end at once\n")
 
-    def _on_budget(self, signum: int, frame: FrameType | None) -> None:
-        if not self.requested:
-            self._stop("budget", "\n--budget: the time is up; stopping (everything finished is kept)\n")
-
-    def _on_again(self, signum: int, frame: FrameType | None) -> None:
-        if self.requested and not self._caught:
-            self._raise()
+    def _on_budget(self) -> None:
+        """The budget's timer thread: the stop a Ctrl-C makes, raised in the main thread from here; and, as the
+        watchdog does after a Ctrl-C, the process ended DEADLINE_S later if the collection is still in its loop."""
+        if self.requested or not self._active:
+            return
+        self._announce("budget", "\n--budget: the time is up; stopping (everything finished is kept)\n")
+        self._raise_in_main()
+        time.sleep(self.deadline_s)
+        if self._active and not self._caught:
+            self._exit_now(f"the collection did not end within {self.deadline_s:g} s of the budget's end")
 
     def _stop(self, why: str, line: str) -> None:
+        self._announce(why, line)
+        self._raise()
+
+    def _announce(self, why: str, line: str) -> None:
         self.requested = why
         self.stream.write(line)
         self.stream.flush()
         kill_descendants()
         threading.Thread(target=self._insist, name="gpuplan-stop-again", daemon=True).start()
-        self._raise()
 
     def _raise(self) -> None:
         if self._protected:
@@ -149,11 +154,20 @@ class StopRequest:
         raise StopNow
 
     def _insist(self) -> None:
-        main = threading.main_thread().ident
-        while self._active and not self._caught and main is not None:
+        while self._active and not self._caught:
             time.sleep(INSIST_S)
             if self._active and not self._caught:
-                signal.pthread_kill(main, AGAIN_SIGNAL)
+                self._raise_in_main()
+
+    def _raise_in_main(self) -> None:
+        """StopNow in the main thread at its next Python instruction, from another thread (after a save in
+        progress: `protected`)."""
+        if self._protected:
+            self._pending = True
+            return
+        main = threading.main_thread().ident
+        if main is not None:
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(main), ctypes.py_object(StopNow))
 
     def _exit_now(self, why: str) -> None:
         kill_descendants()
@@ -181,7 +195,7 @@ class StopRequest:
                     if sigint_at is not None and now - sigint_at >= SECOND_PRESS_S and self._active:
                         self._exit_now("a second Ctrl-C")
                     sigint_at = sigint_at or now
-                if first is None and (signal.SIGINT in data or BUDGET_SIGNAL in data):
+                if first is None and signal.SIGINT in data:
                     first = now
             elif first is not None and self._active:
                 self._exit_now(f"the collection did not end within {self.deadline_s:g} s of the stop")

@@ -266,13 +266,18 @@ def regime_summaries(tables: Iterable[AccuracyTable]) -> list[RegimeSummary]:
     return out
 
 
-def render_markdown(table: AccuracyTable) -> str:
+def headline(table: AccuracyTable) -> str:
+    """The direction's result in one sentence (the Markdown's and the terminal's)."""
     s = table.summary()
-    lines = [f"**{table.source} → {table.target}**: median |error| {s.get('model_median', 0):.1%}, "
-             f"max {s.get('model_max', 0):.1%} over {s['configurations']} configurations with a source step ≥ 5 ms "
-             f"(one spec ratio: TFLOPS {s.get('naive_flops_median', 0):.1%} median, {s.get('naive_flops_max', 0):.1%} "
-             f"max; bandwidth {s.get('naive_bandwidth_median', 0):.1%}, {s.get('naive_bandwidth_max', 0):.1%}); "
-             f"max batch within {_capacity_summary(s)}.", "",
+    return (f"median |error| {s.get('model_median', 0):.1%}, max {s.get('model_max', 0):.1%} over "
+            f"{s['configurations']} configurations with a source step ≥ 5 ms (one spec ratio: TFLOPS "
+            f"{s.get('naive_flops_median', 0):.1%} median, {s.get('naive_flops_max', 0):.1%} max; bandwidth "
+            f"{s.get('naive_bandwidth_median', 0):.1%}, {s.get('naive_bandwidth_max', 0):.1%}); max batch within "
+            f"{_capacity_summary(s)}.")
+
+
+def render_markdown(table: AccuracyTable) -> str:
+    lines = [f"**{table.source} → {table.target}**: {headline(table)}", "",
              "| workload | precision | batch | variant | regime | source step | predicted /s | measured /s | error "
              "| TFLOPS ratio error | bandwidth ratio error |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
