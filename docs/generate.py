@@ -73,6 +73,7 @@ GENERATORS: dict[str, Callable[[list[MachineResults]], str]] = {
     "ddp": tables.ddp,
     "dataloader": tables.dataloader,
     "trace-leave-one-out": trace_tables.trace_leave_one_out,
+    "trace-new-models": trace_tables.trace_new_models,
     "collection-stages": collection_tables.collection_stages,
 }
 

@@ -98,3 +98,32 @@ def trace_leave_one_out(machines: list[MachineResults]) -> str:
             "the same rows:\n\n"
             + _table(["workload", "rows", "trace median abs ratio error", "trace max", "measured H100's median"],
                      _published_rows(runs)))
+
+
+NEW_MODELS = "trace-compare-new-models.json"   # benchmarks/trace_compare.py --json, against issue 38's GPU runs
+
+
+def trace_new_models(machines: list[MachineResults]) -> str:
+    """The trace-only plan of the three examples no reference workload is, against their GPU runs (docs/trace.md)."""
+    rows, per_workload = [], []
+    for m in machines:
+        path = m.folder / "diagnostics" / NEW_MODELS
+        if not path.is_file():
+            continue
+        run = json.loads(path.read_text(encoding="utf-8"))
+        steps = [s for s in run["steps"] if s["measured_s"] >= MIN_STEP_S]
+        errors = [abs(s["error"]) for s in steps]
+        batches = ", ".join(f"{b['workload']} {b['precision']} {b['predicted']:,} for {b['measured']:,} "
+                            f"({b['error']:+.1%})" for b in run["batches"]) or "–"
+        rows.append([m.machine, str(len(steps)), _pct(statistics.median(errors) if errors else None),
+                     _pct(max(errors) if errors else None), str(sum(e > 0.25 for e in errors)), batches])
+        for w in sorted({s["workload"] for s in steps}):
+            mine = [s for s in steps if s["workload"] == w]
+            per_workload.append([m.machine, w, str(len(mine)), _pct(statistics.median(abs(s["error"]) for s in mine)),
+                                 ", ".join(f"{s['precision']} {s['batch']} {s['variant']}: {s['error']:+.0%}"
+                                           for s in mine)])
+    if not rows:
+        return f"No comparison is committed (benchmarks/trace_compare.py --json GPU_DIR/diagnostics/{NEW_MODELS}).\n"
+    return (_table(["GPU", "steps ≥ 20 ms", "median abs error", "max abs error", "over 25 %", "max batch"], rows)
+            + "\n" + _table(["GPU", "workload", "steps", "median abs error", "each step (predicted ÷ measured − 1)"],
+                            per_workload))
