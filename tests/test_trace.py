@@ -183,6 +183,7 @@ def test_a_gru_and_multi_head_attention_are_the_kernels_a_gpu_runs():
     assert {"aten::_cudnn_rnn", "aten::_cudnn_rnn_backward", "aten::_scaled_dot_product_cudnn_attention"} <= names
     assert dtypes(run, "aten::_cudnn_rnn") == {"fp16"}            # cuDNN's RNNs run fp16 under any autocast
     assert not names & {"aten::_safe_softmax", "aten::sigmoid_backward"}   # no math path, no per-step gates
+    assert not torch.is_autocast_enabled("cpu")   # the emulation's autocast regions all closed (MHA re-enters it)
 
 
 class Bottleneck(nn.Module):

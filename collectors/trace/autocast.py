@@ -63,6 +63,7 @@ class GpuOnMeta(TorchFunctionMode):
         self.dtype = AUTOCAST_DTYPES.get(precision)
         self.half = self.dtype is not None
         self.cache: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # id(weight) → (weight, its cast)
+        self._flags: list[torch.autocast] = []
 
     def __torch_function__(self, func: Callable, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
@@ -84,13 +85,16 @@ class GpuOnMeta(TorchFunctionMode):
     def __enter__(self) -> GpuOnMeta:
         # a real autocast region beside the emulation (it casts no meta tensor), so that code asking whether
         # autocast is on hears yes, as on a GPU: nn.LSTM refuses an fp16 input with fp32 weights unless it is
-        self._flag = torch.autocast("cpu", dtype=self.dtype, enabled=self.dtype is not None)
-        self._flag.__enter__()
+        # (a stack: nn.MultiheadAttention enters the mode again inside it, and each exit must close its own region,
+        # or the CPU's autocast stays on in the process after the trace)
+        flag = torch.autocast("cpu", dtype=self.dtype, enabled=self.dtype is not None)
+        flag.__enter__()
+        self._flags.append(flag)
         return super().__enter__()
 
     def __exit__(self, *exc: object) -> None:
         super().__exit__(*exc)
-        self._flag.__exit__(*exc)
+        self._flags.pop().__exit__(*exc)
 
     def _multi_head_attention(self, func: Callable, args: tuple, kwargs: dict) -> Any:
         """nn.MultiheadAttention's function, run with this mode on inside it: its projections are cast and its
