@@ -32,6 +32,7 @@ for path in (ROOT, ROOT / "docs"):  # run as a script from a clone that is not i
 import collection_tables  # noqa: E402
 import multinode_tables  # noqa: E402
 import tables  # noqa: E402
+import trace_tables  # noqa: E402
 
 from gpuplan_schema.results import MachineResults, load_results_root  # noqa: E402
 
@@ -71,6 +72,8 @@ GENERATORS: dict[str, Callable[[list[MachineResults]], str]] = {
     "collectives": tables.collectives,
     "ddp": tables.ddp,
     "dataloader": tables.dataloader,
+    "trace-leave-one-out": trace_tables.trace_leave_one_out,
+    "trace-new-models": trace_tables.trace_new_models,
     "collection-stages": collection_tables.collection_stages,
 }
 

@@ -58,11 +58,26 @@ def cmd_collect(args: argparse.Namespace) -> int:
     stage that runs on the GPU host with torch, and the planner never imports it. The child gets its own
     process group, so a terminal's Ctrl-C reaches it once, forwarded from here (its first Ctrl-C stops
     within seconds, keeping every finished point, a second at once); its exit status is this command's."""
+    return _run_collector("collectors", "collect", args.collect_args)
+
+
+TRACE_HELP = ("trace a model on the meta device, no GPU needed (FILE.py:build or a built-in workload), into "
+              "RESULTS/MACHINE/; `gpuplan plan` then predicts it on every catalog GPU")
+
+
+def cmd_trace(args: argparse.Namespace) -> int:
+    """`gpuplan trace ARGS` is `python -m collectors.trace ARGS`, in a process of its own as collect is (it
+    imports torch and the user's file; the planner imports neither)."""
+    return _run_collector("collectors.trace", "trace", args.trace_args)
+
+
+def _run_collector(module: str, command: str, argv: list[str]) -> int:
     if not has_torch():
-        raise UsageError("gpuplan collect needs PyTorch on the machine it measures (pip install torch, or a PyTorch "
+        where = "the machine it measures" if command == "collect" else "the machine that traces (a CPU will do)"
+        raise UsageError(f"gpuplan {command} needs PyTorch on {where} (pip install torch, or a PyTorch "
                          "GPU image); gpuplan plan, report and site need none")
-    env = dict(os.environ, GPUPLAN_PROG=f"{PROG} collect")
-    child = subprocess.Popen([sys.executable, "-m", "collectors", *args.collect_args], env=env,
+    env = dict(os.environ, GPUPLAN_PROG=f"{PROG} {command}")
+    child = subprocess.Popen([sys.executable, "-m", module, *argv], env=env,
                              preexec_fn=os.setpgrp)  # noqa: PLW1509 - only setpgrp, no locks taken
     previous = signal.signal(signal.SIGINT, lambda signum, frame: child.send_signal(signal.SIGINT))
     try:
@@ -225,10 +240,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from planner.plan.plan import build_plan, plan_to_json
     from planner.render.fit import plan_width
     from planner.render.plan_text import render_plan_text
+    from planner.trace.machine import planned_machine
 
     job = parse_job_arg(args.job)
     others = load_others(args.results_dir, args.others)
-    machine = load_machine(args.results_dir)
+    machine = planned_machine(load_machine(args.results_dir))  # a trace folder: predicted (planner/trace)
     if machine.gpu_name is None and machine.ceilings is not None and machine.ceilings.device == "cpu":
         folder = args.results_dir
         raise UsageError(f"{folder} measured a CPU (no GPU): gpuplan plan needs a GPU machine's ceilings and "
@@ -242,7 +258,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def _add_plan(sub: Any) -> None:
     p = _add(sub, "plan", cmd_plan, "predict one machine's workloads on other GPUs and instances, recommend "
                                     "settings with their reasons, and rank instances for a job")
-    p.add_argument("results_dir", type=Path, metavar="RESULTS_DIR", help="one machine's results folder")
+    p.add_argument("results_dir", type=Path, metavar="RESULTS_DIR",
+                   help="one machine's results folder, or a trace folder (`gpuplan trace`: predicted, no GPU measured)")
     p.add_argument("--target", dest="targets", action="append", metavar="NAME",
                    help="a GPU (any alias: H200, h200-sxm, A100-80GB) or an instance (p5.48xlarge); repeatable "
                         "(default: the measured GPU, A100 80GB, H100, H200, L40S, B200)")
@@ -360,6 +377,10 @@ def build_parser() -> argparse.ArgumentParser:
                              description=COLLECT_HELP[0].upper() + COLLECT_HELP[1:] + ".")
     collect.add_argument("collect_args", nargs=argparse.REMAINDER, help="see `gpuplan collect --help`")
     collect.set_defaults(func=cmd_collect)
+    trace = sub.add_parser("trace", help=TRACE_HELP, add_help=False, prefix_chars="\0",
+                           description=TRACE_HELP[0].upper() + TRACE_HELP[1:] + ".")
+    trace.add_argument("trace_args", nargs=argparse.REMAINDER, help="see `gpuplan trace --help`")
+    trace.set_defaults(func=cmd_trace)
     _add_validate(sub)
     _add_export(sub)
     _add_plan(sub)

@@ -19,7 +19,8 @@
   function dollars(c) { return "$" + (c < 10 ? c.toFixed(2) : fmt(c, 4)); }
 
   data.workloads.forEach(function (w, i) {
-    option(workload, i, w.workload + " (measured on " + w.machine + ")");
+    option(workload, i, w.workload + (w.traced ? " (predicted from a trace: " + w.machine + ", no GPU measured)"
+                                               : " (measured on " + w.machine + ")"));
   });
   Object.keys(data.datasets).forEach(function (name) { option(dataset, name, name); });
 
@@ -85,7 +86,8 @@
     el("job-cannot").textContent = cannot ? cannot + " more catalog instances cannot run this job (their GPU " +
       "lacks the precision, or memory, or has no prediction)." : "";
     el("job-summary").textContent = w.workload + " at " + precision.value + ", " + fmt(samples, 4) + " " +
-      (w.unit || "samples") + ", predicted from " + w.machine + " (" + w.gpu + "): " + ok.length +
+      (w.unit || "samples") + ", predicted from " + (w.traced ? "a trace, no GPU measured (" + w.machine + ", " +
+      w.gpu + " as learned)" : w.machine + " (" + w.gpu + ")") + ": " + ok.length +
       " instances, by " + (sort.value === "cost" ? "cost" : "time") + "; scaled ×" + fmt(k, 3) +
       " from the table computed for " + fmt(best.samples, 4) + ".";
   }

@@ -23,7 +23,7 @@ ALLOWED = {
 # The deciding packages compute; they never import presentation (charts, rendering, report, site, export).
 # Each imports only those before it in this order (PLANNER_MAY): one GPU's step, several GPUs, the checks
 # and the bands they set, instances for a job, the plan.
-DECIDE = ("model", "scaling", "check", "rank", "plan")
+DECIDE = ("model", "scaling", "check", "rank", "trace", "plan")
 DECIDING = tuple(f"planner.{stage}" for stage in DECIDE)
 MODEL_MAY_NOT = ("planner.charts", "planner.render", "planner.report", "planner.site", "planner.export",
                  "planner.cli")
@@ -31,9 +31,11 @@ RENDERING_STACK = ("altair", "jinja2", "markupsafe", "weasyprint", "vl_convert")
 # Each collector package imports collectors.core (what they share) and itself; the documented exceptions
 # (docs/architecture.md, "Collectors"): roofline profiles the workloads collector's steps, built by its
 # sweep plan; distributed trains the reference workloads with its training step and overlaps the ceilings'
-# matmul with the all-reduce. collectors.core imports no collector package.
-COLLECTOR_PACKAGES = ("core", "environment", "ceilings", "workloads", "roofline", "dataloader", "distributed")
-COLLECTOR_MAY_ALSO = {"roofline": {"workloads"}, "distributed": {"workloads", "ceilings"}}
+# matmul with the all-reduce; trace loads workloads and plans their sweep as the workloads collector does and
+# counts each op as the roofline collector counts it. collectors.core imports no collector package.
+COLLECTOR_PACKAGES = ("core", "environment", "ceilings", "workloads", "roofline", "dataloader", "distributed", "trace")
+COLLECTOR_MAY_ALSO = {"roofline": {"workloads"}, "distributed": {"workloads", "ceilings"},
+                      "trace": {"workloads", "roofline"}}
 # planner's stages (docs/architecture.md, "Inside planner"): the deciding packages (DECIDE) decide, each from those
 # before it; report builds typed structures
 # from the plan (charts are part of them); render turns them into HTML, PDF and text; site puts pages

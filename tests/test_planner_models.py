@@ -161,7 +161,7 @@ def test_plan_json_follows_the_documented_contract():
     assert run.returncode == 0, run.stderr
     plan = json.loads(run.stdout)
     assert set(plan) >= {"schema_version", "source", "targets", "ranking"}
-    assert plan["source"] == {"machine": "h100-80gb", "gpu": "H100 SXM"}
+    assert plan["source"] == {"machine": "h100-80gb", "gpu": "H100 SXM", "predicted_from": "measurements"}
     target = next(t for t in plan["targets"] if t["gpu"] == "H200 SXM")
     assert target["gpu_count"] == 1
     keys = {"workload", "precision", "batch", "variant", "step_s", "throughput_per_s", "bound", "error"}

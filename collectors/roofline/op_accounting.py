@@ -79,9 +79,10 @@ def distinct_bytes(t: torch.Tensor) -> int:
 
 def _key(t: torch.Tensor) -> tuple:
     """Identity of the memory a tensor addresses, so that one input passed twice is read once."""
-    if t.layout != torch.strided or t.device.type == "meta":
+    storage = _storage(t)
+    if storage is None:
         return (id(t),)
-    return (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype)
+    return (storage, t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype)
 
 
 def _tensors(value: Any) -> Iterator[torch.Tensor]:
@@ -108,7 +109,12 @@ def _sum_bytes(tensors: list[torch.Tensor], seen: set[tuple]) -> int:
 
 
 def _storage(t: torch.Tensor) -> int | None:
-    return t.untyped_storage().data_ptr() if t.layout == torch.strided and t.device.type != "meta" else None
+    """The storage a tensor lives in: its address, or on `meta` (no memory, every address 0) the storage object's
+    own identity, so that a trace on the meta device (collectors/trace) tells views and in-place ops apart too."""
+    if t.layout != torch.strided:
+        return None
+    storage = t.untyped_storage()
+    return storage._cdata if t.device.type == "meta" else storage.data_ptr()
 
 
 def _gathered_bytes(base: str, args: tuple, out: Any) -> int:

@@ -36,7 +36,9 @@ from gpuplan_schema.payloads.roofline import (
     RooflineRoofs,
     class_times,
 )
+from gpuplan_schema.payloads.trace import TracedOp, TraceMemory, TracePayload, TraceRun
 from gpuplan_schema.payloads.workloads import (
+    TRACE_PROFILE,
     DeviceSamples,
     MemoryUse,
     OomBoundary,
@@ -51,8 +53,10 @@ __all__ = [
     "Allocator", "Status",
     "CpuInfo", "EnvironmentPayload", "GpuInfo",
     "BandwidthCeiling", "CeilingsPayload", "DispatchCeiling", "MatmulCeiling", "MatmulShape",
-    "DeviceSamples", "MemoryUse", "OomBoundary", "StageRecord", "TrafficEstimate", "WorkloadPayload", "WorkloadPoint",
+    "TRACE_PROFILE", "DeviceSamples", "MemoryUse", "OomBoundary", "StageRecord", "TrafficEstimate", "WorkloadPayload",
+    "WorkloadPoint",
     "KernelTime", "OpClass", "OpRoofline", "RooflineAtBatch", "RooflinePayload", "RooflineRoofs", "class_times",
+    "TraceMemory", "TracedOp", "TracePayload", "TraceRun",
     "DataloaderPayload", "EpochBoundary", "LoaderPoint", "SyntheticImages",
     "CollectivePoint", "CollectivesPayload", "DdpPayload", "DdpPoint", "DdpWorkload", "GpuMatmul", "LaunchInfo",
     "NodeLayout",
@@ -67,4 +71,5 @@ PAYLOADS: dict[str, type] = {
     "dataloader": DataloaderPayload,
     "collectives": CollectivesPayload,
     "ddp": DdpPayload,
+    "trace": TracePayload,
 }

@@ -142,6 +142,9 @@ class OomBoundary:
         return "status is ok but max_batch is missing" if self.status == "ok" and self.max_batch is None else None
 
 
+TRACE_PROFILE = "trace"   # the profile of a workload document predicted from a trace: nothing of it measured
+
+
 @dataclass(frozen=True)
 class StageRecord:
     """One stage of a workload's collection (collectors/workloads/stages.py, workloads collector 7), in the order the
@@ -177,6 +180,11 @@ class WorkloadPayload:
 
     def stage(self, name: str) -> StageRecord | None:
         return next((s for s in self.stages or [] if s.name == name), None)
+
+    @property
+    def from_trace(self) -> bool:
+        """Predicted from a trace (planner/trace/machine.py writes these), not measured on a GPU."""
+        return self.profile == TRACE_PROFILE
 
     def boundary(self, precision: str, allocator: Allocator = "default") -> OomBoundary | None:
         """The precision's boundary searched with `allocator`, where there is one."""

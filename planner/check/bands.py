@@ -173,6 +173,9 @@ class BandTable:
         return (f"; −{1 - 1 / slower:.0%}/+{1 / faster - 1:.0%} on a host {self.host_spread:.0%} slower or faster, "
                 "as two hosts of one GPU type moved apart")
 
+    def band_for(self, prediction: Prediction, gpu: str | None = None) -> Band:
+        """The band of one prediction on `gpu` (a table of other residuals, e.g. a trace's, picks its own way)."""
+        return self.band(prediction.same_architecture, prediction.host_there, prediction.variant == COMPILED, gpu)
 
     def host_band(self, host: HostExposure) -> Band:
         """A configuration measured on this GPU type, as another host of it would run it: no GPU part (the GPU was
@@ -259,7 +262,7 @@ def published_checks(machines: Sequence[MachineResults]) -> list[CrossCheck]:
 
 def with_band(prediction: Prediction, table: BandTable, gpu: str | None = None) -> Prediction:
     """The prediction with its band; `gpu`: the GPU it is predicted on (its published rows centre the band)."""
-    band = table.band(prediction.same_architecture, prediction.host_there, prediction.variant == COMPILED, gpu)
+    band = table.band_for(prediction, gpu)
     return replace(prediction, band_low=band.low, band_high=band.high, band_basis=band.basis)
 
 

@@ -42,6 +42,13 @@ def iter_environment_rows(ctx: RowContext, payload: Any) -> Iterator[TidyRow]:
     return iter(())
 
 
+@exporter("trace")
+def iter_trace_rows(ctx: RowContext, payload: Any) -> Iterator[TidyRow]:
+    # A trace is counted on the meta device (gpuplan trace), not measured: the tidy table holds measured figures,
+    # so it gives no rows; its counts are in its document, its predictions in the plan (gpuplan plan --json).
+    return iter(())
+
+
 @exporter("ceilings")
 def iter_ceilings_rows(ctx: RowContext, payload: CeilingsPayload) -> Iterator[TidyRow]:
     for m in payload.matmul:

@@ -100,7 +100,8 @@ def _signed(gain: float) -> str:
 def evidence_lines(payload: WorkloadPayload, point: WorkloadPoint, gpu_memory: int | None) -> list[str]:
     unit = unit_label(payload.unit)
     tokens = f" ({format_number(point.tokens_per_s)} tokens/s)" if point.tokens_per_s else ""
-    lines = [f"Throughput at {point.precision}, batch {point.batch}: {format_number(point.throughput_per_s)} "
+    how = "Predicted from the trace (no GPU measured): throughput" if payload.from_trace else "Throughput"
+    lines = [f"{how} at {point.precision}, batch {point.batch}: {format_number(point.throughput_per_s)} "
              f"{unit}/s{tokens}, step {format_duration(point.step_s.median)}."]
     if point.achieved_flops_fraction is not None or point.achieved_bytes_fraction is not None:
         lines.append(f"Achieved {_pct(point.achieved_flops_fraction)} of the measured {point.precision} matmul "

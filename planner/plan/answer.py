@@ -16,13 +16,16 @@ from planner.plan.settings import Settings
 from planner.plan.untimed import Untimed
 
 ALLOCATOR_ENV = "PYTORCH_CUDA_ALLOC_CONF"
-LOADER_DEFAULT, WIDE_RANGE, UNTIMED = "loader-default", "wide-range", "untimed"
+LOADER_DEFAULT, WIDE_RANGE, UNTIMED, FROM_TRACE = "loader-default", "wide-range", "untimed", "from-trace"
+TRACE_WORDS = ("predicted from a trace: no GPU measured (gpuplan trace); the range is the spread of predicting each "
+               "reference workload from its trace without its own measurements (docs/trace.md)")
 
 
 @dataclass(frozen=True)
 class Note:
     """A flag on an answer, typed: `kind` says what it is (LOADER_DEFAULT: the worker count is a stated default;
-    WIDE_RANGE: the range is wider than ±25% and `text` says why; a partial collection adds its own kinds), `text`
+    WIDE_RANGE: the range is wider than ±25% and `text` says why; FROM_TRACE: the plan's source is a trace, nothing
+    of it measured; a partial collection adds its own kinds), `text`
     says it in words. Outputs print each distinct note once and mark the answers that carry it."""
 
     kind: str
@@ -35,7 +38,8 @@ class WorkloadAnswer:
     target: str              # the GPU or instance name as the plan lists it
     gpu: str
     gpu_count: int
-    measured: bool           # settings measured on this GPU (True) or carried over with a predicted batch
+    measured: bool           # the source GPU's answer (True: measured there, or predicted there from a trace when
+                             # `traced`), or another GPU's, carried over with a predicted batch
     settings: Settings
     expected: Expected | None
     reasons: dict[str, str]  # setting → why (the recommendation's reason)
@@ -43,6 +47,12 @@ class WorkloadAnswer:
     validated: bool = True   # False: no published benchmark checks predictions for this GPU (marked †)
     notes: tuple[Note, ...] = ()
     untimed: list[Untimed] = field(default_factory=list)  # the collection's stages not timed (planner/plan/untimed.py)
+    traced: bool = False     # the plan's source is a trace (planner/trace): no figure of it was measured
+
+    @property
+    def how(self) -> str:
+        """How its figures were obtained, in the words every output uses."""
+        return "predicted from a trace" if self.traced else "measured" if self.measured else "predicted"
 
     @property
     def bound(self) -> str:
@@ -58,14 +68,17 @@ class WorkloadAnswer:
         out["expected"] = self.expected.to_dict() if self.expected else None
         out["allocator_env"] = self.allocator_env
         out["bound"] = self.bound
+        out["measured"] = self.measured and not self.traced
         return out
 
 
 def answer_notes(settings: Settings, expected: Expected | None, measured: bool,
-                 untimed: list[Untimed] = ()) -> tuple[Note, ...]:
+                 untimed: list[Untimed] = (), traced: bool = False) -> tuple[Note, ...]:
     """The flags an answer carries, from its typed fields; a stage of the collection not timed is one note each
-    (UNTIMED), so a plan from a cut collection says what it lacks beside every answer it touches."""
-    notes = [Note(UNTIMED, f"{u.what} not timed here: {u.could_change}") for u in untimed]
+    (UNTIMED), so a plan from a cut collection says what it lacks beside every answer it touches; a plan from a
+    trace says so beside every answer (FROM_TRACE)."""
+    notes = [Note(FROM_TRACE, TRACE_WORDS)] if traced else []
+    notes += [Note(UNTIMED, f"{u.what} not timed here: {u.could_change}") for u in untimed]
     if measured and not settings.loader.measured:
         notes.append(Note(LOADER_DEFAULT, f"loader workers not measured for this input: {settings.loader.workers} "
                                           f"is a default; {MEASURE_LOADER}"))
@@ -88,7 +101,8 @@ def answers_of_target(plan: Plan, target: Target) -> list[WorkloadAnswer]:
         untimed = source.untimed.get(workload, [])
         out.append(WorkloadAnswer(workload, target.name, target.gpu.name, target.gpu_count, target.is_source,
                                   settings, expected, reasons.get(workload, {}), note, target.validated,
-                                  answer_notes(settings, expected, target.is_source, untimed), untimed))
+                                  answer_notes(settings, expected, target.is_source, untimed, plan.traced), untimed,
+                                  plan.traced))
     return out
 
 

@@ -105,10 +105,13 @@ def judge(payload: WorkloadPayload, batch: int, precision: str, rooflines: list[
     split, profiled = profiled_split(payload, point, rooflines)
     if split is not None:
         bound = bound_of(split)
-        host = "; the host's share measured at this batch" if split.host_measured else ""
+        how = "predicted from the trace" if payload.from_trace else "measured"
+        host = f"; the host's share {how} at this batch" if split.host_measured else ""
         at = " and ".join(format_count(b) for b in profiled)
-        return Judgement(PART_KIND[bound.name], batch, precision,
-                         f"from the per-operation profile at batch {at}{host}", dict(bound.shares), "profile")
+        profile = "the per-operation times predicted from the trace" if payload.from_trace else \
+            "the per-operation profile"
+        return Judgement(PART_KIND[bound.name], batch, precision, f"from {profile} at batch {at}{host}",
+                         dict(bound.shares), "profile")
     return judge_by_scaling(payload, point, rates, rooflines)
 
 

@@ -57,6 +57,10 @@ from planner.rank.ranking import ASSUMPTIONS, OK, Estimate, Predictor, RankedIns
 from planner.scaling.assumed_scaling import ScalingProvider
 from planner.specs import GpuSpec, load_gpu_catalog, match_gpu
 from planner.specs.require import require_target
+from planner.trace.bands import trace_bands
+from planner.trace.machine import is_prediction
+from planner.trace.model_file import load_learned
+from planner.trace.summary import TraceSummary, trace_summaries
 from planner.units import format_count, short_rate
 
 PLAN_SCHEMA_VERSION = 1
@@ -130,6 +134,8 @@ class Plan:
     job_asked: bool = False     # `job` is the user's (--job), not the default job
     ranker: JobRanker | None = field(default=None, repr=False, compare=False)   # ranks any other job of the source
     machines_used: tuple[str, ...] = ()   # the machines the plan read: the one given first, then those named with it
+    traced: bool = False        # the source is a trace (planner/trace): every figure predicted, none measured
+    trace: list[TraceSummary] = field(default_factory=list)   # traced: per workload, the dominant ops, unknown share
 
     @cached_property
     def unchecked_notes(self) -> dict[str, str]:
@@ -182,6 +188,7 @@ class Source:
     rooflines: list[RooflinePayload] = field(default_factory=list)
     bands: BandTable = field(default_factory=BandTable)
     validated: frozenset[str] = frozenset()
+    traced: bool = False   # predicted from a trace (planner/trace): no figure of the source GPU was measured
 
 
 def load_source(machine: MachineResults) -> Source:
@@ -237,7 +244,8 @@ def build_capacity(source: Source, gpu: GpuSpec) -> tuple[list[Capacity], dict[t
 def build_source_target(source: Source, name: str, count: int) -> Target:
     machine = source.machine
     capacity, fits = build_capacity(source, source.spec)
-    predictions = [measured_band(p) for w in machine.workloads
+    own_band = (lambda p: with_band(p, source.bands)) if source.traced else measured_band
+    predictions = [own_band(p) for w in machine.workloads
                    for p in iter_predictions(w, source.rates, source.rates, True, source.rooflines, None)]
     loader = next((d.payload for d in machine.documents.values() if d.kind == "dataloader"), None)
     cores = machine.environment.cpu.logical_cores if machine.environment else None
@@ -261,8 +269,11 @@ def build_source_target(source: Source, name: str, count: int) -> Target:
             own = exact_prediction(predictions, advice.settings) or \
                 knee_prediction(predictions, payload.workload, MAIN_PRECISION, advice.knee.batch)
             if expected and own:
-                band = source.bands.host_band(own.host_there)
+                band = source.bands.band_for(own) if source.traced else source.bands.host_band(own.host_there)
                 expected = on_another_host(expected, band.low, band.high, band.basis)
+            if expected and source.traced:  # nothing was measured: the figure is the trace's prediction
+                expected = replace(expected, how="predicted", basis=f"predicted from the trace on {source.spec.name}: "
+                                                                     f"{expected.basis.removeprefix('measured ')}")
             if expected:
                 target.keep_expected(payload.workload, expected, input_feed(source, advice.settings))
     return target
@@ -499,7 +510,9 @@ def build_plan(machine: MachineResults, targets: list[str] | None = None, job: J
     """The plan of one measured machine. `measured`: the machines (loaded once, the source among them or
     not) whose measurements the plan may cite: multi-GPU efficiencies, and the accuracy residuals that set
     the prediction bands. `job` is ranked; without one, `rank_defaults` ranks each workload's default job at its
-    recommended precision and makes resnet50's (DEFAULT_JOB's workload) the plan's job, as a report shows it."""
+    recommended precision and makes resnet50's (DEFAULT_JOB's workload; without it, the first workload's) the plan's
+    job, as a report shows it. A machine predicted from a trace (planner/trace/machine.py) is planned the same way,
+    with the trace's bands and every answer marked as from a trace."""
     context = Measured.of(machine, measured)
     source, check = prepare_source(machine, context)
     names = targets or [source.spec.name, *(t for t in DEFAULT_TARGETS if t != source.spec.name)]
@@ -511,28 +524,34 @@ def build_plan(machine: MachineResults, targets: list[str] | None = None, job: J
         built.append(build_source_target(source, label, count) if gpu.name == source.spec.name
                      else build_target(source, label, gpu, count, built[0]))
     used = context.names
+    traced = {"traced": source.traced, "machines_used": used,
+              "trace": trace_summaries(machine, load_learned().model) if source.traced else []}
     if job is None and not rank_defaults:
-        return Plan(machine.machine, source.spec, built, None, [], check, machines_used=used)
+        return Plan(machine.machine, source.spec, built, None, [], check, **traced)
     ranker = JobRanker(source, context.scaling, tuple(built))
     precisions = {w: s.precision for w, s in built[0].settings.items()}
     jobs = rank_default_jobs(machine.workloads, ranker.rank, job, precisions) if rank_defaults else {}
     asked = job is not None
     if job is None:
+        # resnet50's default job; a folder without it (a user's model, a trace) its first workload's
         default = parse_job(DEFAULT_JOB).workload
-        job = jobs[default].job if default in jobs else None
+        job = jobs[default].job if default in jobs else next((r.job for r in jobs.values()), None)
     if job is None:
-        return Plan(machine.machine, source.spec, built, None, [], check, jobs=jobs, ranker=ranker, machines_used=used)
+        return Plan(machine.machine, source.spec, built, None, [], check, jobs=jobs, ranker=ranker, **traced)
     predict = build_predictor(source, job, ranker.answers)
     ranking = jobs[job.workload].rows if job.workload in jobs else ranker.rank(job, predict)
     nodes = rank_nodes(job, predict, context.node, context.socket, ranker.scaling, build_feed(source, job))
     return Plan(machine.machine, source.spec, built, job, ranking, check, ASSUMPTIONS, nodes, jobs, asked, ranker,
-                used)
+                **traced)
 
 
 def prepare_source(machine: MachineResults, context: Measured) -> tuple[Source, CrossCheck | None]:
     """The source with what its predictions carry: bands from the residuals of the loaded machines, and the GPUs
-    a published cross-architecture check (or a measurement among them) validates."""
+    a published cross-architecture check (or a measurement among them) validates. A machine predicted from a
+    trace carries the trace's bands (planner/trace/bands.py) and validates no GPU: nothing of it was measured."""
     source = load_source(machine)
+    if is_prediction(machine):
+        return replace(source, bands=trace_bands(load_learned().residuals), traced=True), None
     check = build_crosscheck(machine)
     validated = (check.validated_gpus() if check else set()) | context.validated
     return replace(source, bands=context.band_table, validated=frozenset(validated)), check
@@ -576,9 +595,11 @@ def plan_to_json(plan: Plan) -> dict:
 
     return {
         "schema_version": PLAN_SCHEMA_VERSION,
-        "source": {"machine": plan.machine, "gpu": plan.source_gpu.name},
+        "source": {"machine": plan.machine, "gpu": plan.source_gpu.name,
+                   "predicted_from": "trace" if plan.traced else "measurements"},
         "machines_used": list(plan.machines_used),
-        "targets": [{"name": t.name, "gpu": t.gpu.name, "gpu_count": t.gpu_count, "measured": t.is_source,
+        "targets": [{"name": t.name, "gpu": t.gpu.name, "gpu_count": t.gpu_count,
+                     "measured": t.is_source and not plan.traced, "from_trace": plan.traced,
                      "predictions": [p.to_dict() for p in t.predictions],
                      "by_precision": [b.to_dict() for b in by_precision(t.predictions)],
                      "capacity": [c.to_dict() for c in t.capacity],
@@ -598,4 +619,5 @@ def plan_to_json(plan: Plan) -> dict:
         "unchecked_notes": plan.unchecked_notes,
         "checked_notes": plan.checked_notes,
         "changes": [c.to_dict() for c in plan.changes],
+        "trace": [t.to_dict() for t in plan.trace],
     }

@@ -50,7 +50,7 @@ def render_plan_lines(plan: Plan, verbose: bool, top: int, width: int) -> list[s
     """The plan's lines, tables already fitted to `width`; render_plan_text wraps what is still wider."""
     answers = build_answers(plan)
     mine = [a for a in answers if a.measured and a.gpu_count == 1]
-    lines = [f"Plan for {plan.machine}: {plan.source_gpu.name}, measured", *machines_used_lines(plan, width), ""]
+    lines = [f"Plan for {plan.machine}: {source_words(plan)}", *machines_used_lines(plan, width), ""]
     lines += [f"The answer on {plan.source_gpu.name}{'' if verbose else ' (--verbose: every reason and figure)'}:",
               *answer_table(mine, width)]
     lines += wrap(SETTINGS_KEY, width, "", "  ")
@@ -58,9 +58,20 @@ def render_plan_lines(plan: Plan, verbose: bool, top: int, width: int) -> list[s
     ranking = plan.jobs.get(plan.job.workload) if plan.job else None
     if ranking is not None:
         lines += ["", *picks_lines(plan, ranking, width, verbose)]
+    if plan.trace:
+        lines += ["", *wrap("What each traced step spends its predicted GPU time on (the unknown share: op kinds no "
+                            "profile showed, timed with pooled figures):", width, "", "  "),
+                  *(line for t in plan.trace for line in wrap(t.words, width, "  ", "    "))]
     if verbose:
         lines += verbose_lines(plan, answers, top, width)
     return lines
+
+
+def source_words(plan: Plan) -> str:
+    if plan.traced:
+        return (f"predicted from a trace, no GPU measured ({plan.source_gpu.name} as learned from the reference "
+                "workloads' profiles)")
+    return f"{plan.source_gpu.name}, measured"
 
 
 def machines_used_lines(plan: Plan, width: int) -> list[str]:
@@ -197,8 +208,7 @@ def render_workload(plan: Plan, workload: str, answers: list[WorkloadAnswer]) ->
     if not mine:
         return []
     first, others = mine[0], mine[1:]
-    out = ["", f"{workload} on {first.target} ({'measured' if first.measured else 'predicted'}): "
-               + settings_words(first.settings)]
+    out = ["", f"{workload} on {first.target} ({first.how}): " + settings_words(first.settings)]
     if first.expected:
         e = first.expected
         out += [f"   → {range_words(e)}: {e.basis}",
@@ -208,7 +218,7 @@ def render_workload(plan: Plan, workload: str, answers: list[WorkloadAnswer]) ->
         out.append(f"   {untimed_line(first.untimed)}")
     for a in others:
         where = a.target if a.target == a.gpu else f"{a.target}, {a.gpu_count} × {a.gpu}"
-        how = ("measured" if a.measured else "predicted") + (", per GPU" if a.gpu_count > 1 else "")
+        how = a.how + (", per GPU" if a.gpu_count > 1 else "")
         expected = f" → {range_words(a.expected)}, {bound_label(a.expected)}" if a.expected else " → no prediction"
         mark = "" if a.validated else f" {UNCHECKED_MARK}"
         out.append(f"   on {where}{mark} ({how}): batch {format_count(a.settings.batch)}, {a.settings.precision}"
@@ -226,7 +236,7 @@ def render_plan_detail(plan: Plan, width: int = DEFAULT_WIDTH) -> list[str]:
     the presets (YAML; a long comment wraps as comment lines)."""
     lines = ["== Detail: every figure and reason"]
     for t in plan.targets:
-        head = "measured here" if t.is_source else "predicted"
+        head = "predicted from a trace" if plan.traced else "measured here" if t.is_source else "predicted"
         lines += ["", f"== {t.name} ({t.gpu_count} × {t.gpu.name}, {head})"]
         rows = [["workload", "precision", "allocator", "max batch", "recommended ≤"]]
         rows += [[c.workload, c.precision, "expandable" if c.allocator == "expandable_segments" else "default",

@@ -52,8 +52,10 @@ from planner.report.plan import (
 from planner.report.roofline import OpRooflineSection, build_op_roofline_sections
 from planner.report.sections import NotCollectedSection, PlaceholderSection
 from planner.report.summary import SummarySection, build_summary
+from planner.report.trace import TraceSection, build_trace_sections
 from planner.report.workloads import WorkloadSection, build_workload_sections
 from planner.specs import match_gpu
+from planner.trace.machine import is_prediction, planned_machine
 
 __all__ = ["REPORT_ORDER", "CeilingsSection", "NotCollectedSection", "PlaceholderSection", "Report", "Section",
            "Slot", "SummarySection", "WorkloadPageSection", "build_report"]
@@ -62,7 +64,7 @@ Section = (DecisionSection | WorkloadPageSection | SummarySection | NotCollected
            | CeilingsSection | RooflineSection | WorkloadSection | OpRooflineSection | DataloaderSection
            | MultiGpuSection | MethodSection
            | RecommendationsSection | InstancesSection | PredictionsSection
-           | WorkloadMethodSection | EnvironmentSection | GlossarySection)
+           | WorkloadMethodSection | EnvironmentSection | GlossarySection | TraceSection)
 
 
 @dataclass(frozen=True)
@@ -159,8 +161,9 @@ class Report:
 
 def build_report_for(folder: Path, job: Job | None = None, others: Sequence[MachineResults] = ()) -> Report:
     """The report of the machine folder `folder`, with its plan; `others` (already loaded) join it only when given:
-    their accuracy residuals set the bands, their multi-GPU runs the scaling. `job` is ranked (default: DEFAULT_JOB)."""
-    machine = load_machine(folder)
+    their accuracy residuals set the bands, their multi-GPU runs the scaling. `job` is ranked (default: DEFAULT_JOB).
+    A trace folder is reported as the machine predicted from its traces (planner/trace/machine.py)."""
+    machine = planned_machine(load_machine(folder))
     measured = [machine, *(m for m in others if m.machine != machine.machine)]
     return build_report(machine, report_plan(machine, job, measured), measured)
 
@@ -177,7 +180,8 @@ def build_report(machine: MachineResults, plan: Plan | None = None, measured: Se
     given = ReportInput(machine, plan)
     body = [section for slot in REPORT_ORDER for section in slot.sections(given)]
     decision = build_decision_sections(machine, plan, workload_rankings(plan))
-    head: list[Section] = [*decision, build_summary(machine, collected, body, plan)]
+    head: list[Section] = [*build_trace_sections(machine, plan), *decision,
+                           build_summary(machine, collected, body, plan)]
     present = {doc.kind for doc in machine.documents.values()}
     missing = [kind for kind in PAYLOADS if kind not in present]
     if missing:
@@ -187,5 +191,7 @@ def build_report(machine: MachineResults, plan: Plan | None = None, measured: Se
                             for d in decision for b in d.blocks]
     pages += [s for s in body if s.anchor in PAGE_ANCHORS]
     appendix = [s for s in body if s.anchor not in PAGE_ANCHORS]
-    return Report(machine.machine, sanitize_machine_id(machine.machine), machine.device_label,
-                  machine.gpu_name, collected, head, pages, appendix)
+    device = f"Predicted from a trace: no GPU measured ({machine.gpu_name} model)" if is_prediction(machine) \
+        else machine.device_label
+    return Report(machine.machine, sanitize_machine_id(machine.machine), device, machine.gpu_name, collected,
+                  head, pages, appendix)

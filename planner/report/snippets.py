@@ -16,7 +16,7 @@ AUTOCAST = {"bf16": "torch.bfloat16", "fp16": "torch.float16"}
 def build_snippet_python(answer: WorkloadAnswer) -> str:
     s = answer.settings
     lines = [f"# {answer.workload} on {answer.target}: settings from gpuplan "
-             f"({'measured' if answer.measured else 'predicted batch'})"]
+             f"({answer.how if answer.traced or answer.measured else 'predicted batch'})"]
     if s.allocator:
         lines += ["import os", "", "# before importing torch: the allocator reads it once, at start-up",
                   f"os.environ[{ALLOCATOR_ENV!r}] = {s.allocator!r}", ""]

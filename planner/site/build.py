@@ -61,6 +61,7 @@ from planner.site.jobs import AMOUNTS, JOBS_NAME, build_chooser
 from planner.site.load import load_root
 from planner.site.machines import MachinePage, build_machine_pages, render_machine_pdfs
 from planner.site.workloads import WORKLOADS_DIR, build_workload_pages, workload_files
+from planner.trace.machine import planned_machine
 
 PROG = "gpuplan"
 MACHINES_DIR = "machines"
@@ -137,21 +138,23 @@ def make_site(results_root: Path, out: Path = Path("site/_build"), *, accuracy: 
         bar.advance("loaded", count - len(loaded.machines))
         machines = loaded.machines
         context = Measured(tuple(machines), tuple(machines))
-        files_of = workload_files([w.workload for m in machines for w in m.workloads])
+        shown = [planned_machine(m) for m in machines]  # a trace folder: its traces predicted (planner/trace)
+        files_of = workload_files([w.workload for m in shown for w in m.workloads])
         nav = site_nav("../../", "", files_of)
-        keys = {m.machine: digest_of("machine", loaded.digests[m.machine], context.digest, nav, pdf) for m in machines}
+        keys = {m.machine: digest_of("machine", loaded.digests[m.machine], context.digest, nav, pdf) for m in shown}
         manifest = load_manifest(out)
-        stale = stale_pdfs(out, machines, keys, paper, manifest.get("pdf", {})) if pdf else {}
-        pages, made = machine_pages(machines, context, keys, nav, pdf, set(stale), cache, bar)
+        stale = stale_pdfs(out, shown, keys, paper, manifest.get("pdf", {})) if pdf else {}
+        pages, made = machine_pages(shown, context, keys, nav, pdf, set(stale), cache, bar)
         reports = [page.summary for page in pages.values()]
-        check_unique_ids(machines, reports)
+        check_unique_ids(shown, reports)
         files: dict[Path, str | bytes] = {
             safe_child(out / MACHINES_DIR, page.summary.machine_id) / HTML_NAME: page.html for page in pages.values()}
         bar.note("shared pages")
-        files.update(shared_pages(out, machines, loaded.digests, context, reports, files_of, accuracy, cache))
+        files.update(shared_pages(out, machines, shown, loaded.digests, context, reports, files_of, accuracy,
+                                   cache))
         bar.advance("accuracy, job chooser, workloads, CSV")
         index_html = render_site_page("site_index.html.j2", site_nav("", INDEX_NAME, files_of), has_pdf=pdf,
-                                      index=build_site_index(machines, reports, {
+                                      index=build_site_index(shown, reports, {
                                           name: f"{WORKLOADS_DIR}/{file}" for name, file in files_of.items()}),
                                       stamp="")
         digests = {pdf_path(out, pages[m].summary): pdf_key(keys[m], paper) for m in keys} if pdf else {}
@@ -217,11 +220,12 @@ def machine_pages(machines: list[MachineResults], context: Measured, keys: dict[
     return {m.machine: pages[m.machine] for m in machines}, [m.machine for m in todo]
 
 
-def shared_pages(out: Path, machines: list[MachineResults], digests: dict[str, str], context: Measured,
-                 reports: list[Report], files_of: dict[str, str], accuracy: Sequence[AccuracyRow] | None,
-                 cache: SiteCache) -> dict[Path, str | bytes]:
+def shared_pages(out: Path, machines: list[MachineResults], shown: list[MachineResults], digests: dict[str, str],
+                 context: Measured, reports: list[Report], files_of: dict[str, str],
+                 accuracy: Sequence[AccuracyRow] | None, cache: SiteCache) -> dict[Path, str | bytes]:
     """The workload pages, and the accuracy page, job chooser and CSV (each from the cache where every input is
-    unchanged)."""
+    unchanged). `shown`: the machines as planned (a trace folder predicted), which the job chooser ranks; the
+    accuracy page and the CSV are of what was measured."""
     files: dict[Path, str | bytes] = {}
     for page in build_workload_pages(reports, files_of):
         here = f"{WORKLOADS_DIR}/{page.file_name}"
@@ -229,7 +233,7 @@ def shared_pages(out: Path, machines: list[MachineResults], digests: dict[str, s
     every = tuple(sorted(digests.items()))
     made = {
         ACCURACY_NAME: lambda: accuracy_page(machines, context, accuracy, files_of),
-        JOBS_NAME: lambda: chooser_page(machines, context, files_of),
+        JOBS_NAME: lambda: chooser_page(shown, context, files_of),
         CSV_NAME: lambda: to_csv(machines_frame(machines)),
     }
     for name, make in made.items():

@@ -88,6 +88,7 @@ def build_chooser(planned: Sequence[tuple[MachineResults, Plan | None]]) -> Choo
                     tables[f"{machine.machine}|{payload.workload}|{precision}|{i}"] = table
             if precisions:
                 workloads.append({"machine": machine.machine, "gpu": machine.gpu_name, "workload": payload.workload,
+                                  "traced": bool(plan and plan.traced),   # predicted from a trace: no GPU measured
                                   "unit": payload.unit, "precisions": precisions, "amounts": len(AMOUNTS),
                                   "tokens_per_sample": TOKENS_PER_SAMPLE.get(payload.workload),
                                   "default": default_amount(payload.workload, base)})

@@ -1,0 +1,88 @@
+"""A trace-only plan against a GPU measurement of the same model: every configuration both have, predicted from the
+trace folder (gpuplan trace) with the model learned on that GPU type (planner/trace/learned.json), beside the step
+the measured machine folder (gpuplan collect) timed, and the largest batch against the measured boundary.
+
+    PYTHONPATH=$PWD python benchmarks/trace_compare.py TRACE_DIR MEASURED_DIR [--min-step-s 0.02] [--json FILE]
+
+For a model no reference workload is (benchmarks/trace_decoder.py, or any user file), this is the check of a
+trace-only plan on a model the predictor never learned from. The measured GPU must be one the model was learned
+on (an H100 or an H200: learned.json's machines); a step below --min-step-s is listed, not counted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from gpuplan_schema.results import load_machine  # noqa: E402
+from planner.specs import match_gpu  # noqa: E402
+from planner.trace.machine import trace_machine  # noqa: E402
+from planner.trace.model_file import load_learned  # noqa: E402
+
+PLAIN = ("default", "no_cudnn_benchmark")
+
+
+def compare(trace_dir: Path, measured_dir: Path) -> tuple[list[dict], list[dict]]:
+    measured = load_machine(measured_dir)
+    learned = load_learned()
+    gpu = match_gpu(measured.gpu_name or "")
+    machine = next((m for m, model in learned.models.items() if gpu and model.gpu == gpu.name), None)
+    if machine is None:
+        raise SystemExit(f"{measured_dir}: its GPU ({measured.gpu_name}) is none the trace model was learned on "
+                         f"({', '.join(m.gpu for m in learned.models.values())})")
+    predicted = trace_machine(load_machine(trace_dir), replace(learned, reference=machine)).machine
+    steps, batches = [], []
+    for w in predicted.workloads:
+        mine = next((x for x in measured.workloads if x.workload == w.workload), None)
+        if mine is None:
+            continue
+        for p in w.points:
+            for m in mine.points:
+                plain = p.variant in PLAIN and m.variant in PLAIN or p.variant == m.variant == "compile"
+                if plain and (m.precision, m.batch, m.seq_len) == (p.precision, p.batch, None) and m.status == "ok" \
+                        and m.step_s and m.sweep != "probe":
+                    steps.append({"workload": w.workload, "precision": p.precision, "batch": p.batch,
+                                  "variant": p.variant, "measured_s": m.step_s.median, "predicted_s": p.step_s.median,
+                                  "error": p.step_s.median / m.step_s.median - 1})
+        for b in w.boundaries:
+            real = mine.boundary(b.precision)
+            if real and real.status == "ok" and real.max_batch and b.max_batch and not real.capped:
+                batches.append({"workload": w.workload, "precision": b.precision, "measured": real.max_batch,
+                                "predicted": b.max_batch, "error": b.max_batch / real.max_batch - 1})
+    return steps, batches
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("trace_dir", type=Path)
+    parser.add_argument("measured_dir", type=Path)
+    parser.add_argument("--min-step-s", type=float, default=0.02)
+    parser.add_argument("--json", type=Path, help="write the rows here")
+    args = parser.parse_args(argv)
+    steps, batches = compare(args.trace_dir, args.measured_dir)
+    for s in steps:
+        mark = "" if s["measured_s"] >= args.min_step_s else "  (short: not counted)"
+        print(f"{s['workload']:18s} {s['precision']} {s['batch']:7d} {s['variant']:18s} measured "
+              f"{s['measured_s'] * 1e3:9.2f} ms  predicted {s['predicted_s'] * 1e3:9.2f} ms  {s['error']:+7.1%}{mark}")
+    for b in batches:
+        print(f"{b['workload']:18s} {b['precision']} max batch measured {b['measured']} predicted {b['predicted']} "
+              f"{b['error']:+.1%}")
+    counted = [abs(s["error"]) for s in steps if s["measured_s"] >= args.min_step_s]
+    if counted:
+        print(f"{len(counted)} steps >= {args.min_step_s * 1e3:.0f} ms: median |error| "
+              f"{statistics.median(counted):.1%}, largest {max(counted):.1%}")
+    if args.json:
+        args.json.write_text(json.dumps({"steps": steps, "batches": batches}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

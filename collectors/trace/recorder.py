@@ -1,0 +1,127 @@
+"""Every aten op of a traced step, counted as the roofline collector counts a GPU's
+(collectors/roofline/op_accounting.py: the same FLOP formulas, the same bytes-moved rule, the same compute dtype),
+with its shapes, its phase and the kernels it would launch, and the memory it leaves live (collectors/trace/memory.py).
+
+Launches: an op that moves or computes nothing (a view, an allocation, a metadata op) launches no kernel on a GPU and
+issues none; a multi-tensor op (`_foreach_*`, `_fused_adamw_`, `_amp_foreach_*`) launches one kernel per
+MULTI_TENSOR_CHUNK tensors of its first list, as CUDA's multi_tensor_apply does for the depths the optimizers use;
+any other op one. The planner learns how many kernels each op really launches from the GPU profiles.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+
+from collectors.roofline.op_accounting import compute_dtype, count_bytes, count_flops
+from collectors.trace.memory import PHASE_CATEGORY, LiveMemory
+
+MULTI_TENSOR_CHUNK = 36   # multi_tensor_apply's tensors per launch at depth 4 (params, grads, two moments)
+MAX_SHAPES = 4            # the shapes of an op's first tensor arguments kept (a foreach op has hundreds)
+
+
+@dataclass
+class TracedCall:
+    name: str                   # "aten::mm", as the profiler names it
+    phase: str                  # forward, backward, optimizer
+    dtype: str | None
+    shapes: tuple[tuple[int, ...], ...]
+    flops: float | None
+    read_bytes: int
+    written_bytes: int
+    launches: int
+    variant: str | None = None
+
+    @property
+    def key(self) -> tuple:
+        """What makes two calls the same op for the document: aggregated by this (layer after layer collapse)."""
+        return self.name, self.phase, self.dtype, self.shapes, self.variant
+
+
+def _tensors(value: Any) -> list[torch.Tensor]:
+    return [t for t in tree_leaves(value) if isinstance(t, torch.Tensor)]
+
+
+def _argument(func: torch._ops.OpOverload, args: tuple, kwargs: dict, name: str) -> Any:
+    for i, arg in enumerate(func._schema.arguments):
+        if arg.name == name:
+            return args[i] if i < len(args) else kwargs.get(name)
+    return None
+
+
+def variant_of(func: torch._ops.OpOverload, args: tuple, kwargs: dict, tensors: list[torch.Tensor]) -> str | None:
+    """What sets a kernel apart beside its shapes: an attention's mask ("masked": an attention bias, forward or
+    backward) or causality ("causal"), an image batch stored NHWC ("channels_last": cuDNN runs an NCHW convolution
+    through transposes, and batch norm has kernels of its own for each layout); None for the rest."""
+    if "scaled_dot_product" in func._schema.name:
+        if isinstance(_argument(func, args, kwargs, "attn_bias"), torch.Tensor):
+            return "masked"
+        return "causal" if _argument(func, args, kwargs, "is_causal") else None
+    # a convolution runs NHWC where its input or its weight is channels_last (cuDNN's suggested memory format), and
+    # meta's batch norm returns contiguous outputs whatever its input was: a convolution looks at all its images
+    images = tensors if "convolution" in func._schema.name else tensors[:1]
+    return "channels_last" if any(_channels_last(t) for t in images) else None
+
+
+def _channels_last(t: torch.Tensor) -> bool:
+    if t.dim() not in (4, 5) or t.layout != torch.strided:
+        return False
+    if not t.is_contiguous(memory_format=torch.channels_last if t.dim() == 4 else torch.channels_last_3d):
+        return False
+    # both formats at once where the spatial sizes are 1 (a 1×1 kernel: most of ResNet-50's convolutions): its
+    # strides still say which it was made as (channels_last gives the spatial dims the channels' count)
+    return not t.is_contiguous() or tuple(t.stride()) != _contiguous_strides(tuple(t.shape))
+
+
+def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
+
+
+def launches_of(name: str, args: tuple, flops: float | None, moved: int) -> int:
+    if not moved and not flops:
+        return 0
+    base = name.split("::")[-1]
+    if base.startswith(("_foreach_", "_fused_", "_amp_foreach_")) and args and isinstance(args[0], (list, tuple)):
+        return max(1, math.ceil(len(args[0]) / MULTI_TENSOR_CHUNK))
+    return 1
+
+
+class TraceRecorder(TorchDispatchMode):
+    """Records the calls of the ops run under it into `calls` (set `phase` as the step goes) and counts memory."""
+
+    def __init__(self, memory: LiveMemory) -> None:
+        super().__init__()
+        self.calls: list[TracedCall] = []
+        self.phase = "forward"
+        self.memory = memory
+        self.recording = True
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001 - torch's signature
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        name = func._schema.name
+        if name.startswith("profiler::"):
+            return out
+        for t in _tensors(out):
+            self.memory.add(t, PHASE_CATEGORY.get(self.phase, "other"))
+        self.memory.mark()
+        if self.recording:
+            read, written = count_bytes(func, args, kwargs, out)
+            flops = count_flops(func, args, kwargs, out)
+            tensors = _tensors((args, kwargs))
+            variant = variant_of(func, args, kwargs, tensors)
+            if flops and variant == "causal":
+                flops /= 2  # a causal kernel skips the blocks above the diagonal, as FlashAttention counts it
+            shapes = tuple(tuple(t.shape) for t in tensors[:MAX_SHAPES])
+            self.calls.append(TracedCall(name, self.phase, compute_dtype(args, kwargs, out), shapes, flops, read,
+                                         written, launches_of(name, args, flops, read + written), variant))
+        return out

@@ -1,0 +1,69 @@
+"""The bands of a trace-only plan, from the leave-one-workload-out residuals (loo.py, kept in learned.json).
+
+A prediction from a trace has no measured step under it, so its band is what predicting a held-out workload from
+its trace missed, not the narrow band of a measured GPU:
+
+- on a GPU of the reference's architecture (the H100 itself, the H200): the middle 95 % of the held-out eager
+  residuals (a torch.compile prediction: of the compiled ones, its own band; SIDE_QUANTILE says why 95);
+- on another architecture: each held-out residual compounded with each residual of the reference machine's
+  published cross-architecture check ((1 + e_trace)(1 + e_cross) − 1): both errors stand between the trace and
+  that GPU;
+
+and the host part as for any prediction (bands.py: a host S slower or faster).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from planner.check.bands import FLOOR, NO_COMPARABLE, Band, BandTable
+from planner.model.performance import Prediction
+from planner.trace.model_file import Residuals
+
+COMPILED = "compile"
+# Each side of the band: 2.5 % of the held-out residuals beyond it. A measured machine's band leaves 5 % out on each
+# side (bands.py), but a workload's held-out residuals share its errors (one model file, one kernel choice): with
+# 5 % a side, fewer than nine in ten held-out steps lay inside the band built without them.
+SIDE_QUANTILE = 0.975
+
+
+def sides(errors: list[float]) -> tuple[float, float]:
+    """(low, high) relative half-widths from residuals e = predicted / measured − 1: the measurement lay at
+    1 / (1 + e) of the prediction; SIDE_QUANTILE of those on each side (nearest rank)."""
+    def side(values: list[float]) -> float:
+        ordered = sorted(values)
+        return ordered[max(0, math.ceil(SIDE_QUANTILE * len(ordered)) - 1)]
+    return side([1 - 1 / (1 + e) for e in errors]), side([1 / (1 + e) - 1 for e in errors])
+
+
+@dataclass(frozen=True)
+class TraceBands(BandTable):
+    eager: list[float] = field(default_factory=list)
+    compiled: list[float] = field(default_factory=list)
+    cross: list[float] = field(default_factory=list)
+
+    def errors(self, same_architecture: bool, compiled: bool) -> list[float]:
+        own = (self.compiled or self.eager) if compiled else self.eager
+        if same_architecture or not self.cross:
+            return own
+        return [(1 + a) * (1 + b) - 1 for a in own for b in self.cross]
+
+    def band_for(self, prediction: Prediction, gpu: str | None = None) -> Band:
+        compiled = prediction.variant == COMPILED
+        errors = self.errors(prediction.same_architecture, compiled)
+        if not errors:
+            return Band(NO_COMPARABLE, NO_COMPARABLE, "no held-out trace prediction")
+        slower, faster = prediction.host_there.steps(self.host_spread)
+        low, high = sides(errors)
+        low, high = max(FLOOR, low + 1 - 1 / slower), max(FLOOR, high + 1 / faster - 1)
+        what = "torch.compile " if compiled else ""
+        basis = f"from a trace: the middle 95% of {len(errors)} held-out {what}trace predictions"
+        if not prediction.same_architecture:
+            basis += " compounded with the published cross-architecture check's residuals"
+        return Band(low, high, basis)
+
+
+def trace_bands(residuals: Residuals) -> TraceBands:
+    return TraceBands(host_spread=residuals.host_spread, eager=list(residuals.eager),
+                      compiled=list(residuals.compiled), cross=list(residuals.cross))

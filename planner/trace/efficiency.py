@@ -1,0 +1,261 @@
+"""Per-operation efficiency on one GPU, learned from its measured per-op profiles (results/<gpu>/roofline-*.json).
+
+Each op kind (planner/trace/kinds.py) gets two numbers: a fixed cost per call (`per_call_s`: launch, tail,
+synchronisation inside the kernel) and how much slower than its roofline time it runs (`slowdown` = 1 /
+efficiency), so that an op's time on that GPU is
+
+    time = calls × per_call_s + slowdown × Σ_calls roof_s(call)
+
+where roof_s is the larger of the call's math time (FLOPs at the measured matmul roof of its dtype) and memory time
+(bytes at the measured copy bandwidth). For the matrix products (gemm.py) a call's math time is first divided by
+how well its shape fills the GPU (waves of tiles, split-K) and, for a dimension off the 8-element alignment, by its
+alignment's factor: a bert-base matmul and gpt-small's 50,257-wide head are one kind, not one efficiency; an NCHW
+convolution adds its transposes. Matmul kinds are learned per math class (half: fp16 and bf16; tf32), never faster
+than the measured roof (slowdown at least 1); plain fp32 products (no profile ran them) take one slowdown learned
+from the measured fp32 steps (learn.py); the other kinds are learned across dtypes.
+
+The profiles aggregate each op over its calls (per name), so the fit is on sums: per kind, a non-negative least
+squares over every profiled op row (each row weighted by 1 / its profile's step, so that every profile counts
+alike), the alignment factors by a search over their grids on the matmul rows, per family (cuBLAS products, cuDNN
+convolutions). A kind no profile shows is timed with the pooled memory-kind figures and counted as unlearned: its
+share of the predicted step is the plan's unknown share.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+
+from planner.trace.gemm import Gemm
+from planner.trace.kinds import base_kind
+
+# The reduction depth at half efficiency (gemm.Gemm.fill): 32 to 512 were tried, and the held-out median did not move
+# once split-K was modelled; kept at 0 (no depth penalty), a grid of one
+K_HALVES = (0.0,)
+# An NCHW convolution's transposes move its bytes twice more (cuDNN transposes the input in and the output back):
+# counted once each at the roof, not learned (the profiles hold one NHWC network, ResNet-50, whose held-out fit
+# could only learn the NCHW convolutions' overhead into the convolution's own efficiency)
+NCHW_TRANSPOSES = 1.0
+EVEN = (1.0, 0.8, 0.6, 0.45, 0.3)          # the efficiency of an even, not 8-aligned product against an aligned one
+ODD = (0.5, 0.3, 0.2, 0.15, 0.1, 0.07)     # of one with an odd dimension
+MIN_ROWS = 2
+ANY = "any"   # the class of a kind learned across dtypes
+
+
+def math_class(dtype: str | None, precision: str) -> str:
+    if dtype in ("fp16", "bf16", "fp8"):
+        return "half"
+    return "tf32" if precision == "tf32" else "fp32"
+
+
+@dataclass(frozen=True)
+class Shape:
+    """How a matrix product's shape sets its efficiency (gemm.py): the reduction depth at half efficiency, the
+    efficiency of an even and of an odd product against an 8-aligned one, and how many times its transposes' bytes
+    an NCHW convolution moves beside its product (cuDNN's nchwToNhwc and back, the bias added apart)."""
+
+    k_half: float = 0.0
+    even: float = 1.0
+    odd: float = 1.0
+    nchw: float = NCHW_TRANSPOSES
+
+    def aligned(self, alignment: int) -> float:
+        return 1.0 if alignment >= 8 else self.odd if alignment == 1 else self.even
+
+    @property
+    def unaligned(self) -> Shape:
+        """The same without the alignment factors: plain fp32 products run on SIMT kernels, which take any."""
+        return Shape(self.k_half, 1.0, 1.0, self.nchw)
+
+
+@dataclass(frozen=True)
+class Group:
+    """Calls of one op with one shape, on one GPU: per-call math and memory seconds at the roofs."""
+
+    calls: int
+    math_s: float
+    memory_s: float
+    gemm: Gemm | None = None
+    nchw_s: float = 0.0       # per call: an NCHW convolution's transposes (its bytes twice, at the copy roof)
+
+    def roof_s(self, sms: int, shape: Shape) -> float:
+        """Σ over the calls of the roofline time, the math time stretched by the shape's fill (matmul kinds)."""
+        math_s = self.math_s
+        if self.gemm is not None and math_s:
+            math_s /= self.gemm.fill(sms, shape.k_half) * shape.aligned(self.gemm.alignment)
+        return self.calls * (max(math_s, self.memory_s) + shape.nchw * self.nchw_s)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One op of one profiled step: its kind, its calls by shape (from the trace), its measured time."""
+
+    kind: str
+    cls: str
+    groups: tuple[Group, ...]
+    measured_s: float
+    step_s: float
+    workload: str
+
+    @property
+    def calls(self) -> int:
+        return sum(g.calls for g in self.groups)
+
+
+@dataclass(frozen=True)
+class KindFit:
+    per_call_s: float
+    slowdown: float
+    rows: int
+
+    def to_dict(self) -> dict:
+        return {"per_call_s": self.per_call_s, "slowdown": self.slowdown, "rows": self.rows}
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """One GPU's learned per-op efficiency (module docstring)."""
+
+    sms: int
+    shapes: dict[str, Shape]                  # family (FAMILIES) → its shape parameters
+    kinds: dict[str, KindFit]                 # "mm/half", "add", …
+    pooled: KindFit                           # any kind no profile showed
+    workloads: tuple[str, ...] = field(default_factory=tuple)   # what it was learned from
+
+    def key(self, kind: str, cls: str) -> str | None:
+        """The learned entry for an op: its kind in its math class (matmuls; else in the nearest class), else the
+        kind without its variant (an NHWC convolution no profile showed is timed as an NCHW one); None: unlearned."""
+        for k in dict.fromkeys((kind, base_kind(kind))):
+            if cls == ANY and k in self.kinds:
+                return k
+            for c in (cls, "tf32" if cls == "fp32" else "half", "half") if cls != ANY else ():
+                if f"{k}/{c}" in self.kinds:
+                    return f"{k}/{c}"
+        return None
+
+    def time_s(self, kind: str, cls: str, groups: Iterable[Group], fp32_slowdown: float = 1.0) -> tuple[float, bool]:
+        """(predicted seconds of these calls, whether the kind was learned). No profile ran plain fp32: an fp32
+        product takes its kind's fixed cost per call and `fp32_slowdown` (learned from the measured fp32 steps,
+        learn.py) times its roof, the alignment factors left out (SIMT kernels)."""
+        groups = list(groups)
+        key = self.key(kind, cls)
+        fit = self.kinds[key] if key else self.pooled
+        shape = self.shapes.get(family(kind), Shape())
+        if cls == "fp32":
+            roof = sum(g.roof_s(self.sms, shape.unaligned) for g in groups)
+            return sum(g.calls for g in groups) * fit.per_call_s + fp32_slowdown * roof, key is not None
+        roof = sum(g.roof_s(self.sms, shape) for g in groups)
+        return sum(g.calls for g in groups) * fit.per_call_s + fit.slowdown * roof, key is not None
+
+
+def _nnls2(x1: list[float], x2: list[float], y: list[float], w: list[float]) -> tuple[float, float]:
+    """Weighted least squares y ≈ a·x1 + b·x2 with a, b ≥ 0 (the two-variable case of NNLS, in closed form)."""
+    def dot(u: list[float], v: list[float]) -> float:
+        return sum(wi * ui * vi for wi, ui, vi in zip(w, u, v, strict=True))
+    s11, s22, s12, s1y, s2y = dot(x1, x1), dot(x2, x2), dot(x1, x2), dot(x1, y), dot(x2, y)
+    det = s11 * s22 - s12 * s12
+    if det > 1e-12 * s11 * s22 > 0:
+        a, b = (s1y * s22 - s2y * s12) / det, (s2y * s11 - s1y * s12) / det
+        if a >= 0 and b >= 0:
+            return a, b
+    only_b = (0.0, max(0.0, s2y / s22)) if s22 else (0.0, 0.0)
+    only_a = (max(0.0, s1y / s11), 0.0) if s11 else (0.0, 0.0)
+
+    def err(ab: tuple[float, float]) -> float:
+        return sum(wi * (yi - ab[0] * u - ab[1] * v) ** 2 for wi, yi, u, v in zip(w, y, x1, x2, strict=True))
+    return min(only_b, only_a, key=err)
+
+
+def _roof(row: Row, sms: int, shape: Shape) -> float:
+    return sum(g.roof_s(sms, shape) for g in row.groups)
+
+
+def fit_kind(rows: list[Row], sms: int, shape: Shape, least: float = 0.0) -> KindFit:
+    """The kind's (per_call_s, slowdown) by the weighted least squares, the slowdown at least `least` (a matrix
+    product never beats the measured matmul roof: 1 for the matmul kinds; caches can serve a memory-bound op's bytes
+    faster than the copy bandwidth, so 0 for the others)."""
+    x1 = [float(r.calls) for r in rows]
+    x2 = [_roof(r, sms, shape) for r in rows]
+    y, w = [r.measured_s for r in rows], [1.0 / (r.step_s * r.step_s) for r in rows]
+    a, b = _nnls2(x1, x2, y, w)
+    if b < least:  # held at the floor, the fixed cost refitted to what is left
+        b = least
+        a = max(0.0, sum(wi * xi * (yi - b * zi) for wi, xi, yi, zi in zip(w, x1, y, x2, strict=True))
+                / max(sum(wi * xi * xi for wi, xi in zip(w, x1, strict=True)), 1e-300))
+    return KindFit(a, b if b > 0 else 1.0, len(rows))  # no roof signal (ops of ~no work): their time is their calls'
+
+
+def _key(row: Row) -> str:
+    return row.kind if row.cls == ANY else f"{row.kind}/{row.cls}"
+
+
+def _error(fits: dict[str, KindFit], rows: list[Row], sms: int, shape: Shape) -> float:
+    """Σ of the squared errors, each over its profile's step (what the fit minimises)."""
+    total = 0.0
+    for r in rows:
+        fit = fits[_key(r)]
+        total += ((r.calls * fit.per_call_s + fit.slowdown * _roof(r, sms, shape) - r.measured_s) / r.step_s) ** 2
+    return total
+
+
+FLOOR = 1.0
+GRID = {"k_half": K_HALVES, "even": EVEN, "odd": ODD}
+ROUNDS = 3
+
+
+def fit_shape(matmul: dict[str, list[Row]], sms: int) -> tuple[Shape, dict[str, KindFit]]:
+    """The shape parameters that fit these matmul rows best (the kinds refitted at each trial): each parameter in
+    turn over its grid, the others held, for ROUNDS rounds (coordinate descent: the full grid is 180 points)."""
+    rows = [r for rs in matmul.values() for r in rs]
+
+    def trial(shape: Shape) -> tuple[float, Shape, dict[str, KindFit]]:
+        fits = {k: fit_kind(rs, sms, shape, FLOOR) for k, rs in matmul.items()}
+        return _error(fits, rows, sms, shape), shape, fits
+
+    best = trial(Shape())
+    for _ in range(ROUNDS):
+        for name, values in GRID.items():
+            best = min((trial(replace(best[1], **{name: v})) for v in values), key=lambda t: t[0])
+    return best[1], best[2]
+
+
+def family(kind: str) -> str:
+    """Which shape parameters a kind's products take: convolutions' (implicit GEMMs, cuDNN's tiles) or the
+    matrix products' (cuBLAS's); the others have no product shape."""
+    return "conv" if kind.startswith("convolution") else "gemm"
+
+
+def fit_efficiency(rows: list[Row], sms: int) -> Efficiency:
+    """Learn one GPU's efficiency from its profiled op rows (module docstring): the shape parameters per family
+    with its matmul kinds, then every other kind with enough rows."""
+    by_key: dict[str, list[Row]] = defaultdict(list)
+    for r in rows:
+        by_key[_key(r)].append(r)
+    shapes: dict[str, Shape] = {}
+    kinds: dict[str, KindFit] = {}
+    for name in ("gemm", "conv"):
+        mine = {k: rs for k, rs in by_key.items() if "/" in k and family(k) == name}
+        if mine:
+            shapes[name], fits = fit_shape(mine, sms)
+            kinds.update(fits)
+    for k, rs in by_key.items():
+        if k not in kinds and len(rs) >= MIN_ROWS:
+            kinds[k] = fit_kind(rs, sms, Shape())
+    memory = [f for k, f in kinds.items() if "/" not in k]
+    pooled = KindFit(statistics.median(f.per_call_s for f in memory) if memory else 5e-6,
+                     statistics.median(f.slowdown for f in memory) if memory else 2.0, 0)
+    return Efficiency(sms, shapes, kinds, pooled, tuple(sorted({r.workload for r in rows})))
+
+
+def efficiency_to_dict(e: Efficiency) -> dict:
+    return {"sms": e.sms, "shapes": {k: v.__dict__ for k, v in e.shapes.items()},
+            "workloads": list(e.workloads), "pooled": e.pooled.to_dict(),
+            "kinds": {k: f.to_dict() for k, f in sorted(e.kinds.items())}}
+
+
+def efficiency_from_dict(d: dict) -> Efficiency:
+    return Efficiency(int(d["sms"]), {k: Shape(**v) for k, v in d["shapes"].items()},
+                      {k: KindFit(**f) for k, f in d["kinds"].items()},
+                      KindFit(**d["pooled"]), tuple(d.get("workloads", ())))

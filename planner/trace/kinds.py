@@ -1,0 +1,66 @@
+"""What kind of work an op is, and the time it would take at a GPU's roofs.
+
+The kind is the op's aten name, with the names that one GPU kernel family goes by on different paths folded
+together: cuDNN's and the native batch norm (a GPU picks one by dtype and layout), the attention kernels (cuDNN's,
+the memory-efficient and flash ones), and the in-place and out-of-place forms of one elementwise op. The per-op
+efficiency (planner/trace/efficiency.py) is learned per kind.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+FOLDED = {
+    "cudnn_batch_norm": "batch_norm", "native_batch_norm": "batch_norm", "_native_batch_norm_legit": "batch_norm",
+    "_native_batch_norm_legit_no_training": "batch_norm", "_batch_norm_impl_index": "batch_norm",
+    "cudnn_batch_norm_backward": "batch_norm_backward", "native_batch_norm_backward": "batch_norm_backward",
+    "_scaled_dot_product_cudnn_attention": "attention", "_scaled_dot_product_efficient_attention": "attention",
+    "_scaled_dot_product_flash_attention": "attention",
+    "_scaled_dot_product_cudnn_attention_backward": "attention_backward",
+    "_scaled_dot_product_efficient_attention_backward": "attention_backward",
+    "_scaled_dot_product_flash_attention_backward": "attention_backward",
+}
+# Kinds whose time is set by tensor-core math at their size: their efficiency is learned per kind and size.
+MATMUL_BASE = frozenset({"mm", "addmm", "bmm", "baddbmm", "convolution", "convolution_backward", "attention",
+                         "attention_backward", "_cudnn_rnn", "_cudnn_rnn_backward"})
+# The attention variants with kernels of their own (TracedOp.variant; planner/trace/training.py kind_and_class)
+VARIANT_SUFFIX = {"masked": "_masked", "causal": "_causal"}
+VARIANTS = tuple(VARIANT_SUFFIX.values())
+MATMUL_KINDS = frozenset({*MATMUL_BASE, *(k + v for k in MATMUL_BASE for v in VARIANTS)})
+
+
+def base_kind(kind: str) -> str:
+    """The kind without its variant: what the profile's one row per op name covers."""
+    for v in VARIANTS:
+        kind = kind.removesuffix(v)
+    return kind
+
+
+def op_kind(name: str) -> str:
+    """'aten::cudnn_batch_norm' → 'batch_norm'; 'aten::relu_' → 'relu'; 'aten::mm' → 'mm'."""
+    base = name.split("::")[-1]
+    base = FOLDED.get(base, base)
+    if base.endswith("_") and not base.startswith("_") and not base.endswith("__"):
+        base = base[:-1]
+    return base
+
+
+@dataclass(frozen=True)
+class Roofs:
+    """A GPU's measured roofs: dense matmul FLOP/s per dtype, copy bandwidth (bytes read + written per second)."""
+
+    flops_per_s: dict[str, float]
+    bytes_per_s: float
+
+    def math_s(self, flops: float | None, dtype: str | None, precision: str) -> float:
+        """FLOPs at the matmul roof of the op's dtype (fp32 at TF32's under a tf32 run); 0 where no FLOPs."""
+        if not flops or not dtype:
+            return 0.0
+        if dtype == "fp32" and precision == "tf32":
+            dtype = "tf32"
+        peak = self.flops_per_s.get(dtype) or self.flops_per_s.get("fp32")
+        return flops / peak if peak else 0.0
+
+    def roof_s(self, flops: float | None, moved: float, dtype: str | None, precision: str) -> float:
+        """The roofline's time for one call: the larger of its math and memory times."""
+        return max(self.math_s(flops, dtype, precision), moved / self.bytes_per_s)

@@ -1,0 +1,217 @@
+"""Everything a trace-only plan learns from one measured reference GPU (results/h100-80gb, results/h200): the per-op
+efficiency (efficiency.py, from the roofline profiles), the host's cost per aten call, how the GPU's and the host's
+times join, fp32's matmul speed (no profile runs fp32), torch.compile's effect and the memory the allocator adds and
+leaves usable. Each from the reference workloads' committed measurements; `leave_out` learns as if one workload had
+not been measured (benchmarks/trace_leave_one_out.py), which is how the bands are calibrated (planner/trace/loo.py).
+
+- host: a least squares of the measured issue time (`host_issue_s`) on the trace's calls per phase and its module
+  calls, over the training steps the host set (GPU busy under HOST_SET of the issue time: a GPU-bound step's issue
+  time is the launch queue waiting for the GPU, not the host's cost); an inference step's calls cost the dispatch
+  benchmark's measured issue time of one op (ceilings.json), which no reference training step can teach;
+- sharpness (how the GPU's and the host's times join, predict.py), fp32_scale: a grid, each minimising the squared
+  log error of the predicted plain steps (every plain point; fp32's points for its scale);
+- compile: a compiled step is its eager prediction with the ops of the matmul kinds kept, the others × `fused`
+  (fusion removes their memory traffic) and the host × `host` (a graph issues fewer calls), both from a grid over
+  the measured compiled/eager pairs;
+- memory: the allocator's own bytes (`offset`: cuBLAS's workspace, the context's allocations) = median of measured
+  peak − traced peak; the room fragmentation takes (`fragmentation`, in largest blocks: a grid) and the usable share
+  of the card (`usable`: the traced peak, offset and that room at the measured boundary over the card's memory,
+  median over the workloads and precisions whose boundary was found) minimising the boundaries' squared log error.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import statistics
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from gpuplan_schema.payloads import TracePayload, TraceRun, WorkloadPayload, WorkloadPoint
+from gpuplan_schema.results import MachineResults
+from planner.model.split import machine_rooflines
+from planner.specs import match_gpu
+from planner.trace.efficiency import Efficiency, fit_efficiency
+from planner.trace.kinds import Roofs
+from planner.trace.memory import MemoryLine, memory_line
+from planner.trace.predict import PHASES, HostModel, StepTime, combine, phase_calls, predict_step
+from planner.trace.training import build_rows, roofs_of
+
+PLAIN = ("default", "no_cudnn_benchmark")
+HOST_SET = 0.7
+SHARPNESS = (1.5, 2.0, 2.5, 3.0, 4.0, 6.0, 8.0, 12.0)
+FP32_SCALES = tuple(0.1 + i / 20 for i in range(39))
+FUSED = tuple(i / 20 for i in range(4, 21))
+COMPILED_HOST = (0.25, 0.5, 0.75, 1.0, 1.25)
+FRAGMENTATION = (0.0, 0.5, 1.0, 1.5, 2.0)
+
+
+@dataclass(frozen=True)
+class CompileModel:
+    fused: float = 1.0
+    host: float = 1.0
+
+    def step_s(self, eager: StepTime, sharpness: float) -> float:
+        gpu = eager.matmul_s + self.fused * (eager.gpu_s - eager.matmul_s)
+        return combine(gpu, eager.host_s * self.host, sharpness)
+
+
+@dataclass(frozen=True)
+class MemoryModel:
+    offset_bytes: float
+    usable: float             # of the card's memory, at the default allocator's boundary
+    fragmentation: float = 0.0  # the room kept free for the largest block, in largest blocks (memory.py)
+
+    def max_batch(self, line: MemoryLine, card_bytes: float) -> int:
+        return line.max_batch(card_bytes, self.usable, self.offset_bytes, self.fragmentation)
+
+
+@dataclass(frozen=True)
+class GpuModel:
+    machine: str
+    gpu: str
+    roofs: Roofs
+    efficiency: Efficiency
+    host: HostModel
+    fp32_scale: float
+    compile: CompileModel
+    memory: MemoryModel
+
+    def step(self, run: TraceRun, host: HostModel | None = None) -> StepTime:
+        return predict_step(run, self.efficiency, self.roofs, host or self.host, self.fp32_scale)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A measured point of a reference workload beside its traced run."""
+
+    workload: WorkloadPayload
+    point: WorkloadPoint
+    run: TraceRun
+
+
+def measured_points(machine: MachineResults, traces: dict[str, TracePayload], leave_out: str | None = None,
+                    variants: tuple[str, ...] = PLAIN) -> list[Measured]:
+    out = []
+    for w in machine.workloads:
+        if w.workload == leave_out or w.workload not in traces:
+            continue
+        for p in w.points:
+            run = traces[w.workload].run(p.precision, p.batch)
+            if p.variant in variants and p.status == "ok" and p.step_s and p.seq_len is None and p.sweep != "probe" \
+                    and run is not None and run.status == "ok":
+                out.append(Measured(w, p, run))
+    return out
+
+
+def fit_host(points: list[Measured]) -> HostModel:
+    """Non-negative least squares of the issue time, relative, on the calls per phase and a constant."""
+    rows = [m for m in points if m.point.host_issue_s and m.point.gpu_busy_s is not None and m.workload.training
+            and m.point.gpu_busy_s < HOST_SET * m.point.host_issue_s.median]
+    if len(rows) < 4:
+        return HostModel({p: 2e-5 for p in PHASES}, 0.0)
+    calls = [phase_calls(m.run) for m in rows]
+    x = np.array([[c.get(p, 0) for p in PHASES] + [1.0] for c in calls], dtype=float)
+    y = np.array([m.point.host_issue_s.median for m in rows])  # type: ignore[union-attr]
+    keep = list(range(x.shape[1]))
+    while True:
+        coef, *_ = np.linalg.lstsq(x[:, keep] / y[:, None], np.ones(len(y)), rcond=None)
+        if (coef >= 0).all() or len(keep) == 1:
+            break
+        keep.pop(int(np.argmin(coef)))
+    full = dict.fromkeys(range(x.shape[1]), 0.0) | {k: max(0.0, float(c)) for k, c in zip(keep, coef, strict=True)}
+    return HostModel({p: full[i] for i, p in enumerate(PHASES)}, full[len(PHASES)])
+
+
+def _log_error(pred: float, measured: float) -> float:
+    return math.log(pred / measured) ** 2 if pred > 0 and measured > 0 else 0.0
+
+
+def fit_sharpness(points: list[Measured], steps: list[StepTime]) -> float:
+    def error(sharpness: float) -> float:
+        return sum(_log_error(combine(s.gpu_s, s.host_s, sharpness), m.point.step_s.median)  # type: ignore
+                   for m, s in zip(points, steps, strict=True))
+    return min(SHARPNESS, key=error)
+
+
+def fit_fp32(points: list[Measured], efficiency: Efficiency, roofs: Roofs, host: HostModel) -> float:
+    fp32 = [m for m in points if m.point.precision == "fp32"]
+    if not fp32:
+        return 1.0
+    return min(FP32_SCALES, key=lambda s: sum(
+        _log_error(predict_step(m.run, efficiency, roofs, host, s).step_s, m.point.step_s.median)  # type: ignore
+        for m in fp32))
+
+
+def compile_pairs(machine: MachineResults, traces: dict[str, TracePayload], leave_out: str | None
+                  ) -> list[tuple[Measured, float]]:
+    """(the eager point beside its compiled twin, the compiled step) for every compiled point measured."""
+    eager = {(m.workload.workload, m.point.precision, m.point.batch): m
+             for m in measured_points(machine, traces, leave_out)}
+    out = []
+    for c in measured_points(machine, traces, leave_out, ("compile",)):
+        twin = eager.get((c.workload.workload, c.point.precision, c.point.batch))
+        if twin:
+            out.append((twin, c.point.step_s.median))  # type: ignore[union-attr]
+    return out
+
+
+def fit_compile(pairs: list[tuple[Measured, float]], model: GpuModel) -> CompileModel:
+    if not pairs:
+        return CompileModel()
+    eager = [model.step(m.run) for m, _ in pairs]
+
+    def error(c: CompileModel) -> float:
+        return sum(_log_error(c.step_s(e, model.host.sharpness), t) for e, (_, t) in zip(eager, pairs, strict=True))
+    return min((CompileModel(f, h) for f, h in itertools.product(FUSED, COMPILED_HOST)), key=error)
+
+
+def _boundaries(machine: MachineResults, traces: dict[str, TracePayload], leave_out: str | None
+                ) -> list[tuple[MemoryLine, int]]:
+    """(the traced memory line, the measured largest batch) of every boundary found with the default allocator."""
+    out = []
+    for w in machine.workloads:
+        if w.workload == leave_out or w.workload not in traces:
+            continue
+        for b in w.default_boundaries:
+            line = memory_line(traces[w.workload], b.precision)
+            if b.status == "ok" and b.max_batch and not b.capped and line:
+                out.append((line, b.max_batch))
+    return out
+
+
+def fit_memory(machine: MachineResults, traces: dict[str, TracePayload], leave_out: str | None,
+               card_bytes: int) -> MemoryModel:
+    offsets = [m.point.memory.peak_allocated_bytes - m.run.memory.peak_bytes
+               for m in measured_points(machine, traces, leave_out)
+               if m.point.memory and m.point.memory.peak_allocated_bytes and m.run.memory]
+    offset = statistics.median(offsets) if offsets else 0.0
+    found = _boundaries(machine, traces, leave_out)
+    if not found:
+        return MemoryModel(offset, 0.9)
+
+    def at(fragmentation: float) -> tuple[float, MemoryModel]:
+        usable = statistics.median((line.needed(b) + offset + (0 if line.replayed else fragmentation)
+                                    * line.largest_per_sample * b) / card_bytes for line, b in found)
+        model = MemoryModel(offset, usable, fragmentation)
+        return sum(math.log(max(1, model.max_batch(line, card_bytes)) / b) ** 2 for line, b in found), model
+    return min((at(f) for f in FRAGMENTATION), key=lambda t: t[0])[1]
+
+
+def learn_gpu(machine: MachineResults, traces: dict[str, TracePayload], leave_out: str | None = None) -> GpuModel:
+    """The model of one reference GPU, learned from its measurements (as if `leave_out` had not been measured)."""
+    spec = match_gpu(machine.gpu_name or "")
+    if spec is None or machine.ceilings is None:
+        raise ValueError(f"{machine.folder}: not a reference GPU machine (no catalog GPU or no ceilings)")
+    roofs = roofs_of(machine.ceilings)
+    efficiency = fit_efficiency(build_rows(machine_rooflines(machine), traces, roofs, leave_out), spec.sm_count or 1)
+    points = measured_points(machine, traces, leave_out)
+    dispatch = machine.ceilings.dispatch
+    host = replace(fit_host(points), op_issue_s=dispatch.op_issue_s.median if dispatch else 1e-5)
+    fp32 = fit_fp32(points, efficiency, roofs, host)
+    steps = [predict_step(m.run, efficiency, roofs, host, fp32) for m in points]
+    host = replace(host, sharpness=fit_sharpness(points, steps))
+    model = GpuModel(machine.machine, spec.name, roofs, efficiency, host, fp32, CompileModel(),
+                     fit_memory(machine, traces, leave_out, spec.memory_bytes))
+    return GpuModel(**{**model.__dict__, "compile": fit_compile(compile_pairs(machine, traces, leave_out), model)})

@@ -1,0 +1,69 @@
+"""A traced workload's memory against batch, and its largest batch on a GPU.
+
+A step's memory on the meta device is exact up to what the allocator adds (planner/trace/learn.py MemoryModel:
+cuBLAS's workspace, the context's own allocations), and grows linearly with the batch (weights, gradients and
+optimizer state fixed; activations per sample), so the traced runs of a precision give its line exactly:
+
+    peak(batch) = fixed + per_sample × batch          (least squares over the precision's traced batches)
+
+The largest batch on a GPU of `card_bytes` is where the line, plus the allocator's offset and room for its largest
+block (fragmentation), reaches the share of the card the reference workloads' measured boundaries reached.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuplan_schema.payloads import TracePayload
+from planner.model.memory import least_squares
+
+
+@dataclass(frozen=True)
+class MemoryLine:
+    fixed_bytes: float
+    per_sample_bytes: float
+    batches: int
+    largest_fixed: float = 0.0       # the largest single block, against batch too
+    largest_per_sample: float = 0.0
+    reserved_fixed: float = 0.0      # what the caching allocator reserves (collectors/trace/allocator.py), against
+    reserved_per_sample: float = 0.0  # batch; 0: a trace made before it was replayed
+
+    @property
+    def replayed(self) -> bool:
+        return self.reserved_per_sample > 0
+
+    def peak(self, batch: int) -> float:
+        return self.fixed_bytes + self.per_sample_bytes * batch
+
+    def largest(self, batch: int) -> float:
+        return self.largest_fixed + self.largest_per_sample * batch
+
+    def max_batch(self, card_bytes: float, usable: float, offset_bytes: float, fragmentation: float = 0.0) -> int:
+        """The largest batch whose peak, the allocator's offset and `fragmentation` times its largest block's
+        per-sample part fit `usable` of the card: a caching allocator fails when no free segment holds the next
+        large block, however much is free in all (gpt-small's logits, nanoGPT's: the measured boundaries fall short
+        by about one of them). A block that does not grow with the batch (an embedding table) is allocated once,
+        before the step's, and takes no such room."""
+        if self.replayed:  # the allocator's segments replayed: its holes counted, no room to guess
+            room, slope = usable * card_bytes - offset_bytes - self.reserved_fixed, self.reserved_per_sample
+        else:
+            room = usable * card_bytes - offset_bytes - self.fixed_bytes
+            slope = self.per_sample_bytes + fragmentation * self.largest_per_sample
+        return max(0, int(room / slope)) if slope > 0 else 0
+
+    def needed(self, batch: int) -> float:
+        """The bytes the allocator needs at `batch`: its replayed reservation, else the live peak."""
+        return self.reserved_fixed + self.reserved_per_sample * batch if self.replayed else self.peak(batch)
+
+
+def memory_line(trace: TracePayload, precision: str) -> MemoryLine | None:
+    """The precision's line through its traced peaks (and largest blocks); None with fewer than two batches."""
+    runs = {r.batch: r.memory for r in trace.ok_runs(precision) if r.memory}
+    if len(runs) < 2:
+        return None
+    fixed, per_sample = least_squares(list(runs), [float(m.peak_bytes) for m in runs.values()])
+    big_fixed, big_slope = least_squares(list(runs), [float(m.largest_bytes) for m in runs.values()])
+    held = (0.0, 0.0)
+    if all(m.reserved_bytes for m in runs.values()):
+        held = least_squares(list(runs), [float(m.reserved_bytes) for m in runs.values()])
+    return MemoryLine(fixed, per_sample, len(runs), big_fixed, big_slope, *held) if per_sample > 0 else None

@@ -1,0 +1,110 @@
+"""A traced step's time on a GPU whose per-op efficiency and host were learned (planner/trace/learn.py).
+
+    gpu busy  = Σ over the step's ops of their predicted time (efficiency.py: per kind, calls × fixed cost +
+                slowdown × roof); fp32 matmuls (no profile runs them: the profiles are bf16 and TF32) × fp32_scale
+    host      = Σ over the phases (forward, backward, optimizer) of the step's aten calls × the host's seconds per
+                call in that phase, + its nn.Module calls × seconds per module call, + a fixed cost per step
+    step      = (gpu busy^p + host^p)^(1/p)            p = `sharpness`, learned
+
+A host issues kernels while the GPU runs earlier ones, so the step is about the slower of the two pipelines; where
+the two are close, neither hides the other entirely (the first kernels wait for the host, the last host work for
+the GPU). A p-norm is both: the larger of the two when they are far apart, 2^(1/p) times it when they are equal.
+A forward call costs the host most (the model's Python, autocast's casts), a backward one least (autograd's C++
+engine issues it).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from gpuplan_schema.payloads import TraceRun
+from planner.trace.efficiency import Efficiency
+from planner.trace.kinds import Roofs
+from planner.trace.training import traced_kinds
+
+PHASES = ("forward", "backward", "optimizer", "modules")
+
+
+@dataclass(frozen=True)
+class HostModel:
+    per_call_s: dict[str, float]   # phase → host seconds per aten call (a training step's)
+    fixed_s: float                 # per step
+    sharpness: float = 4.0         # p of the p-norm that joins the GPU's and the host's time into the step
+    op_issue_s: float = 0.0        # the dispatch benchmark's seconds to issue one op without autograd (measured)
+
+    def issue_s(self, calls: dict[str, int], training: bool = True) -> float:
+        """A training step's issue time (learned per phase); an inference step's (under no_grad: no autograd node to
+        record, no backward) its aten and module calls at the measured cost of issuing one op, which no reference
+        training step can teach."""
+        if not training:
+            return self.fixed_s + self.op_issue_s * sum(calls.values())
+        return self.fixed_s + sum(self.per_call_s.get(p, 0.0) * n for p, n in calls.items())
+
+    def to_dict(self) -> dict:
+        return {"per_call_s": self.per_call_s, "fixed_s": self.fixed_s, "sharpness": self.sharpness,
+                "op_issue_s": self.op_issue_s}
+
+
+@dataclass(frozen=True)
+class OpTime:
+    kind: str
+    cls: str
+    calls: int
+    seconds: float
+    learned: bool
+    math_s: float          # Σ math time at the roof (no efficiency)
+    memory_s: float        # Σ memory time at the roof
+
+    @property
+    def op_class(self) -> str:
+        """The roofline's class of the op at the measured roofs: math-bound where its math time is the larger."""
+        return "math-bound" if self.math_s >= self.memory_s and self.math_s > 0 else "memory-bound"
+
+
+@dataclass(frozen=True)
+class StepTime:
+    gpu_s: float
+    host_s: float
+    step_s: float
+    ops: list[OpTime]
+
+    @property
+    def unknown_share(self) -> float:
+        """The share of the GPU's predicted time in kinds no profile showed (timed with pooled figures)."""
+        return sum(o.seconds for o in self.ops if not o.learned) / self.gpu_s if self.gpu_s else 0.0
+
+    @property
+    def matmul_s(self) -> float:
+        return sum(o.seconds for o in self.ops if o.cls != "any")
+
+
+def phase_calls(run: TraceRun) -> dict[str, int]:
+    """The step's aten calls per phase, and its nn.Module calls ("modules": each is Python the host runs)."""
+    out: dict[str, int] = defaultdict(int)
+    for op in run.ops:
+        out[op.phase] += op.calls
+    out["modules"] = run.module_calls
+    return dict(out)
+
+
+def op_times(run: TraceRun, efficiency: Efficiency, roofs: Roofs, fp32_scale: float = 1.0) -> list[OpTime]:
+    out = []
+    for (kind, cls), groups in traced_kinds(run, roofs).items():
+        seconds, learned = efficiency.time_s(kind, cls, groups, fp32_scale)
+        out.append(OpTime(kind, cls, sum(g.calls for g in groups), seconds, learned,
+                          sum(g.calls * g.math_s for g in groups), sum(g.calls * g.memory_s for g in groups)))
+    return sorted(out, key=lambda o: o.seconds, reverse=True)
+
+
+def combine(gpu_s: float, host_s: float, sharpness: float) -> float:
+    big = max(gpu_s, host_s)
+    return big * (1 + (min(gpu_s, host_s) / big) ** sharpness) ** (1 / sharpness) if big > 0 else 0.0
+
+
+def predict_step(run: TraceRun, efficiency: Efficiency, roofs: Roofs, host: HostModel,
+                 fp32_scale: float = 1.0) -> StepTime:
+    ops = op_times(run, efficiency, roofs, fp32_scale)
+    gpu = sum(o.seconds for o in ops)
+    issue = host.issue_s(phase_calls(run), training=any(op.phase == "backward" for op in run.ops))
+    return StepTime(gpu, issue, combine(gpu, issue, host.sharpness), ops)

@@ -1,0 +1,84 @@
+"""The rows the per-op efficiency is learned from: each op of each profiled step of a reference workload, its calls by
+shape from the same step traced on the meta device, its time from the GPU's profile.
+
+The trace and the profile count the same calls (the trace records what the GPU's profile recorded: the same aten
+ops, FLOPs and bytes; tests/test_trace.py checks gpt-small op by op), so a profile's row for `aten::mm` is matched
+with the trace's mm calls of that step, shape by shape. A kind the trace launches kernels for but the profile does
+not list took no measurable time there: a row of zero.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+from gpuplan_schema.payloads import CeilingsPayload, RooflinePayload, TracedOp, TracePayload, TraceRun
+from planner.trace.efficiency import ANY, Group, Row, math_class
+from planner.trace.gemm import gemm_of
+from planner.trace.kinds import MATMUL_KINDS, VARIANT_SUFFIX, Roofs, base_kind, op_kind
+
+
+def roofs_of(ceilings: CeilingsPayload) -> Roofs:
+    flops = {m.dtype: m.flops_per_s.median for m in ceilings.matmul if m.flops_per_s}
+    copy = next((b.bytes_per_s.median for b in ceilings.memory if b.name == "copy" and b.bytes_per_s), 0.0)
+    return Roofs(flops, copy)
+
+
+def group_of(op: TracedOp, roofs: Roofs, precision: str) -> Group:
+    """One traced op row as a Group: its calls' per-call math and memory seconds on these roofs."""
+    calls = max(op.calls, 1)
+    flops = op.flops / calls if op.flops is not None else None
+    kind = op_kind(op.name)
+    memory_s = op.bytes / calls / roofs.bytes_per_s
+    # cuDNN runs a channels-first convolution (1-D ones too, as 2-D of height 1) through NHWC transposes
+    nchw = kind.startswith("convolution") and op.variant != "channels_last" and bool(op.shapes) \
+        and len(op.shapes[0]) in (3, 4, 5)
+    return Group(op.calls, roofs.math_s(flops, op.dtype, precision), memory_s, gemm_of(kind, op.shapes, flops),
+                 2 * memory_s if nchw else 0.0)
+
+
+def kind_and_class(op: TracedOp, precision: str) -> tuple[str, str]:
+    """The op's kind (with its variant where the kind has kernels of its own for it: a masked or causal attention)
+    and, for a matmul kind, its math class ("any" for the others: their
+    efficiency is learned across dtypes, as the profile lists each op once whatever dtypes its calls had)."""
+    kind = op_kind(op.name)
+    suffix = VARIANT_SUFFIX.get(op.variant or "")
+    if suffix and kind.startswith("attention"):
+        kind += suffix   # a convolution's layout is in its Group (the NCHW transposes), a batch norm's learned alike
+    return kind, math_class(op.dtype, precision) if kind in MATMUL_KINDS else ANY
+
+
+def traced_kinds(run: TraceRun, roofs: Roofs) -> dict[tuple[str, str], list[Group]]:
+    """The run's launching ops by (kind, class), each a list of Groups."""
+    out: dict[tuple[str, str], list[Group]] = defaultdict(list)
+    for op in run.ops:
+        if op.launches:
+            out[kind_and_class(op, run.precision)].append(group_of(op, roofs, run.precision))
+    return out
+
+
+def profile_rows(profile: RooflinePayload, trace: TracePayload, roofs: Roofs) -> Iterable[Row]:
+    """The rows of every profiled batch of `profile` that `trace` traced."""
+    for at in profile.profiled():
+        run = trace.run(profile.precision, at.batch)
+        if at.status != "ok" or at.step_s is None or run is None or run.status != "ok":
+            continue
+        measured: dict[str, float] = defaultdict(float)
+        for op in at.ops:
+            measured[op_kind(op.name)] += op.time_s.median
+        traced = traced_kinds(run, roofs)
+        for (kind, cls), groups in traced.items():
+            base = base_kind(kind)
+            if sum(base_kind(k[0]) == base for k in traced) > 1:
+                continue  # one profile row for calls of two classes: which took what is not known
+            yield Row(kind, cls, tuple(groups), measured.get(base, 0.0), at.step_s.median, profile.workload)
+
+
+def build_rows(profiles: Iterable[RooflinePayload], traces: dict[str, TracePayload], roofs: Roofs,
+               leave_out: str | None = None) -> list[Row]:
+    """Every row of the GPU profiles of the traced reference workloads, `leave_out`'s left out."""
+    rows = []
+    for p in profiles:
+        if p.device == "cuda" and p.workload in traces and p.workload != leave_out:
+            rows.extend(profile_rows(p, traces[p.workload], roofs))
+    return rows
