@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,30 @@ def read_json_object(path: Path, keys: tuple[str, ...]) -> dict[str, Any]:
     if not isinstance(raw, dict) or set(raw) != set(keys):
         raise CatalogError(path, "", f"must be an object with exactly the keys {', '.join(keys)}")
     return raw
+
+
+def read_tables(path: Path, schema_version: int, kind: str,
+                read_table: Callable[[Path, str, dict[str, Any]], Any]) -> list[Any]:
+    """The tables of a published-figures file ({schema_version, kind, tables}): the header checked, each entry read
+    by `read_table(path, where, entry)`, each table's `id` unique (CatalogError naming the field otherwise)."""
+    raw = read_json_object(path, ("schema_version", "kind", "tables"))
+    if raw["schema_version"] != schema_version:
+        raise CatalogError(path, "schema_version", f"must be {schema_version}, not {raw['schema_version']!r}")
+    if raw["kind"] != kind:
+        raise CatalogError(path, "kind", f"must be {kind!r}, not {raw['kind']!r}")
+    entries = raw["tables"]
+    if not isinstance(entries, list) or not entries:
+        raise CatalogError(path, "tables", "must be a non-empty list")
+    tables, ids = [], set()
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise CatalogError(path, f"tables[{i}]", "must be an object")
+        table = read_table(path, f"tables[{i}]", entry)
+        if table.id in ids:
+            raise CatalogError(path, f"tables[{i}].id", f"{table.id!r} names an earlier table too")
+        ids.add(table.id)
+        tables.append(table)
+    return tables
 
 
 def load_entries(path: Path, key: str) -> list[dict[str, Any]]:

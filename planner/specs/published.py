@@ -16,7 +16,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from planner.specs.catalog_checks import CatalogError, EntryReader, read_json_object
+from planner.specs.catalog_checks import EntryReader, read_tables
 from planner.specs.gpus import SPECS_DIR, load_gpu_catalog, match_gpu
 
 PUBLISHED_FILE = SPECS_DIR / "published_throughput.json"
@@ -137,26 +137,9 @@ def _read_table(path: Path, where: str, entry: dict[str, Any], catalog_names: se
 
 def read_published(path: Path | str) -> list[PublishedTable]:
     """Every table of a published-throughput file, checked field by field (CatalogError, a ValueError)."""
-    path = Path(path)
-    raw = read_json_object(path, ("schema_version", "kind", "tables"))
-    if raw["schema_version"] != SCHEMA_VERSION:
-        raise CatalogError(path, "schema_version", f"must be {SCHEMA_VERSION}, not {raw['schema_version']!r}")
-    if raw["kind"] != KIND:
-        raise CatalogError(path, "kind", f"must be {KIND!r}, not {raw['kind']!r}")
-    entries = raw["tables"]
-    if not isinstance(entries, list) or not entries:
-        raise CatalogError(path, "tables", "must be a non-empty list")
     catalog_names = {spec.name for spec in load_gpu_catalog()}
-    tables, ids = [], set()
-    for i, entry in enumerate(entries):
-        if not isinstance(entry, dict):
-            raise CatalogError(path, f"tables[{i}]", "must be an object")
-        table = _read_table(path, f"tables[{i}]", entry, catalog_names)
-        if table.id in ids:
-            raise CatalogError(path, f"tables[{i}].id", f"{table.id!r} names an earlier table too")
-        ids.add(table.id)
-        tables.append(table)
-    return tables
+    return read_tables(Path(path), SCHEMA_VERSION, KIND,
+                       lambda path, where, entry: _read_table(path, where, entry, catalog_names))
 
 
 def load_published(path: Path | str | None = None) -> list[PublishedTable]:

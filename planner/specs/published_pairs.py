@@ -16,7 +16,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from planner.specs.catalog_checks import CatalogError, EntryReader, read_json_object
+from planner.specs.catalog_checks import EntryReader, read_tables
 from planner.specs.gpus import SPECS_DIR, load_gpu_catalog
 
 PAIRS_FILE = SPECS_DIR / "published_pairs.json"
@@ -105,24 +105,9 @@ def _read_table(path: Path, where: str, entry: dict[str, Any], names: set[str]) 
 
 def read_pairs(path: Path | str) -> list[PairTable]:
     """Every table of a published-pairs file, checked field by field (CatalogError, a ValueError)."""
-    path = Path(path)
-    raw = read_json_object(path, ("schema_version", "kind", "tables"))
-    if raw["schema_version"] != SCHEMA_VERSION:
-        raise CatalogError(path, "schema_version", f"must be {SCHEMA_VERSION}, not {raw['schema_version']!r}")
-    if raw["kind"] != KIND:
-        raise CatalogError(path, "kind", f"must be {KIND!r}, not {raw['kind']!r}")
-    if not isinstance(raw["tables"], list) or not raw["tables"]:
-        raise CatalogError(path, "tables", "must be a non-empty list")
     names = {spec.name for spec in load_gpu_catalog()}
-    tables: list[PairTable] = []
-    for i, entry in enumerate(raw["tables"]):
-        if not isinstance(entry, dict):
-            raise CatalogError(path, f"tables[{i}]", "must be an object")
-        table = _read_table(path, f"tables[{i}]", entry, names)
-        if any(t.id == table.id for t in tables):
-            raise CatalogError(path, f"tables[{i}].id", f"{table.id!r} names an earlier table too")
-        tables.append(table)
-    return tables
+    return read_tables(Path(path), SCHEMA_VERSION, KIND,
+                       lambda path, where, entry: _read_table(path, where, entry, names))
 
 
 def load_pairs(path: Path | str | None = None) -> list[PairTable]:
