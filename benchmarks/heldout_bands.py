@@ -37,21 +37,9 @@ from gpuplan_schema.results import MachineResults, load_machine, load_results_ro
 from planner.check.accuracy import build_accuracy, comparable, iter_accuracy_tables
 from planner.check.bands import BandTable, Residual, band_table_for
 from planner.check.coverage import TARGET_COVERAGE, Check, check_bands, regime_group
-from planner.check.harness_bands import ratio_inside
+from planner.check.harness_bands import HarnessCoverage, ratio_inside
 from planner.check.pairs import PairRatio, build_pair_check
 from planner.model.split import COMPILED
-
-
-@dataclass(frozen=True)
-class Group:
-    name: str
-    n: int
-    inside: int
-    median_half_width: float
-
-    @property
-    def coverage(self) -> float:
-        return self.inside / self.n if self.n else 0.0
 
 
 def kind(check: Check) -> str:
@@ -112,11 +100,12 @@ def report_published(judged: list[RatioCheck]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def group(checks: Iterable[Check], key) -> list[Group]:  # noqa: ANN001 - a function of a Check
+def group(checks: Iterable[Check], key) -> list[HarnessCoverage]:  # noqa: ANN001 - a function of a Check
+    """The checks' coverage per group `key` names (HarnessCoverage: its `harness` is the group's name)."""
     by: dict[str, list[Check]] = {}
     for c in checks:
         by.setdefault(key(c), []).append(c)
-    return [Group(name, len(cs), sum(c.inside for c in cs), statistics.median(c.half_width for c in cs))
+    return [HarnessCoverage.of(name, [c.inside for c in cs], [c.half_width for c in cs])
             for name, cs in sorted(by.items())]
 
 
@@ -128,7 +117,7 @@ def report(checks: list[Check], title: str) -> str:
              f"goal {TARGET_COVERAGE:.0%}), median half-width ±{statistics.median(c.half_width for c in checks):.1%}",
              "", "| group | n | inside | coverage | median half-width |", "|---|---|---|---|---|"]
     for g in group(checks, kind) + group(checks, lambda c: f"workload: {c.residual.group}"):
-        lines.append(f"| {g.name} | {g.n} | {g.inside} | {g.coverage:.1%} | ±{g.median_half_width:.1%} |")
+        lines.append(f"| {g.harness} | {g.n} | {g.inside} | {g.coverage:.1%} | ±{g.median_half_width:.1%} |")
     misses = [c for c in checks if not c.inside]
     if misses:
         lines += ["", "Outside their band (error = predicted / measured − 1):"]
