@@ -6,9 +6,19 @@ committed results themselves (the docs generated from them, the plausibility of 
 RESULTS and say so in their names (`test_committed_results_*`).
 """
 
+import json
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "results"                         # the committed real collections: only test_committed_results_*
 FROZEN = REPO / "tests" / "fixtures" / "frozen"     # a frozen copy of results/ (real documents, never edited)
 FIXTURES = REPO / "tests" / "fixtures" / "results"  # small real collections kept for tests
+
+
+def copy_machine(src: Path, dst: Path, machine: str) -> None:
+    """A machine folder's documents copied to `dst` under another machine id (a root of several machines)."""
+    dst.mkdir(parents=True)
+    for path in src.glob("*.json"):
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc["machine"] = machine
+        (dst / path.name).write_text(json.dumps(doc), encoding="utf-8")

@@ -8,19 +8,11 @@ import re
 from pathlib import Path
 
 import pytest
-from paths import FROZEN
+from paths import FROZEN, copy_machine
 
 import planner.site.cache as site_cache
 from planner.site.build import STAMP_RE, make_site
 from planner.site.cache import CACHE_DIR, code_files
-
-
-def copy_machine(src: Path, dst: Path, machine: str) -> None:
-    dst.mkdir(parents=True)
-    for path in src.glob("*.json"):
-        doc = json.loads(path.read_text(encoding="utf-8"))
-        doc["machine"] = machine
-        (dst / path.name).write_text(json.dumps(doc), encoding="utf-8")
 
 
 def scaled(value: object, factor: float) -> object:

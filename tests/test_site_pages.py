@@ -10,7 +10,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from paths import FIXTURES, FROZEN
+from paths import FIXTURES, FROZEN, copy_machine
 
 import planner.site.machines as site_machines
 from gpuplan_schema.results import load_machine
@@ -137,14 +137,6 @@ def test_accuracy_page_with_rows_has_the_table_and_the_chart(tmp_path):
     html = (out / ACCURACY_NAME).read_text(encoding="utf-8")
     assert "No accuracy data yet" not in html and 'data-chart="chart-accuracy"' in html
     assert "+10.0%" in html and html.count("<tr>") >= 4  # resnet50: 5121 / 4655 − 1
-
-
-def copy_machine(src: Path, dst: Path, machine: str) -> None:
-    dst.mkdir(parents=True)
-    for path in src.glob("*.json"):
-        doc = json.loads(path.read_text(encoding="utf-8"))
-        doc["machine"] = machine
-        (dst / path.name).write_text(json.dumps(doc), encoding="utf-8")
 
 
 def test_a_machine_gone_from_the_root_loses_its_pages_and_other_files_stay(tmp_path):
