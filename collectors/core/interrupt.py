@@ -13,8 +13,8 @@ not wait for it. The first SIGINT (or the budget's end, `stop_at`):
 
 A second SIGINT ends the process at once (os._exit(130)), and so does a watchdog thread DEADLINE_S after the
 first: it hears the signal through a wakeup file descriptor, written by the C-level handler, so a main thread
-stuck in native code (where no Python handler can run) is ended too. Every document saved before is kept
-(saves are atomic: gpuplan_schema/schema.py).
+stuck in native code (where no Python handler can run) is ended too; the budget's timer thread does the same
+DEADLINE_S after the budget's end. Every document saved before is kept (saves are atomic: gpuplan_schema/schema.py).
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ class StopRequest:
         self.requested = ""
         self.stream = stream or sys.stderr
         self.deadline_s = deadline_s
-        self._previous: dict[int, object] = {}
+        self._previous_sigint: object = None
         self._protected = 0
         self._pending = False
         self._active = False
@@ -72,7 +72,7 @@ class StopRequest:
         if threading.current_thread() is not threading.main_thread():  # signal handlers live in the main thread
             return self
         self._active = True
-        self._previous[signal.SIGINT] = signal.signal(signal.SIGINT, self._on_sigint)
+        self._previous_sigint = signal.signal(signal.SIGINT, self._on_sigint)
         read, write = os.pipe()
         os.set_blocking(write, False)
         self._wakeup = (read, write)
@@ -87,8 +87,7 @@ class StopRequest:
         if self._wakeup is None:
             return
         signal.set_wakeup_fd(self._old_wakeup)
-        for sig, previous in self._previous.items():
-            signal.signal(sig, previous)  # type: ignore[arg-type]
+        signal.signal(signal.SIGINT, self._previous_sigint)  # type: ignore[arg-type]
         os.close(self._wakeup[1])  # the watchdog's read ends: it returns
 
     def caught(self) -> None:
