@@ -23,7 +23,7 @@ from gpuplan_schema.payloads import (
     WorkloadPoint,
 )
 from planner.charts.ticks import log10_axis, pow2_ticks
-from planner.charts.vega import finish, unvalidated
+from planner.charts.vega import finish, templated, unvalidated
 from planner.units import (
     format_bandwidth,
     format_bytes,
@@ -238,7 +238,6 @@ def _precision_color(precisions: list[str]) -> alt.Color:
                      legend=_legend("Precision"))
 
 
-@unvalidated
 def build_throughput_chart(payload: WorkloadPayload, width: int | str = "container") -> dict | None:
     """Throughput against batch size, one line per precision (x on a log₂ scale); None without a sweep."""
     points = _ok_points(payload, "batch")
@@ -246,11 +245,16 @@ def build_throughput_chart(payload: WorkloadPayload, width: int | str = "contain
         return None
     unit = unit_label(payload.unit)
     rows = [{**_point_tooltip(p, unit), "y": p.throughput_per_s} for p in points]
+    return _throughput_spec(tuple(p.batch for p in points), tuple(_precisions(points)), unit, width, points=rows)
+
+
+@templated
+def _throughput_spec(batches: tuple[int, ...], precisions: tuple[str, ...], unit: str,
+                     width: int | str) -> alt.Chart:
     chart = alt.Chart(alt.Data(name="points")).mark_line(point=True, strokeWidth=2).encode(
-        x=_batch_x([p.batch for p in points]), y=alt.Y("y:Q", title=f"Throughput ({unit}/s)"),
-        color=_precision_color(_precisions(points)), tooltip=POINT_TOOLTIP)
-    chart = chart.properties(width=width, height=CHART_HEIGHT, title="Throughput against batch size")
-    return finish(chart, points=rows)
+        x=_batch_x(list(batches)), y=alt.Y("y:Q", title=f"Throughput ({unit}/s)"),
+        color=_precision_color(list(precisions)), tooltip=POINT_TOOLTIP)
+    return chart.properties(width=width, height=CHART_HEIGHT, title="Throughput against batch size")
 
 
 def _boundary_rules(boundaries: list[OomBoundary]) -> list[dict]:
@@ -267,7 +271,6 @@ def _boundary_labels(rules: list[dict]) -> list[dict]:
     return [{"batch": b, "text": f"max {b}: {', '.join(names)}"} for b, names in sorted(by_batch.items())]
 
 
-@unvalidated
 def build_memory_chart(payload: WorkloadPayload, gpu_memory_bytes: int | None = None,
                        width: int | str = "container") -> dict | None:
     """Peak allocated memory against batch size, per precision, with a dashed rule at each precision's
@@ -278,31 +281,39 @@ def build_memory_chart(payload: WorkloadPayload, gpu_memory_bytes: int | None = 
     unit = unit_label(payload.unit)
     rows = [{**_point_tooltip(p, unit), "y": p.memory.peak_allocated_bytes / GIB} for p in points]
     rules = _boundary_rules(payload.default_boundaries)  # the table lists the expandable-segments ones
-    x = _batch_x([p.batch for p in points], [r["batch"] for r in rules])
-    color = _precision_color(_precisions(points))
+    capacity_rows = []
+    if gpu_memory_bytes:
+        capacity_rows = [{"y": gpu_memory_bytes / GIB, "label": f"GPU memory: {format_bytes(gpu_memory_bytes)}"}]
+    # The boundaries are named in the subtitle, not beside their rules: close boundaries (fp32 6542, bf16 6543)
+    # would print their labels over each other and over the lines.
+    subtitle = ("Dashed, in each precision's colour: the largest batch that fits",
+                " · ".join(row["text"] for row in _boundary_labels(rules))) if rules \
+        else ("No out-of-memory boundary was reached.",)
+    return _memory_spec(tuple(p.batch for p in points), tuple(r["batch"] for r in rules),
+                        tuple(_precisions(points)), bool(capacity_rows), subtitle, width,
+                        points=rows, boundaries=rules, capacity=capacity_rows)
+
+
+@templated
+def _memory_spec(batches: tuple[int, ...], rules: tuple[int, ...], precisions: tuple[str, ...], capacity: bool,
+                 subtitle: tuple[str, ...], width: int | str) -> alt.LayerChart:
+    """The points' lines, a rule at each boundary in `rules` and, with `capacity`, the GPU's memory."""
+    x = _batch_x(list(batches), list(rules))
+    color = _precision_color(list(precisions))
     y = alt.Y("y:Q", title="Peak allocated (GiB)")
     layers = [alt.Chart(alt.Data(name="points")).mark_line(point=True, strokeWidth=2).encode(
         x=x, y=y, color=color, tooltip=POINT_TOOLTIP)]
     if rules:
         layers.append(alt.Chart(alt.Data(name="boundaries")).mark_rule(strokeDash=[6, 4], strokeWidth=1.5).encode(
             x=x, color=color, tooltip=[alt.Tooltip("label:N", title="OOM boundary")]))
-    capacity_rows = []
-    if gpu_memory_bytes:
-        label = f"GPU memory: {format_bytes(gpu_memory_bytes)}"
-        capacity_rows = [{"y": gpu_memory_bytes / GIB, "label": label}]
-        capacity = alt.Chart(alt.Data(name="capacity"))
-        layers.append(capacity.mark_rule(color="#555555", strokeWidth=1.5).encode(
+    if capacity:
+        source = alt.Chart(alt.Data(name="capacity"))
+        layers.append(source.mark_rule(color="#555555", strokeWidth=1.5).encode(
             y=y, tooltip=[alt.Tooltip("label:N", title="Capacity")]))
-        layers.append(capacity.mark_text(align="left", baseline="bottom", dx=4, dy=-2, fontSize=10,
+        layers.append(source.mark_text(align="left", baseline="bottom", dx=4, dy=-2, fontSize=10,
                                          color="#333333").encode(y=y, x=alt.value(0), text=alt.Text("label:N")))
-    # The boundaries are named in the subtitle, not beside their rules: close boundaries (fp32 6542, bf16 6543)
-    # would print their labels over each other and over the lines.
-    subtitle = ["Dashed, in each precision's colour: the largest batch that fits",
-                " · ".join(row["text"] for row in _boundary_labels(rules))] if rules \
-        else ["No out-of-memory boundary was reached."]
-    chart = alt.layer(*layers).properties(width=width, height=CHART_HEIGHT, title=alt.TitleParams(
-        "Peak memory against batch size", subtitle=subtitle))
-    return finish(chart, points=rows, boundaries=rules, capacity=capacity_rows)
+    return alt.layer(*layers).properties(width=width, height=CHART_HEIGHT, title=alt.TitleParams(
+        "Peak memory against batch size", subtitle=list(subtitle)))
 
 
 def _sequence_rows(points: list[WorkloadPoint]) -> list[dict]:
@@ -317,7 +328,6 @@ def _sequence_rows(points: list[WorkloadPoint]) -> list[dict]:
     return rows
 
 
-@unvalidated
 def build_sequence_chart(payload: WorkloadPayload, width: int | str = "container") -> dict | None:
     """Tokens/s (left axis) and peak allocated memory (right axis) against sequence length (log₂), with a
     dashed rule at the first length that ran out of memory. None when there are no sequence points."""
@@ -328,7 +338,14 @@ def build_sequence_chart(payload: WorkloadPayload, width: int | str = "container
     ooms = [{"seq_len": p.seq_len, "label": f"out of memory at sequence {p.seq_len}, batch {p.batch}",
              "text": "out of memory"}
             for p in payload.points if p.sweep == "sequence" and p.status == "oom" and p.seq_len]
-    x = _log2_x("seq_len", "Sequence length (tokens)", [p.seq_len for p in points] + [o["seq_len"] for o in ooms])
+    return _sequence_spec(tuple(p.seq_len for p in points), tuple(o["seq_len"] for o in ooms), points[0].batch,
+                          width, points=rows, ooms=ooms, oom_labels=_rule_label_rows(ooms))
+
+
+@templated
+def _sequence_spec(lengths: tuple[int, ...], ooms: tuple[int, ...], batch: int, width: int | str) -> alt.LayerChart:
+    """Tokens/s and memory (dataset "points") at the `lengths`; a rule at each length in `ooms`."""
+    x = _log2_x("seq_len", "Sequence length (tokens)", [*lengths, *ooms])
     color = alt.Color("series:N", scale=alt.Scale(domain=["tokens/s", "peak allocated"],
                                                    range=["#1f77b4", "#d62728"]), legend=_legend(None))
     tooltip = [alt.Tooltip("seq_len:Q", title="Sequence length"), alt.Tooltip("tokens_text:N", title="Throughput"),
@@ -343,6 +360,5 @@ def build_sequence_chart(payload: WorkloadPayload, width: int | str = "container
         layers.append(alt.Chart(alt.Data(name="ooms")).mark_rule(strokeDash=[6, 4], color="#555555").encode(
             x=x, tooltip=[alt.Tooltip("label:N", title="Capacity")]))
         layers.append(_rule_labels("seq_len", "oom_labels"))
-    chart = alt.layer(*layers).resolve_scale(y="independent").properties(
-        width=width, height=CHART_HEIGHT, title=f"Sequence scaling at batch {points[0].batch}")
-    return finish(chart, points=rows, ooms=ooms, oom_labels=_rule_label_rows(ooms))
+    return alt.layer(*layers).resolve_scale(y="independent").properties(
+        width=width, height=CHART_HEIGHT, title=f"Sequence scaling at batch {batch}")

@@ -16,7 +16,7 @@ import altair as alt
 from gpuplan_schema.payloads import OpRoofline, RooflinePayload
 from planner.charts.base import CHART_HEIGHT, DTYPE_COLORS, DTYPE_ORDER, TERA, log_domain
 from planner.charts.ticks import log10_axis
-from planner.charts.vega import finish, unvalidated
+from planner.charts.vega import templated, unvalidated
 from planner.model.roofline import CLASSES, OUTSIDE, ClassShare
 from planner.units import (
     format_bandwidth,
@@ -93,7 +93,6 @@ def _legend(title: str) -> alt.Legend:
     return alt.Legend(title=title, orient="bottom", direction="horizontal", labelLimit=200)
 
 
-@unvalidated
 def build_op_roofline_chart(payload: RooflinePayload, width: int | str = "container") -> dict | None:
     """The roofline with one point per op; None when no op has counted FLOPs (nothing to place)."""
     ops = plotted_ops(payload)
@@ -102,27 +101,35 @@ def build_op_roofline_chart(payload: RooflinePayload, width: int | str = "contai
     bandwidth = payload.roofs.memory_bytes_per_s
     ridges = [peak / bandwidth for _, peak in _roofs(payload)] if bandwidth else []
     x_low, x_high = _x_domain([op.intensity for op in ops] + ridges)
+    lines = _line_rows(payload, x_low, x_high)
+    series = tuple(dtype for dtype, _ in _roofs(payload)) + ((SLOPE,) if bandwidth else ()) if lines else ()
+    present = tuple(c for c in CLASSES if any(op.op_class == c for op in ops))
+    total = sum(op.time_s.median for op in payload.ops)
+    return _op_roofline_spec(x_low, x_high, series, present, width, safe_name(payload.workload, 40),
+                             roofs=lines, ops=[_point_row(op, total) for op in ops])
+
+
+@templated
+def _op_roofline_spec(x_low: float, x_high: float, series: tuple[str, ...], present: tuple[str, ...],
+                      width: int | str, workload: str) -> alt.LayerChart:
+    """The roofs' lines (dataset "roofs": `series` in order) and the ops' points (dataset "ops": the classes
+    `present`)."""
     x = alt.X("x:Q", title="Arithmetic intensity (FLOP/byte)", scale=alt.Scale(type="log", domain=[x_low, x_high]),
               axis=log10_axis(x_low, x_high))
     y = alt.Y("y:Q", title="Throughput (TFLOP/s)", scale=alt.Scale(type="log"))
     layers = []
-    lines = _line_rows(payload, x_low, x_high)
-    if lines:
-        series = [dtype for dtype, _ in _roofs(payload)] + ([SLOPE] if bandwidth else [])
-        palette = alt.Scale(domain=series, range=[DTYPE_COLORS.get(s, "#555555") for s in series])
+    if series:
+        palette = alt.Scale(domain=list(series), range=[DTYPE_COLORS.get(s, "#555555") for s in series])
         layers.append(alt.Chart(alt.Data(name="roofs")).mark_line(strokeWidth=2).encode(
             x=x, y=y, color=alt.Color("series:N", scale=palette, legend=_legend("Roof")), detail="series:N",
             tooltip=[alt.Tooltip("label:N", title="Roof")]))
-    total = sum(op.time_s.median for op in payload.ops)
-    present = [c for c in CLASSES if any(op.op_class == c for op in ops)]
-    classes = alt.Scale(domain=present, range=[CLASS_COLORS[c] for c in present])
+    classes = alt.Scale(domain=list(present), range=[CLASS_COLORS[c] for c in present])
     layers.append(alt.Chart(alt.Data(name="ops")).mark_circle(
         opacity=0.75, stroke="#222222", strokeWidth=0.5).encode(
         x=x, y=y, color=alt.Color("class:N", scale=classes, legend=_legend("Op class")),
         size=alt.Size("time_ms:Q", scale=alt.Scale(range=[25, 1200]), legend=None), tooltip=POINT_TOOLTIP))
-    chart = alt.layer(*layers).resolve_scale(color="independent").properties(
-        width=width, height=CHART_HEIGHT, title=f"Roofline per op: {safe_name(payload.workload, 40)}")
-    return finish(chart, roofs=lines, ops=[_point_row(op, total) for op in ops])
+    return alt.layer(*layers).resolve_scale(color="independent").properties(
+        width=width, height=CHART_HEIGHT, title=f"Roofline per op: {workload}")
 
 
 @unvalidated

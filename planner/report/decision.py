@@ -17,7 +17,7 @@ import altair as alt
 from gpuplan_schema.payloads import WorkloadPayload
 from gpuplan_schema.results import MachineResults
 from planner.charts.ticks import log_ticks
-from planner.charts.vega import finish, unvalidated
+from planner.charts.vega import templated
 from planner.plan.answer import WorkloadAnswer, build_answers, measured_answers
 from planner.plan.default_jobs import DEFAULT_SAMPLES, JobRanking
 from planner.plan.plan import Plan
@@ -169,22 +169,40 @@ def build_picks(ranking: JobRanking, notes: RowNotes = no_notes) -> list[Pick]:
     return [Pick(role, r, *notes(r)) for role, r in ranking.picks]
 
 
-def _log_axis(values: list[float], title: str, money: bool) -> dict:
-    low, high = min(values) / 1.3, max(values) * 1.3
-    axis = alt.Axis(values=log_ticks(low, high), format="$~s" if money else "~s", grid=False, labelFlush=True)
-    return dict(scale=alt.Scale(type="log", domain=[low, high], nice=False), title=title, axis=axis)
+def _log_range(values: list[float]) -> tuple[float, float]:
+    return min(values) / 1.3, max(values) * 1.3
 
 
-@unvalidated
+def _log_axis(title: str, money: bool) -> dict:
+    """A log axis over (1, 10): each chart sets its own range (`_set_log_range`)."""
+    axis = alt.Axis(values=log_ticks(1, 10), format="$~s" if money else "~s", grid=False, labelFlush=True)
+    return dict(scale=alt.Scale(type="log", domain=[1, 10], nice=False), title=title, axis=axis)
+
+
+def _set_log_range(encoding: dict, values: list[float]) -> None:
+    low, high = _log_range(values)
+    encoding["scale"]["domain"], encoding["axis"]["values"] = [low, high], log_ticks(low, high)
+
+
 def build_front_chart(ranking: JobRanking) -> dict | None:
     """Every instance that runs the job in grey, the Pareto front in colour and joined: the trade-off in one look."""
     data = [{"instance": r.instance, "hours": r.hours, "cost": r.cost_usd,
              "set": "Pareto front" if r.pareto else "other instances"} for r in ranking.ok]
     if len(data) < 2:
         return None
+    spec = _front_spec(instances=data)
+    for layer in spec["layer"]:
+        _set_log_range(layer["encoding"]["x"], [d["hours"] for d in data])
+        _set_log_range(layer["encoding"]["y"], [d["cost"] for d in data])
+    return spec
+
+
+@templated
+def _front_spec() -> alt.LayerChart:
+    """The chart of every ranking, Altair-built once: only its axes' ranges and its data differ."""
     base = alt.Chart(alt.NamedData("instances")).encode(
-        x=alt.X("hours:Q", **_log_axis([d["hours"] for d in data], "Hours (predicted)", False)),
-        y=alt.Y("cost:Q", **_log_axis([d["cost"] for d in data], "Cost (USD)", True)),
+        x=alt.X("hours:Q", **_log_axis("Hours (predicted)", False)),
+        y=alt.Y("cost:Q", **_log_axis("Cost (USD)", True)),
         tooltip=[alt.Tooltip("instance:N"), alt.Tooltip("hours:Q", format=".1f"),
                  alt.Tooltip("cost:Q", format="$,.0f")])
     colour = alt.Color("set:N", title=None, legend=alt.Legend(orient="top"),
@@ -192,5 +210,4 @@ def build_front_chart(ranking: JobRanking) -> dict | None:
     points = base.mark_point(filled=True, size=40).encode(color=colour)
     line = base.mark_line(color="#1f5fbf", strokeWidth=1).transform_filter(
         alt.datum.set == "Pareto front").encode(order="hours:Q")
-    chart = (line + points).properties(width="container", height=130)
-    return finish(chart, instances=data)
+    return (line + points).properties(width="container", height=130)
