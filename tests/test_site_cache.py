@@ -53,7 +53,7 @@ def test_an_unchanged_root_is_read_from_the_cache_and_a_changed_machine_alone_is
                    encoding="utf-8")
     changed = make_site(root, out, pdf=False)
     assert changed.rendered == ["h200-b"] and sorted(changed.cached) == ["cpu", "h200-a"]
-    assert "rack-7" in (out / "machines" / "h200-b" / "index.html").read_text(encoding="utf-8")
+    assert "rack-7" in (out / "machines" / "h200-b" / "appendix.html").read_text(encoding="utf-8")  # the method
     assert published(out) == published(make_site(root, tmp_path / "fresh", pdf=False).index.parent)
 
 

@@ -32,7 +32,8 @@ PDF_CHART_WIDTH = 560  # pixels; the SVG then scales to the page's text width
 # The PDF's one font. Charts are laid out (legend widths, label limits) with the font they are drawn in,
 # so that no label of the PDF's SVG runs past its edge.
 PDF_FONT = "DejaVu Sans"
-HTML_NAME, PDF_NAME = "index.html", "report.pdf"
+HTML_NAME, PDF_NAME, APPENDIX_NAME = "index.html", "report.pdf", "appendix.html"
+PARTS = ("all", "short", "appendix")  # what a report page holds (render_report_html)
 
 
 @dataclass(frozen=True)
@@ -114,13 +115,19 @@ def paper_of(name: str) -> Paper:
 
 
 def render_report_html(report: Report, *, pdf: bool = False, paper: str = DEFAULT_PAPER,
-                       nav: list[NavLink] | None = None, has_pdf: bool = True, full: bool = False) -> str:
+                       nav: list[NavLink] | None = None, has_pdf: bool = True, full: bool = False,
+                       part: str = "all", vega_src: str | None = None) -> str:
     """The report page. `pdf` swaps interactive charts for SVG, drops the JavaScript and sets the paper, and
     leaves the appendix out unless `full`; `nav` is the site's navigation bar, for a page of the site; `has_pdf`
-    links the PDF beside the page. The HTML always holds the appendix, collapsed."""
+    links the PDF beside the page. The HTML holds the appendix, collapsed, unless `part` says otherwise (the site's
+    pages): "short", the answer and a page per workload, linking APPENDIX_NAME beside it; "appendix", every table of
+    measurements, open. `vega_src`: the Vega bundle's file, relative to the page (default: inlined)."""
+    if part not in PARTS:
+        raise ValueError(f"part {part!r} is not one of {', '.join(PARTS)}")
     template = build_jinja_env().get_template("report.html.j2")
     return template.render(report=report, pdf=pdf, paper=paper_of(paper), nav=nav, has_pdf=has_pdf, full=full,
-                           vega_js=Markup("") if pdf else vega_javascript())
+                           part=part, page_name=HTML_NAME, appendix_name=APPENDIX_NAME, vega_src=vega_src,
+                           vega_js=Markup("") if pdf or vega_src else vega_javascript())
 
 
 def layout_report_pdf(report: Report, paper: str = DEFAULT_PAPER, full: bool = False):  # noqa: ANN201 - a Document

@@ -1,7 +1,9 @@
 """The static site: every machine under a results root, compared and published as plain files.
 
     index.html                  the machines side by side: ceilings and main workload throughputs
-    machines/<id>/index.html    each machine's report (and report.pdf beside it)
+    machines/<id>/index.html    each machine's report: the answer and a page per workload (report.pdf beside it)
+    machines/<id>/appendix.html each machine's appendix: every table of measurements, the per-op rooflines
+    assets/vega.js              the Vega, Vega-Lite and vega-embed bundle, one copy for every page with charts
     workloads/<name>.html       each workload across the machines that ran it
     accuracy.html               the planner's predictions against measurements
     jobs.html                   the job chooser: instances ranked for a workload, precision and amount
@@ -42,15 +44,16 @@ from planner.export.frame import machines_frame, to_csv
 from planner.plan.measured import Measured
 from planner.plan.plan import plannable, report_plan
 from planner.render.report import (
+    APPENDIX_NAME,
     DEFAULT_PAPER,
     HTML_NAME,
     PDF_NAME,
     NavLink,
     build_jinja_env,
+    cached_javascript_bundle,
     check_inside,
     paper_of,
     safe_child,
-    vega_javascript,
 )
 from planner.report.frame import Report
 from planner.scaling.intra_node import load_link_runs
@@ -59,7 +62,7 @@ from planner.site.cache import CACHE_DIR, SiteCache, digest_of
 from planner.site.index import build_site_index
 from planner.site.jobs import AMOUNTS, JOBS_NAME, build_chooser
 from planner.site.load import load_root
-from planner.site.machines import MachinePage, build_machine_pages, render_machine_pdfs
+from planner.site.machines import ASSETS_DIR, VEGA_NAME, MachinePage, build_machine_pages, render_machine_pdfs
 from planner.site.workloads import WORKLOADS_DIR, build_workload_pages, workload_files
 from planner.trace.machine import planned_machine
 
@@ -91,9 +94,10 @@ def site_nav(root: str, current: str, workloads: dict[str, str]) -> list[NavLink
 
 
 def render_site_page(template: str, nav: list[NavLink], charts: bool = False, **context: object) -> str:
+    """A page of the site's top folder; with `charts`, it loads the site's Vega bundle (assets/vega.js)."""
     return build_jinja_env().get_template(template).render(
-        nav=nav, vega_js=vega_javascript() if charts else None, machines_dir=MACHINES_DIR, page_name=HTML_NAME,
-        pdf_name=PDF_NAME, csv_name=CSV_NAME, **context)
+        nav=nav, vega_src=f"{ASSETS_DIR}/{VEGA_NAME}" if charts else None, machines_dir=MACHINES_DIR,
+        page_name=HTML_NAME, pdf_name=PDF_NAME, csv_name=CSV_NAME, **context)
 
 
 def load_manifest(out: Path) -> dict:
@@ -147,8 +151,10 @@ def make_site(results_root: Path, out: Path = Path("site/_build"), *, accuracy: 
         pages, made = machine_pages(shown, context, keys, nav, pdf, set(stale), cache, bar)
         reports = [page.summary for page in pages.values()]
         check_unique_ids(shown, reports)
-        files: dict[Path, str | bytes] = {
-            safe_child(out / MACHINES_DIR, page.summary.machine_id) / HTML_NAME: page.html for page in pages.values()}
+        files: dict[Path, str | bytes] = {out / ASSETS_DIR / VEGA_NAME: cached_javascript_bundle()}
+        for page in pages.values():
+            folder = safe_child(out / MACHINES_DIR, page.summary.machine_id)
+            files.update({folder / HTML_NAME: page.html, folder / APPENDIX_NAME: page.appendix})
         bar.note("shared pages")
         files.update(shared_pages(out, machines, shown, loaded.digests, context, reports, files_of, accuracy,
                                    cache))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
@@ -22,7 +23,7 @@ from typing import Generic, TypeVar
 from gpuplan_schema.results import MachineResults
 from planner.plan.measured import Measured
 from planner.plan.plan import report_plan
-from planner.render.report import NavLink, render_report_html, render_report_pdf
+from planner.render.report import APPENDIX_NAME, HTML_NAME, NavLink, render_report_html, render_report_pdf
 from planner.report.decision import DecisionSection
 from planner.report.frame import Report, Section, build_report
 from planner.report.multigpu import MultiGpuSection
@@ -30,6 +31,9 @@ from planner.report.summary import SummarySection
 from planner.report.workloads import WorkloadSection
 
 PARALLEL_FROM = 8   # items; fewer are made in this process
+ASSETS_DIR, VEGA_NAME = "assets", "vega.js"   # the site's one copy of the Vega bundle
+VEGA_SRC = f"../../{ASSETS_DIR}/{VEGA_NAME}"  # from a machine's pages
+ANCHOR_ID, LOCAL_LINK = re.compile(r'\bid="([^"]+)"'), re.compile(r'href="#([^"]+)"')
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -37,7 +41,8 @@ R = TypeVar("R")
 @dataclass(frozen=True)
 class MachinePage:
     summary: Report              # site_summary(report): what the index and workload pages read, and the cache keeps
-    html: str
+    html: str                    # the short report: the answer and a page per workload (HTML_NAME)
+    appendix: str                # every table of measurements (APPENDIX_NAME beside it)
     report: Report | None = None  # the whole report, where its PDF is to be rendered
 
 
@@ -86,16 +91,28 @@ def _then(result: R, done: Callable[[], None]) -> R:
 
 def build_machine_pages(machines: Sequence[MachineResults], context: Measured, nav: list[NavLink], has_pdf: bool,
                         keep: set[str], done: Callable[[], None] = lambda: None) -> list[MachinePage]:
-    """Each machine's plan (against the shared `context`), report and page, in the order given; the whole report
+    """Each machine's plan (against the shared `context`), report and pages, in the order given; the whole report
     is kept only for the machines named in `keep` (their PDFs are to be rendered)."""
     _ = context.digest, context.scaling  # worked out here, once, before the workers inherit it
 
     def make(machine: MachineResults) -> MachinePage:
         report = build_report(machine, report_plan(machine, None, context))
-        return MachinePage(site_summary(report), render_report_html(report, nav=nav, has_pdf=has_pdf),
-                           report if machine.machine in keep else None)
+        short, appendix = (render_report_html(report, nav=nav, has_pdf=has_pdf, part=part, vega_src=VEGA_SRC)
+                           for part in ("short", "appendix"))
+        short, appendix = link_across(short, appendix)
+        return MachinePage(site_summary(report), short, appendix, report if machine.machine in keep else None)
 
     return map_forked(make, machines, done)
+
+
+def link_across(short: str, appendix: str) -> tuple[str, str]:
+    """A link to an anchor of the other page (a workload page's 'every trial', a glossary term) leads there."""
+    def fix(html: str, other: str, other_name: str) -> str:
+        own, theirs = set(ANCHOR_ID.findall(html)), set(ANCHOR_ID.findall(other))
+        return LOCAL_LINK.sub(lambda m: f'href="{other_name}#{m[1]}"' if m[1] not in own and m[1] in theirs
+                              else m[0], html)
+
+    return fix(short, appendix, APPENDIX_NAME), fix(appendix, short, HTML_NAME)
 
 
 def site_summary(report: Report) -> Report:
