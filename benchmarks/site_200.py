@@ -13,7 +13,9 @@ Each size runs in a fresh Python process (so that its peak RSS is its own), whic
   machine page read from the site's cache, the shared pages compared, nothing written);
 - peak RSS: the process's and its workers' largest resident set (ru_maxrss).
 
-It prints one line per size (median, min and max of each, seconds per machine of the first build),
+It prints one line per size (median, min and max of each; seconds per machine of the first build, wall
+and CPU: user + sys of the process and its workers, less sensitive to other load than wall time; the
+rebuild's CPU seconds),
 then the ratio of the largest size's s/machine to the smallest's (issue 42: within 1.5×), and, with
 `--pdf-samples N`, one PDF's time over N machines of each kind. The CPU is shared, so a figure is
 only as quiet as the machine was.
@@ -102,14 +104,18 @@ def one_size(count: int, repeats: int) -> dict:
         make_machines(work / "warm-root", 3, seed=1)
         build_site(work / "warm-root", work / "warm", pdf=False)
         make_machines(work / "results", count)
-        first = []
+        first, first_cpu = [], []
         for i in range(repeats):
-            first.append(timed(lambda i=i: build_site(work / "results", work / f"first-{i}", pdf=False))[0])
+            wall, cpu = timed(lambda i=i: build_site(work / "results", work / f"first-{i}", pdf=False))
+            first.append(wall)
+            first_cpu.append(cpu)
             shutil.rmtree(work / f"first-{i - 1}", ignore_errors=True)
         last = work / f"first-{repeats - 1}"
-        rebuild = [timed(lambda: build_site(work / "results", last, pdf=False))[0] for _ in range(repeats)]
+        rebuild, rebuild_cpu = zip(*(timed(lambda: build_site(work / "results", last, pdf=False))
+                                     for _ in range(repeats)), strict=True)
         pages = [p for p in (last / "machines").glob("*/index.html")]
-        return {"machines": count, "first": first, "rebuild": rebuild, "rss_mb": peak_rss_mb(),
+        return {"machines": count, "first": first, "rebuild": list(rebuild), "first_cpu": first_cpu,
+                "rebuild_cpu": list(rebuild_cpu), "rss_mb": peak_rss_mb(),
                 "largest_page_mb": max(p.stat().st_size for p in pages) / 1e6}
 
 
@@ -124,7 +130,8 @@ def main() -> int:
         print(json.dumps(one_size(args.one, args.repeats)))
         return 0
     rows = []
-    print(f"{'machines':>8}  {'first build':>22}  {'rebuild':>22}  {'s/machine':>9}  {'peak RSS':>9}  largest page")
+    print(f"{'machines':>8}  {'first build':>22}  {'rebuild':>22}  {'s/machine':>9}  {'CPU s/machine':>13}"
+          f"  {'rebuild CPU':>11}  {'peak RSS':>9}  largest page")
     for count in args.sizes:
         child = subprocess.run([sys.executable, __file__, "--one", str(count), "--repeats", str(args.repeats)],
                                capture_output=True, text=True)
@@ -134,7 +141,9 @@ def main() -> int:
         row = json.loads(child.stdout.splitlines()[-1])
         rows.append(row)
         per = statistics.median(row["first"]) / count
+        cpu = statistics.median(row["first_cpu"]) / count
         print(f"{count:>8}  {describe(row['first']):>22}  {describe(row['rebuild']):>22}  {per:8.3f}s"
+              f"  {cpu:12.3f}s  {statistics.median(row['rebuild_cpu']):9.2f} s"
               f"  {row['rss_mb']:7.0f} MB  {row['largest_page_mb']:.2f} MB", flush=True)
     if len(rows) > 1:
         small, large = (statistics.median(r["first"]) / r["machines"] for r in (rows[0], rows[-1]))

@@ -11,6 +11,7 @@ import pytest
 from paths import FROZEN, copy_machine
 
 import planner.site.cache as site_cache
+from gpuplan_schema.schema import DocumentError
 from planner.site.build import STAMP_RE, make_site
 from planner.site.cache import CACHE_DIR, code_files
 
@@ -100,3 +101,36 @@ def test_a_folder_of_foreign_json_is_skipped_with_one_line_naming_it(root, tmp_p
     lines = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
     assert len(lines) == 1 and str(notes) in lines[0] and "package.json" in lines[0]
     assert re.search(r"1 JSON file that is no gpuplan document", lines[0])
+
+
+def test_folders_read_on_every_core_stop_at_the_first_bad_document_in_order(tmp_path, monkeypatch):
+    """A root large enough to be read by workers (planner/site/load.py): two bad documents, the first in folder
+    order is the one line, as a serial read says it, and nothing is written."""
+    import planner.site.machines as site_machines
+
+    root = tmp_path / "results"
+    for i in range(site_machines.PARALLEL_FROM + 2):
+        copy_machine(FROZEN / "vm-cpu", root / f"m{i:02d}", f"m{i:02d}")
+    for name in ("m03", "m07"):
+        env = root / name / "environment.json"
+        env.write_text(env.read_text(encoding="utf-8")[:80], encoding="utf-8")
+    with pytest.raises(DocumentError, match=r"m03/environment\.json") as parallel:
+        make_site(root, tmp_path / "site", pdf=False)
+    monkeypatch.setattr(site_machines, "PARALLEL_FROM", 10**6)
+    with pytest.raises(DocumentError) as serial:
+        make_site(root, tmp_path / "site", pdf=False)
+    assert str(parallel.value) == str(serial.value) and not (tmp_path / "site").exists()
+
+
+def test_the_sites_csv_is_every_machines_records_under_one_header(root, tmp_path):
+    """Each machine's part of the CSV is made as its folder is read (and kept with it): the whole is the export's."""
+    from gpuplan_schema.results import load_results_root
+    from planner.export.frame import machines_frame, to_csv
+    from planner.site.build import CSV_NAME
+
+    out = tmp_path / "site"
+    make_site(root, out, pdf=False)
+    expected = to_csv(machines_frame(load_results_root(root)))
+    assert (out / CSV_NAME).read_text(encoding="utf-8") == expected and expected.count("\n") > 100
+    make_site(root, out, pdf=False)
+    assert (out / CSV_NAME).read_text(encoding="utf-8") == expected

@@ -59,6 +59,19 @@ def machines_frame(machines: Iterable[MachineResults]) -> pd.DataFrame:
     return rows_frame(row for m in machines for row in iter_tidy_rows(m))
 
 
+def csv_header() -> str:
+    """The CSV's first line: its columns."""
+    return to_csv(rows_frame([]))
+
+
+def csv_records(machine: MachineResults) -> str:
+    """One machine's records of the CSV, without the header: the CSV of many machines is `csv_header()` then each
+    one's records in turn (a cell's text depends on its value and column alone), so a site builds and keeps each
+    machine's part once."""
+    text = to_csv(machines_frame([machine]))
+    return text[text.index("\n") + 1:]
+
+
 def load_frame(paths: Iterable[Path | str]) -> pd.DataFrame:
     """Every row of every machine under `paths` (machine folders or results roots); all documents are
     read before any row is built, so one bad file fails the whole load with its one-line error."""
