@@ -21,6 +21,7 @@ A Stat's own fields (median, q1, …) take the rules of the field that holds the
 
 from __future__ import annotations
 
+import functools
 import re
 
 MAX_MAGNITUDE = 1e30
@@ -35,9 +36,11 @@ AT_LEAST_ONE = frozenset({"per_gpu_batch", "max_batch", "first_oom_batch", "seq_
 FRACTIONS = frozenset({"utilization", "cpu_utilization", "efficiency", "scaling_efficiency"})
 STAT_PARTS = frozenset({"median", "q1", "q3", "min", "max"})
 _INDEX = re.compile(r"\[\d+\]$")
+_PLAIN_UP_TO = min(MAX_FRACTION, MAX_SECONDS, MAX_MAGNITUDE, MAX_INTEGER)  # from 1 to this, no field's rule bites
 _BAD_TEXT = re.compile("[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff]")
 
 
+@functools.lru_cache(maxsize=1 << 16)  # a machine's documents repeat their fields' paths, and so do its siblings'
 def field_name(field: str) -> str:
     """The name whose unit rules a value: 'payload.points[3].step_s.median' -> 'step_s'."""
     parts = [_INDEX.sub("", p) for p in field.split(".") if p]
@@ -48,6 +51,8 @@ def field_name(field: str) -> str:
 
 def number_problem(value: float, field: str) -> str | None:
     """Why `value` cannot be the number at `field` (a dotted field path), or None."""
+    if 1 <= value <= _PLAIN_UP_TO:
+        return None  # every rule passes (the common case, checked first: a document holds thousands of numbers)
     name = field_name(field)
     if value < 0:
         return f"{value:g} is negative; a document holds measured quantities, sizes and counts, never below 0"

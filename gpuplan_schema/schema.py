@@ -206,37 +206,56 @@ def _check(value: Any, typ: type, path: Path | str, field: str) -> Any:
     return value
 
 
-def from_dict(tp: Any, value: Any, path: Path | str, field: str) -> Any:
-    """Convert parsed JSON into the typed value `tp`, naming the field path of any mismatch."""
+@functools.cache
+def _shape(tp: Any) -> tuple[str, Any]:
+    """What kind of type `tp` is, and its arguments: worked out once per type (a load meets a few dozen types
+    a million times)."""
     origin = typing.get_origin(tp)
     if tp is Any:
-        return value
+        return "any", None
     if origin in (typing.Union, types.UnionType):
-        return _from_union(typing.get_args(tp), value, path, field)
+        return "union", typing.get_args(tp)
     if origin is list:
-        (item,) = typing.get_args(tp)
-        _check(value, list, path, field)
-        return [from_dict(item, v, path, f"{field}[{i}]") for i, v in enumerate(value)]
+        return "list", typing.get_args(tp)[0]
     if origin is dict:
-        key_tp, val_tp = typing.get_args(tp)
+        return "dict", typing.get_args(tp)
+    if origin is typing.Literal:
+        return "literal", typing.get_args(tp)
+    if dataclasses.is_dataclass(tp):
+        return "dataclass", None
+    return {float: "float", int: "int", str: "str"}.get(tp, "other"), None
+
+
+def from_dict(tp: Any, value: Any, path: Path | str, field: str) -> Any:
+    """Convert parsed JSON into the typed value `tp`, naming the field path of any mismatch."""
+    kind, args = _shape(tp)
+    if kind == "any":
+        return value
+    if kind == "union":
+        return _from_union(args, value, path, field)
+    if kind == "list":
+        _check(value, list, path, field)
+        return [from_dict(args, v, path, f"{field}[{i}]") for i, v in enumerate(value)]
+    if kind == "dict":
+        key_tp, val_tp = args
         _check(value, dict, path, field)
         return {from_dict(key_tp, k, path, f"{field} key"): from_dict(val_tp, v, path, f"{field}.{k}")
                 for k, v in value.items()}
-    if origin is typing.Literal:
-        if value not in typing.get_args(tp):
-            raise DocumentError(path, field, f"{value!r} is not one of {list(typing.get_args(tp))}")
+    if kind == "literal":
+        if value not in args:
+            raise DocumentError(path, field, f"{value!r} is not one of {list(args)}")
         return value
-    if dataclasses.is_dataclass(tp):
+    if kind == "dataclass":
         return _from_dataclass(tp, value, path, field)
-    if tp is float:
+    if kind == "float":
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise DocumentError(path, field, f"expected a number, got {type(value).__name__}")
         if not math.isfinite(value):
             raise DocumentError(path, field, f"{value} is not a finite number")
         return float(_plausible_number(value, path, field))
-    if tp is int:
+    if kind == "int":
         return _plausible_number(_check(value, int, path, field), path, field)
-    if tp is str:
+    if kind == "str":
         _check(value, str, path, field)
         if problem := text_problem(value):
             raise DocumentError(path, field, problem)
@@ -271,16 +290,22 @@ def _type_hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
+@functools.cache
+def _fields(cls: type) -> tuple[tuple[str, Any, bool], ...]:
+    """Each field of the dataclass: its name, its type and whether a document must give it."""
+    hints = _type_hints(cls)
+    return tuple((f.name, hints[f.name], f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
+                 for f in dataclasses.fields(cls))
+
+
 def _from_dataclass(cls: Any, value: Any, path: Path | str, field: str) -> Any:
     _check(value, dict, path, field)
-    hints = _type_hints(cls)
     kwargs = {}
-    for f in dataclasses.fields(cls):
-        sub = f"{field}.{f.name}"
-        if f.name in value:
-            kwargs[f.name] = from_dict(hints[f.name], value[f.name], path, sub)
-        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            raise DocumentError(path, sub, "missing")
+    for name, hint, required in _fields(cls):
+        if name in value:
+            kwargs[name] = from_dict(hint, value[name], path, f"{field}.{name}")
+        elif required:
+            raise DocumentError(path, f"{field}.{name}", "missing")
     check = getattr(cls, "check", None)
     obj = cls(**kwargs)
     if check is not None:
