@@ -76,6 +76,11 @@ class Measured:
     def socket(self) -> SocketLink | None:
         return socket_of(self.machines)
 
+    def known_digest(self, digest: str) -> None:
+        """`digest` as worked out before for the same machines (their folders' documents unchanged): the site's
+        cache keeps it, so that an unchanged root need not build the band table to find its pages."""
+        self.__dict__["digest"] = digest
+
     @cached_property
     def digest(self) -> str:
         """Everything above, as text: equal digests, equal reads (each value's repr holds every figure)."""
