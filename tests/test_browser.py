@@ -1,6 +1,6 @@
 """The site in a real browser (Debian's headless Chromium), opened from disk as a person would open it.
 
-For the index, a machine's report, a workload page and the accuracy page: no console error, no uncaught
+For the index, a machine's report and its appendix, a workload page and the accuracy page: no console error, no uncaught
 exception, no failed request; every chart drawn (an SVG of real size with its marks); every internal link
 landing on a file and an id; sorting by a column heading works; the report fits a phone's width. A screenshot
 of each page is kept under test-artifacts/browser/. The tests skip only where chromium is not installed:
@@ -19,6 +19,8 @@ from browser import Browser, find_chromium
 from paths import FROZEN, REPO
 
 from planner.check.accuracy import AccuracyRow
+from planner.render.report import render_report_html
+from planner.report.frame import build_report_for
 from planner.site.build import ACCURACY_NAME, build_site
 from planner.site.jobs import JOBS_NAME
 
@@ -26,7 +28,8 @@ ARTIFACTS = REPO / "test-artifacts" / "browser"
 CHROMIUM = find_chromium()
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (`make setup` installs "
                                 "Debian's chromium package; CI does)")
-PAGES = {"index": "index.html", "machine": "machines/h100-80gb/index.html", "workload": "workloads/gpt-small.html",
+PAGES = {"index": "index.html", "machine": "machines/h100-80gb/index.html",
+         "appendix": "machines/h100-80gb/appendix.html", "workload": "workloads/gpt-small.html",
          "accuracy": ACCURACY_NAME, "jobs": JOBS_NAME}
 CHARTS_DRAWN = ("Array.from(document.querySelectorAll('.vega-chart')).every("
                 "el => el.querySelector('svg, canvas') !== null)")
@@ -123,10 +126,11 @@ def test_clicking_a_column_heading_sorts_the_machines(site, browser):
 def test_report_fits_a_phone_screen_and_its_sweep_table_sorts_within_each_precision(site, browser):
     try:
         browser.set_viewport(390, 844, mobile=True)
-        assert open_page(browser, site, PAGES["machine"]) == []
-        width = browser.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
-        assert width[0] <= width[1], f"the page is {width[0]} px wide on a {width[1]} px screen"
-        browser.screenshot(ARTIFACTS / "machine-phone.png", max_height=6000)
+        for name in ("machine", "appendix"):  # the appendix (its sweep tables) stays open for what follows
+            assert open_page(browser, site, PAGES[name]) == []
+            width = browser.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+            assert width[0] <= width[1], f"{name}: the page is {width[0]} px wide on a {width[1]} px screen"
+            browser.screenshot(ARTIFACTS / f"{name}-phone.png", max_height=6000)
     finally:
         browser.set_viewport(1280, 900)
     table = "document.querySelector('#workload-gpt-small table.workload-batches')"
@@ -210,10 +214,13 @@ def test_at_1280_px_the_tables_show_every_column_without_scrolling(site, browser
         assert box[0] <= box[1] + 1, f"{page} {table}: {box[0]} px of table in {box[1]} px"
 
 
-def test_the_appendix_is_collapsed_until_asked_for_and_a_link_into_it_opens_it(site, browser):
+def test_the_appendix_is_collapsed_until_asked_for_and_a_link_into_it_opens_it(tmp_path, browser):
     """Issue 37: the report answers first; every table of measurements waits in a collapsed appendix, and a link
-    to one of its sections (a bound's glossary entry) opens it."""
-    browser.open((site / PAGES["machine"]).as_uri())
+    to one of its sections (a bound's glossary entry) opens it. (`gpuplan report`'s one-file page; the site's
+    machine page links its appendix page instead.)"""
+    page = tmp_path / "index.html"
+    page.write_text(render_report_html(build_report_for(FROZEN / "h100-80gb")), encoding="utf-8")
+    browser.open(page.as_uri())
     assert browser.wait_for(SHOWN_DRAWN)
     assert browser.evaluate("document.querySelector('details.appendix-details').open") is False
     browser.evaluate("window.location.hash = 'glossary'; true")   # as a click on a bound's glossary link does
