@@ -192,7 +192,7 @@ def cmd_site(args: argparse.Namespace) -> int:
     build_site = _load("planner.site.build", "build_site")
     # the bar on a terminal only: a log or a pipe gets the written path, warnings and errors, one line each
     _print_written(build_site(args.results_root, args.out, pdf=args.pdf, paper=args.paper,
-                              progress=sys.stderr.isatty()))
+                              progress=sys.stderr.isatty(), cache=args.cache))
     return EXIT_OK
 
 
@@ -447,8 +447,11 @@ def _add_report_and_site(sub: Any) -> None:
     p.add_argument("--paper", choices=("a4", "letter"), default="a4", help="the PDFs' paper size (default: a4)")
     p.add_argument("--no-pdf", dest="pdf", action="store_false",
                    help="no PDF per machine (a PDF takes seconds). By default a machine's PDF is rendered again only "
-                        "when its results or gpuplan changed; its page likewise, from the cache in OUT/.gpuplan-cache/ "
-                        "(docs/report-and-site.md)")
+                        "when its results or gpuplan changed; its page likewise, from the cache (--cache)")
+    p.add_argument("--cache", type=Path, metavar="DIR",
+                   help="where a build keeps what the next one reuses, so that an unchanged root rebuilds in seconds "
+                        "(default: OUT/.gpuplan-cache/; leave that out when publishing OUT, or give a folder outside "
+                        "it; deleting it costs one full build: docs/report-and-site.md)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

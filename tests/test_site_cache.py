@@ -134,3 +134,16 @@ def test_the_sites_csv_is_every_machines_records_under_one_header(root, tmp_path
     assert (out / CSV_NAME).read_text(encoding="utf-8") == expected and expected.count("\n") > 100
     make_site(root, out, pdf=False)
     assert (out / CSV_NAME).read_text(encoding="utf-8") == expected
+
+
+def test_a_cache_outside_the_site_leaves_the_published_folder_clean(root, tmp_path, capsys):
+    """`gpuplan site --cache DIR`: the site's folder holds only what is published, and the rebuild reads DIR."""
+    from planner.cli import main as gpuplan
+
+    out, kept = tmp_path / "site", tmp_path / "kept"
+    assert gpuplan(["site", str(root), "--out", str(out), "--no-pdf", "--cache", str(kept)]) == 0
+    assert not (out / CACHE_DIR).exists() and any(kept.glob("page-*.pickle"))
+    first = published(out)
+    again = make_site(root, out, pdf=False, cache=kept)
+    assert again.rendered == [] and published(out) == first
+    capsys.readouterr()

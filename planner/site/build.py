@@ -120,20 +120,24 @@ class SiteBuild:
 
 
 def build_site(results_root: Path, out: Path = Path("site/_build"), *, accuracy: Sequence[AccuracyRow] | None = None,
-               pdf: bool = True, paper: str = DEFAULT_PAPER, progress: bool = False) -> Path:
+               pdf: bool = True, paper: str = DEFAULT_PAPER, progress: bool = False, cache: Path | None = None) -> Path:
     """Render every machine under RESULTS_ROOT into OUT; return the index page's path.
 
     `accuracy`: the planner's predictions checked against measurements, for the accuracy page (default:
     each pair of measured GPU types under the root predicts the other).
-    `pdf`: render each machine's PDF (slow: seconds each; only those whose inputs changed)."""
-    return make_site(results_root, out, accuracy=accuracy, pdf=pdf, paper=paper, progress=progress).index
+    `pdf`: render each machine's PDF (slow: seconds each; only those whose inputs changed).
+    `cache`: the folder of what a build keeps for the next (default: OUT/.gpuplan-cache)."""
+    return make_site(results_root, out, accuracy=accuracy, pdf=pdf, paper=paper, progress=progress, cache=cache).index
 
 
 def make_site(results_root: Path, out: Path = Path("site/_build"), *, accuracy: Sequence[AccuracyRow] | None = None,
-              pdf: bool = True, paper: str = DEFAULT_PAPER, progress: bool = False) -> SiteBuild:
+              pdf: bool = True, paper: str = DEFAULT_PAPER, progress: bool = False,
+              cache: Path | None = None) -> SiteBuild:
     """`build_site`, saying what it made and what it read from the cache (planner/site/cache.py)."""
+    out = Path(out).resolve()
     with no_cyclic_collections():
-        return _make_site(results_root, out, accuracy=accuracy, pdf=pdf, paper=paper, progress=progress)
+        return _make_site(results_root, out, accuracy=accuracy, pdf=pdf, paper=paper, progress=progress,
+                          cache=SiteCache(Path(cache).resolve() if cache else out / CACHE_DIR))
 
 
 @contextmanager
@@ -152,9 +156,8 @@ def no_cyclic_collections() -> Iterator[None]:
 
 
 def _make_site(results_root: Path, out: Path, *, accuracy: Sequence[AccuracyRow] | None, pdf: bool, paper: str,
-               progress: bool) -> SiteBuild:
+               progress: bool, cache: SiteCache) -> SiteBuild:
     paper_of(paper)
-    out, cache = Path(out).resolve(), SiteCache(Path(out).resolve() / CACHE_DIR)
     stream = None if progress else io.StringIO()
     count = len(machine_folders(Path(results_root))) if Path(results_root).is_dir() else 0
     with Progress("site", count + 3, stream) as bar:
