@@ -16,7 +16,7 @@ import altair as alt
 from gpuplan_schema.payloads import OpRoofline, RooflinePayload
 from planner.charts.base import CHART_HEIGHT, DTYPE_COLORS, DTYPE_ORDER, TERA, log_domain
 from planner.charts.ticks import log10_axis
-from planner.charts.vega import templated, unvalidated
+from planner.charts.vega import templated
 from planner.model.roofline import CLASSES, OUTSIDE, ClassShare
 from planner.units import (
     format_bandwidth,
@@ -132,7 +132,6 @@ def _op_roofline_spec(x_low: float, x_high: float, series: tuple[str, ...], pres
         width=width, height=CHART_HEIGHT, title=f"Roofline per op: {workload}")
 
 
-@unvalidated
 def build_time_share_chart(shares: list[ClassShare], width: int | str = "container") -> dict | None:
     """One stacked bar: the step's time by op class, then time outside any op."""
     if not shares:
@@ -140,14 +139,19 @@ def build_time_share_chart(shares: list[ClassShare], width: int | str = "contain
     order = {name: i for i, name in enumerate([*CLASSES, OUTSIDE])}
     rows = [{"class": s.name, "fraction": s.fraction, "order": order[s.name], "time": format_duration(s.time_s),
              "percent": format_percent(s.fraction), "ops": s.ops} for s in shares]
-    names = [s.name for s in sorted(shares, key=lambda s: order[s.name])]
-    color = alt.Color("class:N", scale=alt.Scale(domain=names, range=[CLASS_COLORS[n] for n in names]),
+    names = tuple(s.name for s in sorted(shares, key=lambda s: order[s.name]))
+    return _time_share_spec(names, width, shares=rows)
+
+
+@templated
+def _time_share_spec(names: tuple[str, ...], width: int | str) -> alt.Chart:
+    """The bar of the classes `names` (dataset "shares")."""
+    color = alt.Color("class:N", scale=alt.Scale(domain=list(names), range=[CLASS_COLORS[n] for n in names]),
                       legend=_legend("Time in"))
-    chart = alt.Chart(alt.Data(values=rows)).mark_bar(height=28).encode(
+    chart = alt.Chart(alt.Data(name="shares")).mark_bar(height=28).encode(
         x=alt.X("fraction:Q", stack="zero", title="Share of the step", scale=alt.Scale(domain=[0, 1]),
                 axis=alt.Axis(format="%")),
         color=color, order=alt.Order("order:Q"),
         tooltip=[alt.Tooltip("class:N", title="Time in"), alt.Tooltip("percent:N", title="Share"),
                  alt.Tooltip("time:N", title="Per step"), alt.Tooltip("ops:Q", title="Ops")])
-    chart = chart.properties(width=width, height=50, title="Where the step's time goes")
-    return chart.configure_view(stroke=None).to_dict(validate=False)
+    return chart.properties(width=width, height=50, title="Where the step's time goes")
