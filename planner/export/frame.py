@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Iterable
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, get_args
 
@@ -46,7 +47,8 @@ def rows_frame(rows: Iterable[TidyRow]) -> pd.DataFrame:
     """Tidy rows as a typed frame, columns in the export's order."""
     import pandas as pd
 
-    frame = pd.DataFrame.from_records([tuple(getattr(r, c) for c in COLUMNS) for r in rows], columns=list(COLUMNS))
+    cells = attrgetter(*COLUMNS)
+    frame = pd.DataFrame.from_records([cells(r) for r in rows], columns=list(COLUMNS))
     frame = frame.astype(DTYPES)
     # An empty cell is None in every text column (not NaN), as in the rows.
     frame[TEXT] = frame[TEXT].astype(object).where(frame[TEXT].notna(), None)
