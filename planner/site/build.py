@@ -30,7 +30,7 @@ import re
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from gpuplan_schema.machine import sanitize_machine_id
@@ -257,10 +257,10 @@ def machine_pages(machines: list[MachineResults], context: Measured, keys: dict[
     todo = [m for m in machines if m.machine not in pages]
     if todo:
         bar.note(f"planning and rendering {len(todo)} machines")
-    for m, page in zip(todo, build_machine_pages(todo, context, nav, pdf, keep, lambda: bar.advance("machine page")),
-                       strict=True):
+    made = build_machine_pages(todo, context, nav, pdf, keep, lambda: bar.advance("machine page"))
+    for m, (page, data) in zip(todo, made, strict=True):
         pages[m.machine] = page
-        cache.put("page", keys[m.machine], replace(page, report=None))
+        cache.put_pickled("page", keys[m.machine], data)
     return {m.machine: pages[m.machine] for m in machines}, [m.machine for m in todo]
 
 

@@ -75,29 +75,32 @@ def digest_of(*parts: object) -> str:
 class SiteCache:
     folder: Path
     used: set[str] = field(default_factory=set)
-    pending: dict[str, object] = field(default_factory=dict)  # made by this build, written by `commit`
+    pending: dict[str, bytes] = field(default_factory=dict)  # made by this build (pickled), written by `commit`
 
     def get(self, kind: str, key: str) -> object | None:
         """The entry, or None where there is none (or it cannot be read: it is made again)."""
         name = f"{kind}-{key}.pickle"
         self.used.add(name)
-        if name in self.pending:
-            return self.pending[name]
         try:
-            return pickle.loads((self.folder / name).read_bytes())
+            return pickle.loads(self.pending[name] if name in self.pending else (self.folder / name).read_bytes())
         except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError, ValueError):
             return None
 
     def put(self, kind: str, key: str, value: object) -> None:
         """Keep an entry, to be written once the build has succeeded (a failed build leaves the folder as it was)."""
+        self.put_pickled(kind, key, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+
+    def put_pickled(self, kind: str, key: str, data: bytes) -> None:
+        """`put` an entry pickled already: by a worker, which sends what it made so (the build's process, which
+        unpickles it to use it, need not pickle it again)."""
         name = f"{kind}-{key}.pickle"
         self.used.add(name)
-        self.pending[name] = value
+        self.pending[name] = data
 
     def commit(self) -> None:
         """Write the entries this build made and remove those it did not read or write."""
-        for name, value in self.pending.items():
-            write_bytes_atomic(self.folder / name, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+        for name, data in self.pending.items():
+            write_bytes_atomic(self.folder / name, data)
         self.pending.clear()
         if self.folder.is_dir():
             for path in self.folder.glob("*.pickle"):

@@ -10,6 +10,7 @@ in one line naming it, as is a machine's own foreign file.
 
 from __future__ import annotations
 
+import pickle
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,14 +53,18 @@ class _Failed:
     problem: str
 
 
-def read_folder(folder: Path) -> _Machine | _Foreign | _Failed:
+def read_folder(folder: Path) -> bytes:
+    """The folder as read (_Machine or _Foreign) or its error (_Failed), pickled: as the cache keeps it."""
+    entry: _Machine | _Foreign | _Failed
     try:
         if foreign := all_foreign(folder):
-            return _Foreign(tuple(foreign))
-        machine = load_machine(folder)
-        return _Machine(machine, csv_records(machine))
+            entry = _Foreign(tuple(foreign))
+        else:
+            machine = load_machine(folder)
+            entry = _Machine(machine, csv_records(machine))
     except DocumentError as e:
-        return _Failed(e.path, e.field, e.problem)
+        entry = _Failed(e.path, e.field, e.problem)
+    return pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def load_root(root: Path, cache: SiteCache) -> Loaded:
@@ -70,11 +75,12 @@ def load_root(root: Path, cache: SiteCache) -> Loaded:
     digests = [folder_digest(folder) for folder in folders]
     found = [cache.get("load", digest) for digest in digests]
     todo = [i for i, entry in enumerate(found) if not isinstance(entry, (_Machine, _Foreign))]
-    for i, entry in zip(todo, map_forked(read_folder, [folders[i] for i in todo]), strict=True):
+    for i, data in zip(todo, map_forked(read_folder, [folders[i] for i in todo]), strict=True):
+        entry = pickle.loads(data)
         if isinstance(entry, _Failed):  # the first bad folder in order stops the build, as a serial load would
             raise DocumentError(entry.path, entry.field, entry.problem)
         found[i] = entry
-        cache.put("load", digests[i], entry)
+        cache.put_pickled("load", digests[i], data)
     return collect(root, folders, digests, found)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import pickle
 import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -90,19 +91,21 @@ def _then(result: R, done: Callable[[], None]) -> R:
 
 
 def build_machine_pages(machines: Sequence[MachineResults], context: Measured, nav: list[NavLink], has_pdf: bool,
-                        keep: set[str], done: Callable[[], None] = lambda: None) -> list[MachinePage]:
-    """Each machine's plan (against the shared `context`), report and pages, in the order given; the whole report
-    is kept only for the machines named in `keep` (their PDFs are to be rendered)."""
+                        keep: set[str], done: Callable[[], None] = lambda: None) -> list[tuple[MachinePage, bytes]]:
+    """Each machine's plan (against the shared `context`), report and pages, in the order given, each with the
+    page pickled without its report (as the cache keeps it: a worker sends it so, and the build need not pickle it
+    again); the whole report is kept only for the machines named in `keep` (their PDFs are to be rendered)."""
     _ = context.digest, context.scaling  # worked out here, once, before the workers inherit it
 
-    def make(machine: MachineResults) -> MachinePage:
+    def make(machine: MachineResults) -> tuple[bytes, Report | None]:
         report = build_report(machine, report_plan(machine, None, context))
         short, appendix = (render_report_html(report, nav=nav, has_pdf=has_pdf, part=part, vega_src=VEGA_SRC)
                            for part in ("short", "appendix"))
-        short, appendix = link_across(short, appendix)
-        return MachinePage(site_summary(report), short, appendix, report if machine.machine in keep else None)
+        page = MachinePage(site_summary(report), *link_across(short, appendix))
+        return pickle.dumps(page, protocol=pickle.HIGHEST_PROTOCOL), report if machine.machine in keep else None
 
-    return map_forked(make, machines, done)
+    made = map_forked(make, machines, done)
+    return [(replace(pickle.loads(data), report=report), data) for data, report in made]
 
 
 def link_across(short: str, appendix: str) -> tuple[str, str]:
