@@ -164,10 +164,11 @@ def test_site_calls_build_site_with_default_out(monkeypatch, capsys):
     fake_module(monkeypatch, "planner.site.build", "build_site",
                 lambda root, out, **options: calls.append((root, out, options)))
     assert main(["site", str(FIXTURES)]) == 0
-    assert main(["site", str(FIXTURES), "--no-pdf", "--paper", "letter"]) == 0
+    assert main(["site", str(FIXTURES), "--no-pdf", "--paper", "letter", "--cache", "kept"]) == 0
     # stderr captured here is no terminal: no progress bar, so that a log holds only the result or one error line
-    assert calls == [(FIXTURES, Path("site/_build"), {"pdf": True, "paper": "a4", "progress": False}),
-                     (FIXTURES, Path("site/_build"), {"pdf": False, "paper": "letter", "progress": False})]
+    assert calls == [(FIXTURES, Path("site/_build"), {"pdf": True, "paper": "a4", "progress": False, "cache": None}),
+                     (FIXTURES, Path("site/_build"), {"pdf": False, "paper": "letter", "progress": False,
+                                                      "cache": Path("kept")})]
 
 
 def test_document_error_inside_a_command_is_one_line(monkeypatch, capsys):
