@@ -150,7 +150,8 @@ def test_the_pages_have_the_same_elements_as_with_plain_names(built):
     _, site, benign = built
     hostile_pages = sorted(p.relative_to(site) for p in site.rglob("*.html"))
     benign_pages = sorted(p.relative_to(benign) for p in benign.rglob("*.html"))
-    assert len(hostile_pages) == len(benign_pages) == 7  # index, accuracy, job chooser, 2 machines, 2 workloads
+    # index, accuracy, job chooser, 2 machine pages and their 2 appendix pages, 2 workloads
+    assert len(hostile_pages) == len(benign_pages) == 9
     for page in hostile_pages:
         found = elements(site / page)
         assert not any(a.startswith("on") for a in found.attributes), page
