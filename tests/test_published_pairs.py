@@ -12,7 +12,6 @@ from paths import FROZEN
 
 from gpuplan_schema.results import load_machine
 from gpuplan_schema.schema import build_document, load_document, save_document
-
 from planner.check.pairs import AMP_PRECISION, build_pair_check
 from planner.specs import CatalogError
 from planner.specs.published_pairs import PAIRS_FILE, load_pairs, read_pairs

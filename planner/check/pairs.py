@@ -11,8 +11,9 @@ rows, so that what the two data pipelines add to every row of a table cancels. F
 - `precision on <GPU>`: one GPU's TF32 or FP32 rate over its own mixed-precision rate.
 
 DLE's "mixed precision" is fp16 autocast (or apex) with a loss scale on both GPUs, so our point is the fp16 one
-(`AMP_PRECISION`), measured where our bf16 answer is (a machine without one: its bf16 point, `AMP_FALLBACK`); "TF32" is our tf32 point; "FP32" on a GPU without TF32 is our
-tf32 step at that GPU's fp32 rate (performance.STAND_IN), as the published fp32 run's convolutions and matmuls ran.
+(`AMP_PRECISION`), measured where our bf16 answer is (a machine without one: its bf16 point, `AMP_FALLBACK`); "TF32"
+is our tf32 point; "FP32" on a GPU without TF32 is our tf32 step at that GPU's fp32 rate (performance.STAND_IN), as
+the published fp32 run's convolutions and matmuls ran.
 Our point: the nearest measured batch of a plain variant (crossarch.nearest_point), in our workload's layout; where
 the machine has points timed in DLE's own configuration (planner/check/dle_points.py: the row's layout and batch,
 with profiles of that precision and layout), the row's own. Error = predicted ratio ÷ published ratio − 1 (+: the
