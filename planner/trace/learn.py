@@ -35,7 +35,7 @@ from planner.specs import match_gpu
 from planner.trace.efficiency import Efficiency, fit_efficiency
 from planner.trace.kinds import Roofs
 from planner.trace.memory import MemoryLine, memory_line
-from planner.trace.predict import PHASES, HostModel, StepTime, combine, phase_calls, predict_step
+from planner.trace.predict import PHASES, HostModel, StepTime, phase_calls, pipeline, predict_step
 from planner.trace.training import build_rows, roofs_of
 
 PLAIN = ("default", "no_cudnn_benchmark")
@@ -53,8 +53,8 @@ class CompileModel:
     host: float = 1.0
 
     def step_s(self, eager: StepTime, sharpness: float) -> float:
-        gpu = eager.matmul_s + self.fused * (eager.gpu_s - eager.matmul_s)
-        return combine(gpu, eager.host_s * self.host, sharpness)
+        return pipeline(tuple(replace(p, gpu_s=p.matmul_s + self.fused * (p.gpu_s - p.matmul_s),
+                                      host_s=p.host_s * self.host) for p in eager.phases), sharpness)
 
 
 @dataclass(frozen=True)
@@ -105,23 +105,27 @@ def measured_points(machine: MachineResults, traces: dict[str, TracePayload], le
     return out
 
 
-def fit_host(points: list[Measured]) -> HostModel:
-    """Non-negative least squares of the issue time, relative, on the calls per phase and a constant."""
+def fit_host(points: list[Measured], floor_s: float = 0.0) -> HostModel:
+    """Non-negative least squares of the issue time, relative, on the calls per phase and a constant, each aten call
+    costing at least `floor_s` (the dispatch benchmark's cost to issue one op: the issue times alone cannot tell the
+    phases apart, and without the floor the fit gave a backward call 1 µs, below what issuing any op costs)."""
     rows = [m for m in points if m.point.host_issue_s and m.point.gpu_busy_s is not None and m.workload.training
             and m.point.gpu_busy_s < HOST_SET * m.point.host_issue_s.median]
+    floors = [floor_s] * (len(PHASES) - 1) + [0.0]   # per phase ("modules": Python, no launch of its own)
     if len(rows) < 4:
-        return HostModel({p: 2e-5 for p in PHASES}, 0.0)
+        return HostModel({p: max(2e-5, f) for p, f in zip(PHASES, floors, strict=True)}, 0.0)
     calls = [phase_calls(m.run) for m in rows]
     x = np.array([[c.get(p, 0) for p in PHASES] + [1.0] for c in calls], dtype=float)
     y = np.array([m.point.host_issue_s.median for m in rows])  # type: ignore[union-attr]
+    y_left = y - x[:, :len(PHASES)] @ np.array(floors)
     keep = list(range(x.shape[1]))
     while True:
-        coef, *_ = np.linalg.lstsq(x[:, keep] / y[:, None], np.ones(len(y)), rcond=None)
+        coef, *_ = np.linalg.lstsq(x[:, keep] / y[:, None], y_left / y, rcond=None)
         if (coef >= 0).all() or len(keep) == 1:
             break
         keep.pop(int(np.argmin(coef)))
     full = dict.fromkeys(range(x.shape[1]), 0.0) | {k: max(0.0, float(c)) for k, c in zip(keep, coef, strict=True)}
-    return HostModel({p: full[i] for i, p in enumerate(PHASES)}, full[len(PHASES)])
+    return HostModel({p: full[i] + floors[i] for i, p in enumerate(PHASES)}, full[len(PHASES)])
 
 
 def _log_error(pred: float, measured: float) -> float:
@@ -130,7 +134,7 @@ def _log_error(pred: float, measured: float) -> float:
 
 def fit_sharpness(points: list[Measured], steps: list[StepTime]) -> float:
     def error(sharpness: float) -> float:
-        return sum(_log_error(combine(s.gpu_s, s.host_s, sharpness), m.point.step_s.median)  # type: ignore
+        return sum(_log_error(pipeline(s.phases, sharpness), m.point.step_s.median)  # type: ignore
                    for m, s in zip(points, steps, strict=True))
     return min(SHARPNESS, key=error)
 
@@ -208,7 +212,8 @@ def learn_gpu(machine: MachineResults, traces: dict[str, TracePayload], leave_ou
     efficiency = fit_efficiency(build_rows(machine_rooflines(machine), traces, roofs, leave_out), spec.sm_count or 1)
     points = measured_points(machine, traces, leave_out)
     dispatch = machine.ceilings.dispatch
-    host = replace(fit_host(points), op_issue_s=dispatch.op_issue_s.median if dispatch else 1e-5)
+    op_issue_s = dispatch.op_issue_s.median if dispatch else 1e-5
+    host = replace(fit_host(points, op_issue_s), op_issue_s=op_issue_s)
     fp32 = fit_fp32(points, efficiency, roofs, host)
     steps = [predict_step(m.run, efficiency, roofs, host, fp32) for m in points]
     host = replace(host, sharpness=fit_sharpness(points, steps))
