@@ -1,10 +1,15 @@
-"""How a traced step's time and band are put together (planner/trace/predict.py, bands.py, training.py): the phases in
-order, the host's floor per call, an NHWC batch norm's own kind, and bands that weigh each held-out workload alike."""
+"""How a traced step's time, memory and band are put together (planner/trace/predict.py, bands.py, training.py,
+collectors/trace/recorder.py): the phases in order, the host's floor per call, an NHWC batch norm's own kind, an op's
+internal temporaries, and bands that weigh each held-out workload alike."""
 
 from __future__ import annotations
 
 import pytest
+import torch
+import torch.nn.functional as F
 
+from collectors.trace.memory import LiveMemory
+from collectors.trace.recorder import TraceRecorder
 from gpuplan_schema.payloads import TracedOp, TraceRun
 from planner.trace.bands import TraceBands, sides
 from planner.trace.efficiency import Efficiency, KindFit
@@ -71,3 +76,16 @@ def test_a_band_across_architectures_keeps_each_residuals_workload():
     errors, groups = bands.errors(same_architecture=False, compiled=False)
     assert len(errors) == 6 and groups == ["a"] * 3 + ["b"] * 3
     assert bands.errors(same_architecture=True, compiled=True) == ([0.1, -0.2], ["a", "b"])  # no compiled: eager
+
+
+def test_a_reduced_mse_loss_holds_its_unreduced_loss_while_it_runs_as_cudas_kernel_does():
+    def peak(reduction: str) -> int:
+        memory = LiveMemory()
+        x, y = torch.empty(4096, 3000, device="meta"), torch.empty(4096, 3000, device="meta")
+        memory.adopt((x, y), "inputs")
+        memory.reset_peak()
+        with TraceRecorder(memory):
+            F.mse_loss(x, y, reduction=reduction)
+        return memory.peak - memory.total
+    assert peak("mean") >= 4096 * 3000 * 4          # the unreduced loss, freed before the op returns
+    assert peak("none") == 4096 * 3000 * 4          # unreduced, the result is that tensor: nothing more
