@@ -17,6 +17,8 @@ RUN_WORDS = {
     "no-budget": "no budget (before the default); cut by the script at 200 s",
     "collect": "3-minute default budget, whose end went unheard (SIGUSR1); cut by the script at 200 s",
     "budget": "3-minute default budget (stopped from its timer thread)",
+    "three-models": "3-minute default budget, 4 s kept for the exit; a stop held in torch.compile ended at 4 s",
+    "after-fix": "3-minute default budget; a stop held in native code ended 3 s after the budget's end, exit 0",
 }
 
 

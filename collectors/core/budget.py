@@ -37,6 +37,10 @@ def parse_duration(text: str) -> float:
 # What saving the last document, the summary and the interpreter's exit (CUDA's teardown) take after a stop: on an
 # H100 2-4 s (2026-11-27: with 2 s kept back, a 3-minute run ended at 182.4 s)
 EXIT_MARGIN_S = 4.0
+# Of that margin, what the process's end takes once it is ended at once (os._exit, CUDA's teardown by the driver):
+# an H100, 2026-11-28: 0.3 s. A stop that has not ended the collection EXIT_MARGIN_S - HARD_EXIT_S after the
+# budget's end (the main thread held in native code: torch.compile) ends the process there.
+HARD_EXIT_S = 1.0
 
 
 def process_age() -> float:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from collectors.core.budget import seconds_left
+from collectors.core.budget import EXIT_MARGIN_S, HARD_EXIT_S, seconds_left
 from collectors.core.device import error_line
 from collectors.core.interrupt import StopNow, StopRequest
 from collectors.core.machine import default_machine_id
@@ -134,7 +134,7 @@ def run_collection(options: Options, collectors: dict[str, Collector], device: s
         if options.budget_s is not None:
             left = seconds_left(options.budget_s)
             options = replace(options, deadline=time.monotonic() + left)
-            stop.stop_at(left)
+            stop.stop_at(left, grace=EXIT_MARGIN_S - HARD_EXIT_S)
         for stale in remove_stale_temp_files(folder):
             stream.write(f"removed {stale}, left by a run that was killed while saving\n")
         try:

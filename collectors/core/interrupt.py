@@ -14,7 +14,8 @@ not wait for it. The first SIGINT (or the budget's end, `stop_at`):
 A second SIGINT ends the process at once (os._exit(130)), and so does a watchdog thread DEADLINE_S after the
 first: it hears the signal through a wakeup file descriptor, written by the C-level handler, so a main thread
 stuck in native code (where no Python handler can run) is ended too; the budget's timer thread does the same
-DEADLINE_S after the budget's end. Every document saved before is kept (saves are atomic: gpuplan_schema/schema.py).
+`grace` seconds after the budget's end, with exit status 0: a collection ended by its budget ended as planned,
+whichever way it had to be stopped. Every document saved before is kept (saves are atomic: gpuplan_schema/schema.py).
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ class StopRequest:
         self._wakeup: tuple[int, int] | None = None
         self._old_wakeup = -1
         self._budget_timer: threading.Timer | None = None
+        self._budget_grace = deadline_s
         self._caught = False
         self._first_sigint: float | None = None
 
@@ -94,10 +96,12 @@ class StopRequest:
         """The collection loop has the StopNow: raising it again stops."""
         self._caught = True
 
-    def stop_at(self, seconds: float) -> None:
-        """The budget: stop `seconds` from now as a Ctrl-C would (without the second-press exit)."""
+    def stop_at(self, seconds: float, grace: float | None = None) -> None:
+        """The budget: stop `seconds` from now as a Ctrl-C would (without the second-press exit), and end the
+        process `grace` seconds later (default the deadline) if the main thread is held in native code."""
         if not self._active:
             return
+        self._budget_grace = self.deadline_s if grace is None else grace
         self._budget_timer = threading.Timer(max(0.0, seconds), self._on_budget)
         self._budget_timer.daemon = True
         self._budget_timer.start()
@@ -126,14 +130,17 @@ class StopRequest:
 
     def _on_budget(self) -> None:
         """The budget's timer thread: the stop a Ctrl-C makes, raised in the main thread from here; and, as the
-        watchdog does after a Ctrl-C, the process ended DEADLINE_S later if the collection is still in its loop."""
+        watchdog does after a Ctrl-C, the process ended `grace` seconds later (exit 0) if the collection is still in
+        its loop (an H100, 2026-11-28: torch.compile held the main thread past the budget's end; ended at 4 s, the
+        process was gone 0.3 s later, over the 3 minutes)."""
         if self.requested or not self._active:
             return
         self._announce("budget", "\n--budget: the time is up; stopping (everything finished is kept)\n")
         self._raise_in_main()
-        time.sleep(self.deadline_s)
+        time.sleep(self._budget_grace)
         if self._active and not self._caught:
-            self._exit_now(f"the collection did not end within {self.deadline_s:g} s of the budget's end")
+            self._exit_now(f"the collection did not end within {self._budget_grace:g} s of the budget's end",
+                           status=0)
 
     def _stop(self, why: str, line: str) -> None:
         self._announce(why, line)
@@ -168,12 +175,12 @@ class StopRequest:
         if main is not None:
             ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(main), ctypes.py_object(StopNow))
 
-    def _exit_now(self, why: str) -> None:
+    def _exit_now(self, why: str, status: int = EXIT_INTERRUPTED) -> None:
         kill_descendants()
         self.stream.write(f"\nStopped at once ({why}); every document saved before is kept: the same command "
                           "resumes\n")
         self.stream.flush()
-        os._exit(EXIT_INTERRUPTED)
+        os._exit(status)
 
     def _watch(self, read: int) -> None:
         """The watchdog: DEADLINE_S after the first stop, or at a second SIGINT, if the collection is still in its
