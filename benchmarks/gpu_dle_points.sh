@@ -15,7 +15,7 @@
 # Starts from results/ID/diagnostics/dle-points/ where the checkout has it (a second call resumes: the points already
 # there are kept byte for byte, complete profiles are not run again). The tarball $OUT/ID-dle-points.tgz holds
 # ID/diagnostics/dle-points/ (documents, log.txt, summary.txt); unpack it with `tar xzf FILE -C results/`.
-# CUDA_VISIBLE_DEVICES is left as it is given. Expected on an H100: about 150 s (13 points, 8 profile documents).
+# CUDA_VISIBLE_DEVICES is left as it is given. Expected on an H100: about 150 s for the first 13 points (8 profile documents); the 20 of the plan (the new models' 7 added) need a second call (it resumes).
 # Needs bash, coreutils' timeout, tar, and what the collectors need (torch, the standard library).
 set -u
 usage() { sed -n '2,/^# Needs/p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }

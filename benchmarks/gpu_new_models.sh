@@ -22,7 +22,8 @@
 #   --tag      names the tarball: $OUT/new-models-<GPU>-<TAG>.tgz (default: the CUDA_VISIBLE_DEVICES value, or "all")
 #   --total    stop starting steps past this many seconds (default 510: under 9 minutes on one H100)
 #   --part P   collect (the three standard collections) or checks (the cut, its plan, the stops); default both
-#   --models "A B"  the examples --part collect runs, in order (default: "efficientnet_b0 resnext101 decoder_lm")
+#   --models "A B"  the examples --part collect runs, in order (default: "efficientnet_b0 resnext101 decoder_lm");
+#              one named twice runs the same command again, which continues where the first stopped
 #   --seed DIR start every machine folder with DIR's environment.json and ceilings.json (the CPU self-test: a CPU's
 #              ceilings take minutes; never on a GPU, whose three-minute figure includes its ceilings)
 #
@@ -72,10 +73,12 @@ SUMMARY="$DIR/summary.txt"
 left() { echo $((TOTAL_S - ($(date +%s) - START))); }
 
 timed() {  # timed NAME LIMIT CMD...: CMD cut by SIGINT at LIMIT s (SIGKILL 20 s later), its log and wall kept
-  local name=$1 limit=$2 t0 t1 rc; shift 2
+  local name=$1 limit=$2 t0 t1 rc log n=2; shift 2
   if [ "$limit" -le 10 ]; then echo "$name: not run (the run's $TOTAL_S s are spent)" | tee -a "$SUMMARY"; return; fi
+  log="$DIR/logs/$name.txt"  # a model named twice in --models (the same command again: it continues) keeps both
+  while [ -e "$log" ]; do log="$DIR/logs/$name-$n.txt"; n=$((n + 1)); done
   t0=$(date +%s.%N)
-  timeout -s INT -k 20 "$limit" "$@" > "$DIR/logs/$name.txt" 2>&1
+  timeout -s INT -k 20 "$limit" "$@" > "$log" 2>&1
   rc=$?
   t1=$(date +%s.%N)
   printf '%-34s rc %-4s wall %7.1f s (limit %s s)\n' "$name" "$rc" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" "$limit" \

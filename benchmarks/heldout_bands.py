@@ -30,15 +30,14 @@ import json
 import statistics
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 from gpuplan_schema.results import MachineResults, load_machine, load_results_root
 from planner.check.accuracy import build_accuracy, comparable, iter_accuracy_tables
 from planner.check.bands import BandTable, Residual, band_table_for
 from planner.check.coverage import TARGET_COVERAGE, Check, check_bands, regime_group
-from planner.check.harness_bands import HarnessCoverage, ratio_inside
-from planner.check.pairs import PairRatio, build_pair_check
+from planner.check.harness_bands import HarnessCoverage, held_out_ratio_checks
+from planner.check.pairs_markdown import render_held_out
 from planner.model.split import COMPILED
 
 
@@ -65,39 +64,6 @@ def new_model_checks(table: BandTable, a: MachineResults, b: MachineResults) -> 
             band = table.without(row.workload).band(True, r.host, r.compiled)
             out.append(Check(r, band.low, band.high, band.basis))
     return out
-
-
-@dataclass(frozen=True)
-class RatioCheck:
-    source: str         # the new machine it was predicted from
-    ratio: PairRatio
-    inside: bool
-    half_width: float
-
-
-def published_new_checks(table: BandTable, machines: list[MachineResults]) -> list[RatioCheck]:
-    """Across architectures, for the new models DLE publishes (efficientnet-b0, resnext101-32x4d: published_pairs.json):
-    each ratio predicted from each new machine, inside the range its two bands give it or not, and that range's
-    larger half-width (planner/check/harness_bands.py ratio_inside)."""
-    out = []
-    for m in machines:
-        check = build_pair_check(m)
-        for ratio in check.ratios if check else []:
-            out.append(RatioCheck(m.machine, ratio, *ratio_inside(table, ratio)))
-    return out
-
-
-def report_published(judged: list[RatioCheck]) -> str:
-    if not judged:
-        return "\nAcross architectures: no new model has a DLE table (planner/specs/published_pairs.json).\n"
-    inside = sum(j.inside for j in judged)
-    lines = ["", f"Across architectures (DLE ratios of the new models): {inside} of {len(judged)} inside the range "
-             f"their two bands give ({inside / len(judged):.1%}), median half-width "
-             f"±{statistics.median(j.half_width for j in judged):.1%}", "",
-             "| from | table | ratio | scope | published | predicted | error | inside |", "|---" * 8 + "|"]
-    lines += [f"| {j.source} | {j.ratio.table} | {j.ratio.label} | {j.ratio.twin} | {j.ratio.published:.3f} | "
-              f"{j.ratio.predicted:.3f} | {j.ratio.error:+.1%} | {'yes' if j.inside else 'no'} |" for j in judged]
-    return "\n".join(lines) + "\n"
 
 
 def group(checks: Iterable[Check], key) -> list[HarnessCoverage]:  # noqa: ANN001 - a function of a Check
@@ -152,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
             table = band_table_for(machines)
             checks = new_model_checks(table, *new)
             title = f"New models, {new[0].machine} <-> {new[1].machine}, bands from {args.results}"
-            published = report_published(published_new_checks(table, new))
+            published = render_held_out(held_out_ratio_checks(table, new))
         else:
             checks = committed_checks(machines)
             title = f"Leave one workload out, {args.results}"

@@ -6,7 +6,9 @@ the measured machine folder (gpuplan collect) timed, and the largest batch again
 
 For a model no reference workload is (benchmarks/trace_decoder.py, or any user file), this is the check of a
 trace-only plan on a model the predictor never learned from. The measured GPU must be one the model was learned
-on (an H100 or an H200: learned.json's machines); a step below --min-step-s is listed, not counted.
+on (an H100 or an H200: learned.json's machines); a step below --min-step-s is listed, not counted. Each step says
+whether the measurement lay inside the band a trace-only plan gives on that GPU type (planner/trace/bands.py: the
+held-out residuals' sides, eager or compiled, each reference workload weighing alike).
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ if str(ROOT) not in sys.path:
 
 from gpuplan_schema.results import load_machine  # noqa: E402
 from planner.specs import match_gpu  # noqa: E402
+from planner.trace.bands import sides  # noqa: E402
 from planner.trace.machine import trace_machine  # noqa: E402
-from planner.trace.model_file import load_learned  # noqa: E402
+from planner.trace.model_file import Residuals, load_learned  # noqa: E402
 
 PLAIN = ("default", "no_cudnn_benchmark")
 
@@ -51,13 +54,23 @@ def compare(trace_dir: Path, measured_dir: Path) -> tuple[list[dict], list[dict]
                         and m.step_s and m.sweep != "probe":
                     steps.append({"workload": w.workload, "precision": p.precision, "batch": p.batch,
                                   "variant": p.variant, "measured_s": m.step_s.median, "predicted_s": p.step_s.median,
-                                  "error": p.step_s.median / m.step_s.median - 1})
+                                  "error": p.step_s.median / m.step_s.median - 1,
+                                  "inside_band": inside_band(learned.residuals, p.variant == "compile",
+                                                             m.step_s.median / p.step_s.median)})
         for b in w.boundaries:
             real = mine.boundary(b.precision)
             if real and real.status == "ok" and real.max_batch and b.max_batch and not real.capped:
                 batches.append({"workload": w.workload, "precision": b.precision, "measured": real.max_batch,
                                 "predicted": b.max_batch, "error": b.max_batch / real.max_batch - 1})
     return steps, batches
+
+
+def inside_band(residuals: Residuals, compiled: bool, measured_over_predicted: float) -> bool:
+    """Whether the measurement lay inside the trace-only band on a GPU of the reference's architecture."""
+    errors, groups = (residuals.compiled, residuals.compiled_workloads) if compiled and residuals.compiled else \
+        (residuals.eager, residuals.eager_workloads)
+    low, high = sides(errors, groups if len(groups) == len(errors) else None)
+    return 1 - low <= measured_over_predicted <= 1 + high
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -75,10 +88,12 @@ def main(argv: list[str] | None = None) -> int:
     for b in batches:
         print(f"{b['workload']:18s} {b['precision']} max batch measured {b['measured']} predicted {b['predicted']} "
               f"{b['error']:+.1%}")
-    counted = [abs(s["error"]) for s in steps if s["measured_s"] >= args.min_step_s]
+    counted = [s for s in steps if s["measured_s"] >= args.min_step_s]
     if counted:
+        errors = [abs(s["error"]) for s in counted]
         print(f"{len(counted)} steps >= {args.min_step_s * 1e3:.0f} ms: median |error| "
-              f"{statistics.median(counted):.1%}, largest {max(counted):.1%}")
+              f"{statistics.median(errors):.1%}, largest {max(errors):.1%}; inside the band "
+              f"{sum(s['inside_band'] for s in counted)} of {len(counted)}")
     if args.json:
         args.json.write_text(json.dumps({"steps": steps, "batches": batches}, indent=1) + "\n")
     return 0

@@ -90,7 +90,8 @@ def trace_references(folder: Path, machines: list[MachineResults], retrace: bool
 def in_band(residuals: list[StepResidual], error: float, workload: str) -> bool:
     """Whether the measurement lay inside the band a trace-only plan gives (planner/trace/bands.py's sides), made
     from the OTHER workloads' residuals."""
-    low, high = sides([r.error for r in residuals if r.workload != workload])
+    others = [r for r in residuals if r.workload != workload]
+    low, high = sides([r.error for r in others], [r.workload for r in others])
     measured_over_predicted = 1 / (1 + error)
     return 1 - low <= measured_over_predicted <= 1 + high
 
@@ -158,18 +159,21 @@ def main(argv: list[str] | None = None) -> int:
     folder = args.traces or Path(tempfile.mkdtemp(prefix="gpuplan-traces-"))
     folder.mkdir(parents=True, exist_ok=True)
     traces = trace_references(folder, machines, args.retrace)
-    eager, compiled, models = [], [], {}
+    eager: list[StepResidual] = []
+    compiled: list[StepResidual] = []
+    models = {}
     for machine in machines:
         steps, batches = leave_one_out(machine, traces)
         summary = summarise(machine.machine, steps, batches)
         print_summary(summary)
-        eager += [s.error for s in steps if s.variant == "eager" and s.measured_s >= MIN_STEP_S]
-        compiled += [s.error for s in steps if s.variant == "compile"]
+        eager += [s for s in steps if s.variant == "eager" and s.measured_s >= MIN_STEP_S]
+        compiled += [s for s in steps if s.variant == "compile"]
         models[machine.machine] = learn_gpu(machine, traces)
         if args.write:
             out = {"summary": summary, "steps": [s.to_dict() for s in steps], "batches": [b.to_dict() for b in batches]}
             write_text_atomic(machine.folder / "diagnostics" / OUT_NAME, json.dumps(out, indent=1) + "\n")
-    residuals = Residuals(eager, compiled, cross_residuals(machines[0]), host_spread(machines))
+    residuals = Residuals([s.error for s in eager], [s.error for s in compiled], cross_residuals(machines[0]),
+                          host_spread(machines), [s.workload for s in eager], [s.workload for s in compiled])
     learned = Learned(models, {m.machine: m.ceilings for m in machines}, residuals)  # type: ignore[misc]
     published = published_check(machines[0], traces, learned)
     print_published(published)

@@ -19,6 +19,7 @@ RUN_WORDS = {
     "budget": "3-minute default budget (stopped from its timer thread)",
     "three-models": "3-minute default budget, 4 s kept for the exit; a stop held in torch.compile ended at 4 s",
     "after-fix": "3-minute default budget; a stop held in native code ended 3 s after the budget's end, exit 0",
+    "continued": "the same 3-minute command run twice (it continues): the second run's wall, both runs' stages",
 }
 
 

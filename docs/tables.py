@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from gpuplan_schema.payloads import WorkloadPayload, WorkloadPoint
-from gpuplan_schema.results import MachineResults
+from gpuplan_schema.results import MachineResults, load_machine
 from planner.check.accuracy import ALLOCATORS, AccuracyTable, build_accuracy, iter_accuracy_tables, render_markdown
 from planner.check.accuracy_markdown import (
     misses_beyond_repeats,
@@ -22,15 +22,15 @@ from planner.check.accuracy_markdown import (
     render_regimes,
     render_repeatability,
 )
-from planner.check.bands import build_band_table
+from planner.check.bands import band_table_for, build_band_table
 from planner.check.coverage import TARGET_COVERAGE, band_coverage, overall
 from planner.check.crossarch import MAX_TARGET as CROSS_MAX
 from planner.check.crossarch import MEDIAN_TARGET as CROSS_MEDIAN
 from planner.check.crossarch import build_crosscheck
 from planner.check.dle_points import DLE_POINTS
-from planner.check.harness_bands import harness_coverage
+from planner.check.harness_bands import harness_coverage, held_out_ratio_checks
 from planner.check.pairs import build_pair_check
-from planner.check.pairs_markdown import render_pair_check
+from planner.check.pairs_markdown import render_held_out, render_pair_check
 from planner.check.repeatability import ANOTHER_LEND, SAME_RUN, all_repeat_pairs, repeat_summaries
 from planner.check.scaling_check import check_published_scaling, slow_host_bandwidths, summarize_scaling
 from planner.export.frame import machines_frame
@@ -38,6 +38,10 @@ from planner.model.workload_verdict import main_batch
 from planner.scaling.intra_node import load_link_runs
 
 SOURCE, TARGET = "h100-80gb", "h200"  # the accuracy pair: two single GPUs measured alike
+# The new models (issue 38's examples) collected on each of the pair, held out of the model and the bands
+# (results/<machine>/diagnostics/new-models-2026-11-27/README.md says how each was run)
+NEW_MODELS = {SOURCE: "diagnostics/new-models-2026-11-27/no-budget/runs/new-models",
+              TARGET: "diagnostics/new-models-2026-11-27/collect/runs/new-models"}
 DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
 
 
@@ -462,12 +466,31 @@ def accuracy_crossarch(machines: list[MachineResults]) -> str:
 
 def accuracy_dle(machines: list[MachineResults]) -> str:
     """DeepLearningExamples' A100 and V100 rows predicted from the H100, as ratios between the table's own rows; from
-    the H200 too where it has points timed in DLE's configuration (benchmarks/gpu_dle_points.sh ran on an H200)."""
-    text = render_pair_check(build_pair_check(_by(machines, SOURCE)))
+    the H200 too where it has points timed in DLE's configuration (benchmarks/gpu_dle_points.sh ran on an H200). The
+    tables not scored are listed once (a second source lists them again only where its list differs). Then the new
+    models' DLE rows, predicted from their own collections (NEW_MODELS), which neither the model nor the bands saw."""
+    first = build_pair_check(_by(machines, SOURCE))
+    text = render_pair_check(first)
     target = _by(machines, TARGET)
     if (target.folder / DLE_POINTS).is_dir():
-        text += "\n" + render_pair_check(build_pair_check(target))
-    return text
+        second = build_pair_check(target)
+        again = first is None or second is None or second.listed != first.listed
+        text += "\n" + render_pair_check(second, listed=again)
+    return text + _held_out_dle(machines)
+
+
+def _held_out_dle(machines: list[MachineResults]) -> str:
+    """The new models' DLE ratios from their own collections, each against the range its two bands give it."""
+    folders = {m.machine: m.folder / NEW_MODELS[m.machine] for m in machines if m.machine in NEW_MODELS}
+    folders = {name: folder for name, folder in folders.items() if folder.is_dir()}
+    if not folders:
+        return ""
+    shown = ", ".join(f"`results/{name}/{NEW_MODELS[name]}/`" for name in folders)
+    judged = held_out_ratio_checks(band_table_for(machines), [load_machine(f) for f in folders.values()])
+    return (f"\n**Held-out models** ({shown}: EfficientNet-B0 and ResNeXt-101 32x4d, collected after every choice of "
+            "the model and its bands; mixed precision from the bf16 point where a collection has no fp16 one, on both "
+            "GPUs). Each ratio against the range its two bands give it (the bands built from results/):\n"
+            + render_held_out(judged))
 
 
 # ── several GPUs, input pipeline ────────────────────────────────────────────────────────────────

@@ -115,8 +115,10 @@ def trace_new_models(machines: list[MachineResults]) -> str:
         errors = [abs(s["error"]) for s in steps]
         batches = ", ".join(f"{b['workload']} {b['precision']} {b['predicted']:,} for {b['measured']:,} "
                             f"({b['error']:+.1%})" for b in run["batches"]) or "–"
+        banded = [s["inside_band"] for s in steps if "inside_band" in s]
+        inside = f"{sum(banded)} of {len(banded)}" if banded else "–"
         rows.append([m.machine, str(len(steps)), _pct(statistics.median(errors) if errors else None),
-                     _pct(max(errors) if errors else None), str(sum(e > 0.25 for e in errors)), batches])
+                     _pct(max(errors) if errors else None), str(sum(e > 0.25 for e in errors)), inside, batches])
         for w in sorted({s["workload"] for s in steps}):
             mine = [s for s in steps if s["workload"] == w]
             per_workload.append([m.machine, w, str(len(mine)), _pct(statistics.median(abs(s["error"]) for s in mine)),
@@ -124,6 +126,7 @@ def trace_new_models(machines: list[MachineResults]) -> str:
                                            for s in mine)])
     if not rows:
         return f"No comparison is committed (benchmarks/trace_compare.py --json GPU_DIR/diagnostics/{NEW_MODELS}).\n"
-    return (_table(["GPU", "steps ≥ 20 ms", "median abs error", "max abs error", "over 25 %", "max batch"], rows)
+    return (_table(["GPU", "steps ≥ 20 ms", "median abs error", "max abs error", "over 25 %", "inside the band",
+                    "max batch"], rows)
             + "\n" + _table(["GPU", "workload", "steps", "median abs error", "each step (predicted ÷ measured − 1)"],
                             per_workload))

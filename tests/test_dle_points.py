@@ -43,7 +43,8 @@ def test_every_row_of_our_own_models_gets_its_layout_batch_and_precision():
             match = [c for c in configs if (c.model, c.precision, c.batch, c.layout)
                      == (table.model, ours, row.batch, row.layout)]
             label = f"{table.id}: {row.gpu} {row.precision}"
-            if table.twin == "same" and table.model in {"resnet50", "ssd300", "bert-large-squad", "gnmt"}:
+            if table.twin == "same" and table.model in {"resnet50", "ssd300", "bert-large-squad", "gnmt",
+                                                        "efficientnet-b0", "resnext101-32x4d"}:
                 assert len(match) == 1 and label in match[0].rows
             else:  # a proxy stays one whatever we time; a model we have no workload for is not timed
                 assert not any(label in c.rows for c in configs)
@@ -52,6 +53,10 @@ def test_every_row_of_our_own_models_gets_its_layout_batch_and_precision():
     # GNMT's A100 TF32 and V100 FP32 rows are one configuration (tf32, 128): profiled, for the A100
     gnmt = [c for c in configs if c.model == "gnmt" and c.precision == "tf32"]
     assert len(gnmt) == 1 and gnmt[0].profile and len(gnmt[0].rows) == 2
+    # the new models' tables are timed too (their DLE rows held out of the model): ResNeXt-101's AMP rows of both GPUs
+    # are one configuration (fp16, NHWC, 128), EfficientNet-B0's are two (256 on the A100, 128 on the V100)
+    amp = {(c.model, c.batch) for c in configs if c.precision == "fp16" and c.layout == "channels_last"}
+    assert {("resnext101-32x4d", 128), ("efficientnet-b0", 256), ("efficientnet-b0", 128)} <= amp
 
 
 def test_a_variant_names_its_layout():

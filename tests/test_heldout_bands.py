@@ -40,9 +40,10 @@ def test_a_new_pair_is_checked_against_bands_that_never_saw_its_workloads(h100, 
     text = script.report(checks, "pair")
     assert "| compiled |" in text and "| host-bound |" in text and "workload: resnet50" in text
     # across architectures: the DLE ratios of the pair's models (here resnet50's), each against its two bands
-    judged = script.published_new_checks(table, [h100])
+    judged = script.held_out_ratio_checks(table, [h100])
     assert judged and {j.ratio.table for j in judged} == {"dle-resnet50"} and all(j.half_width > 0 for j in judged)
-    assert "Across architectures (DLE ratios" in script.report_published(judged)
+    assert {j.source for j in judged} == {h100.gpu_name}  # the GPU each was predicted from (new folders share an id)
+    assert "Across architectures (DLE ratios" in script.render_held_out(judged)
 
 
 def test_a_folder_that_is_not_a_machine_stops_with_one_line(tmp_path, capsys):

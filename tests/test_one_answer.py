@@ -17,7 +17,9 @@ from gpuplan_schema.results import load_machine, load_machine_and_root
 from planner.cli import main as gpuplan_main
 from planner.model.performance import measured_rates
 from planner.model.split import machine_rooflines
+from planner.plan import jobs as jobs_module
 from planner.plan import plan as plan_module
+from planner.plan import source as source_module
 from planner.plan.bounds import BoundKind
 from planner.plan.choice import Trial, choose, ties
 from planner.plan.judge import elasticity, judge
@@ -170,12 +172,14 @@ def test_a_report_builds_its_plan_once(monkeypatch):
     and the workload sections each rebuilt what the plan had."""
     calls = {"load_source": 0, "prepare_source": 0}
     for name in calls:
-        original = getattr(plan_module, name)
+        original = getattr(source_module, name)
 
         def counted(*args, _name=name, _original=original, **kwargs):  # noqa: ANN002, ANN003, ANN202
             calls[_name] += 1
             return _original(*args, **kwargs)
-        monkeypatch.setattr(plan_module, name, counted)
+        for module in (plan_module, source_module, jobs_module):  # each module that calls it by its own name
+            if hasattr(module, name):
+                monkeypatch.setattr(module, name, counted)
     build_report_for(FROZEN / "h100-80gb")
     assert calls == {"load_source": 1, "prepare_source": 1}
 
@@ -186,7 +190,10 @@ DECIDERS = {
     "planner.plan.expect.cap_by_input", "planner.model.performance.predict_point",
     "planner.model.performance.iter_predictions", "planner.model.performance.source_bound",
     "planner.model.performance.target_rates", "planner.plan.plan.build_plan", "planner.plan.plan.load_source",
-    "planner.plan.plan.prepare_source", "planner.plan.plan.build_ranker", "planner.plan.advice",
+    "planner.plan.plan.prepare_source", "planner.plan.source.load_source", "planner.plan.source.prepare_source",
+    "planner.plan.jobs.build_ranker", "planner.plan.jobs.build_predictor", "planner.plan.targets.build_target",
+    "planner.plan.targets.build_source_target",
+    "planner.plan.advice",
     "planner.plan.recommend.find_knee", "planner.plan.recommend.recommend_precision",
     "planner.plan.recommend.recommend_variants",
 }

@@ -4,9 +4,18 @@ bandwidth), and CUDA-core fp32 runs at the share of its datasheet its architectu
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from planner.model.performance import Rates, op_floor, scale_factor, sustained_fraction, target_rates
+from planner.model.performance import (
+    Rates,
+    op_floor,
+    run_precision,
+    scale_factor,
+    sustained_fraction,
+    target_rates,
+)
 from planner.model.split import OpRoof, StepSplit
 from planner.specs import match_gpu
 
@@ -69,3 +78,20 @@ def test_a_profiled_split_carries_each_op_and_their_roofs_add_up_to_its_class_ro
     point = next(p for p in next(w for w in h100.workloads if w.workload == "resnet50").points if p.gpu_busy_s)
     moved = with_measured_host(split, point)   # the ops scale with the GPU's share, as every other part
     assert sum(op.time for op in moved.ops) == pytest.approx(moved.math_class + moved.memory_class)
+
+
+def test_tf32_is_its_own_rate_per_architecture_and_a_v100_runs_a_tf32_step_on_its_cuda_cores():
+    """docs/prediction-model.md § 4, "What the remaining TF32 / FP32 misses are": an A100's TF32 is its datasheet TF32
+    (156, half its fp16) at the source's TF32 efficiency, not its fp16 rate halved at the fp16 efficiency; a V100, which
+    has no TF32, runs the tf32 step's matmuls at its CUDA-core fp32 rate (14.2 TFLOPS here), never at a tensor rate."""
+    a100 = target_rates(SOURCE, H100, A100)
+    assert a100.flops_per_s["tf32"] == pytest.approx(156e12 * 416e12 / 494.5e12, rel=1e-6)
+    assert a100.flops_per_s["tf32"] != pytest.approx(a100.flops_per_s["fp16"] / 2, rel=1e-3)
+    v100 = target_rates(SOURCE, H100, V100)
+    assert "tf32" not in v100.flops_per_s and run_precision("tf32", v100.flops_per_s) == "fp32"
+    split = StepSplit(0.0, {"tf32": 0.4}, 0.0, 0.0, 0.6, 0.4, 0.0, "FLOP/byte counts")
+    stand_in = replace(v100, flops_per_s={**v100.flops_per_s, "tf32": v100.flops_per_s["fp32"]})
+    expected = 0.4 * 416e12 / v100.flops_per_s["fp32"] + 0.6 * v100.sm_time_ratio
+    assert scale_factor(split, SOURCE, stand_in) == pytest.approx(expected)
+    assert v100.flops_per_s["fp32"] == pytest.approx(14.06e12 * 53 / 52.0, rel=1e-3)  # the SGEMM rate measured there
+    assert v100.flops_per_s["fp32"] < V100.flops_per_s["fp32"] < v100.flops_per_s["fp16"] / 5

@@ -4,9 +4,14 @@ between the table's own rows (planner/check/pairs.py), on the frozen H100 collec
 from __future__ import annotations
 
 import json
+import shutil
+from dataclasses import replace
 
 import pytest
+from paths import FROZEN
 
+from gpuplan_schema.results import load_machine
+from gpuplan_schema.schema import build_document, load_document, save_document
 from planner.check.pairs import AMP_PRECISION, build_pair_check
 from planner.specs import CatalogError
 from planner.specs.published_pairs import PAIRS_FILE, load_pairs, read_pairs
@@ -66,3 +71,19 @@ def test_a_table_of_another_model_is_listed_not_scored(h100):
     check = build_pair_check(h100)
     assert not any(r.table == "dle-dlrm-small" for r in check.ratios)
     assert any(line.startswith("dle-dlrm-small:") for line in check.listed)
+
+
+def test_a_machine_without_fp16_takes_mixed_precision_from_its_bf16_point_on_both_gpus(tmp_path):
+    # a new model's partial collection (its sweep is bf16 only): the A100 / V100 mixed-precision ratio is still one
+    # measured step on both sides, the V100 running it as fp16; no TF32 or FP32 row is scored without a tf32 point
+    folder = tmp_path / "h100-80gb"
+    shutil.copytree(FROZEN / "h100-80gb", folder)
+    path = folder / "workload-resnet50.json"
+    doc = load_document(path)
+    bf16 = [p for p in doc.payload.points if p.precision == "bf16"]
+    save_document(build_document("workload", doc.collector.name, doc.collector.version, doc.machine,
+                                 replace(doc.payload, points=bf16)), path)
+    rows = [r for r in build_pair_check(load_machine(folder)).ratios if r.table == "dle-resnet50"]
+    assert [r.kind for r in rows] == ["amp"]
+    amp = rows[0]
+    assert (amp.top.precision, amp.bottom.precision) == ("bf16", "fp16") and amp.top.batch == amp.bottom.batch

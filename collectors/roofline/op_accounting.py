@@ -33,6 +33,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 from torch.utils.flop_counter import flop_registry
 
+import collectors.core.conv_flops  # noqa: F401 - counts a grouped convolution's backward with its groups (torch does not)
 import collectors.core.rnn_flops  # noqa: F401 - registers the FLOP formulas of cuDNN's and oneDNN's fused RNN kernels
 
 ANNOTATION = "roofline#"

@@ -17,6 +17,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 from torch.utils.flop_counter import FlopCounterMode
 
+import collectors.core.conv_flops  # noqa: F401 - counts a grouped convolution's backward with its groups (torch does not)
 import collectors.core.rnn_flops  # noqa: F401 - registers the FLOP formulas of cuDNN's and oneDNN's fused RNN kernels
 from collectors.workloads.training import Step
 from gpuplan_schema.payloads import TrafficEstimate

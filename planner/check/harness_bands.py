@@ -16,9 +16,10 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from gpuplan_schema.results import MachineResults
 from planner.check.bands import BandTable
 from planner.check.coverage import Check, check_bands
-from planner.check.pairs import PairCheck, PairRatio
+from planner.check.pairs import PairCheck, PairRatio, build_pair_check
 
 GPT2_FAMILY = "nanogpt"
 
@@ -66,4 +67,26 @@ def harness_coverage(table: BandTable, pairs: PairCheck | None) -> list[HarnessC
         judged = [ratio_inside(table, r) for r in pairs.ratios]
         out.append(HarnessCoverage.of("DeepLearningExamples ratios (A100, V100)", [j[0] for j in judged],
                                       [j[1] for j in judged]))
+    return out
+
+
+@dataclass(frozen=True)
+class RatioCheck:
+    """A DLE ratio of a held-out model (a machine folder the bands never saw) against the range its two bands give."""
+
+    source: str         # the GPU it was predicted from
+    ratio: PairRatio
+    inside: bool
+    half_width: float
+
+
+def held_out_ratio_checks(table: BandTable, machines: Sequence[MachineResults]) -> list[RatioCheck]:
+    """Across architectures, for the new models DLE publishes (efficientnet-b0, resnext101-32x4d: published_pairs.json):
+    each ratio predicted from each new machine, inside the range its two bands give it or not, and that range's larger
+    half-width (ratio_inside)."""
+    out = []
+    for m in machines:
+        check = build_pair_check(m)
+        for ratio in check.ratios if check else []:
+            out.append(RatioCheck(m.gpu_name or m.machine, ratio, *ratio_inside(table, ratio)))
     return out

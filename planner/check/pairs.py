@@ -11,8 +11,9 @@ rows, so that what the two data pipelines add to every row of a table cancels. F
 - `precision on <GPU>`: one GPU's TF32 or FP32 rate over its own mixed-precision rate.
 
 DLE's "mixed precision" is fp16 autocast (or apex) with a loss scale on both GPUs, so our point is the fp16 one
-(`AMP_PRECISION`), measured where our bf16 answer is; "TF32" is our tf32 point; "FP32" on a GPU without TF32 is our
-tf32 step at that GPU's fp32 rate (performance.STAND_IN), as the published fp32 run's convolutions and matmuls ran.
+(`AMP_PRECISION`), measured where our bf16 answer is (a machine without one: its bf16 point, `AMP_FALLBACK`); "TF32"
+is our tf32 point; "FP32" on a GPU without TF32 is our tf32 step at that GPU's fp32 rate (performance.STAND_IN), as
+the published fp32 run's convolutions and matmuls ran.
 Our point: the nearest measured batch of a plain variant (crossarch.nearest_point), in our workload's layout; where
 the machine has points timed in DLE's own configuration (planner/check/dle_points.py: the row's layout and batch,
 with profiles of that precision and layout), the row's own. Error = predicted ratio ÷ published ratio − 1 (+: the
@@ -37,6 +38,9 @@ from planner.specs import GpuSpec, match_gpu
 from planner.specs.published_pairs import PairRow, PairTable, load_pairs
 
 AMP_PRECISION = "fp16"
+# A machine that timed no fp16 point (a new model's partial collection: its sweep is bf16 only) starts DLE's mixed
+# precision from its bf16 point on both GPUs: still one measured step for both (the V100 runs it as fp16, STAND_IN).
+AMP_FALLBACK = "bf16"
 OURS = {"amp": AMP_PRECISION, "tf32": "tf32", "fp32": "tf32"}
 KINDS = ("amp", "tf32/fp32", "precision")
 LAYOUT_WORDS = {"channels_last": "NHWC", "nchw": "NCHW"}
@@ -133,6 +137,8 @@ def our_point(source: MachineResults, table: PairTable, row: PairRow, dle: DlePo
         return point, payload, same + profiles, row.layout, True
     payload = next((w for w in source.workloads if w.workload == table.model), None)
     point = nearest_point(payload, ours, row.batch) if payload else None
+    if payload is not None and point is None and row.precision == "amp":
+        point = nearest_point(payload, AMP_FALLBACK, row.batch)
     if payload is None or point is None:
         return None
     return point, payload, machine_rooflines(source), table.twin_layout, False

@@ -4,7 +4,10 @@ every ratio with its two published rows, cited, and our two predictions."""
 
 from __future__ import annotations
 
+import statistics
+
 from planner.check.crossarch import MAX_TARGET, MEDIAN_TARGET
+from planner.check.harness_bands import RatioCheck
 from planner.check.pairs import KINDS, PairCheck, PairRatio
 
 KIND_WORDS = {"amp": "A100 / V100, mixed precision", "tf32/fp32": "A100 TF32 / V100 FP32",
@@ -31,7 +34,9 @@ def _dle_words(check: PairCheck) -> str:
             f"{why} (benchmarks/gpu_dle_points.sh times them).")
 
 
-def render_pair_check(check: PairCheck | None) -> str:
+def render_pair_check(check: PairCheck | None, listed: bool = True) -> str:
+    """The check's summary and every ratio; `listed`: end with the tables not scored (a second source whose list is the
+    first's leaves it out)."""
     if check is None:
         return "No machine with ceilings and a catalog GPU: nothing to predict the DLE tables from.\n"
     lines = [f"**NVIDIA DeepLearningExamples, from {check.source}**: each published GPU predicted from our measured "
@@ -55,6 +60,24 @@ def render_pair_check(check: PairCheck | None) -> str:
         ours = f"{r.top.ours} / {r.bottom.ours}"
         lines.append(f"| {r.table} | {r.label} | {r.twin} | {r.published:.3f} | {r.predicted:.3f} | {r.error:+.1%} | "
                      f"{ours} | {_cite(r)} |")
-    if check.listed:
+    if check.listed and listed:
         lines += ["", "Not scored: " + "; ".join(check.listed) + "."]
+    return "\n".join(lines) + "\n"
+
+
+def render_held_out(judged: list[RatioCheck]) -> str:
+    """The DLE ratios of models the bands and the model were not built from, each against the range its two bands give
+    (planner/check/harness_bands.py): coverage, median half-width, then every ratio."""
+    if not judged:
+        return "\nAcross architectures: no new model has a DLE table (planner/specs/published_pairs.json).\n"
+    inside = sum(j.inside for j in judged)
+    same = [j for j in judged if j.ratio.twin == "same"]
+    lines = ["", f"Across architectures (DLE ratios of the new models): {inside} of {len(judged)} inside the range "
+             f"their two bands give ({inside / len(judged):.1%}), median half-width "
+             f"±{statistics.median(j.half_width for j in judged):.1%}; of them \"same\" (our layout is the row's) "
+             f"{sum(j.inside for j in same)} of {len(same)}", "",
+             "| from | table | ratio | scope | published | predicted | error | inside |", "|---" * 8 + "|"]
+    lines += [f"| {j.source} | {j.ratio.table} | {j.ratio.label} | {j.ratio.twin} | {j.ratio.published:.3f} | "
+              f"{j.ratio.predicted:.3f} | {j.ratio.error:+.1%} | {'yes' if j.inside else 'no'} "
+              f"(±{j.half_width:.0%}) |" for j in judged]
     return "\n".join(lines) + "\n"

@@ -5,7 +5,7 @@ a job a person would plausibly run: ResNet-50 for 100 ImageNet epochs, gpt-small
 workload (the MLP, the rollout, user workloads) gets "a day on this GPU": the samples the measured GPU processes
 in 24 hours at its fastest measured point, rounded to 1, 2 or 5 × 10^k, so that its hours read in hours, not
 seconds; the job's `samples=` states the count. A job the user asked for (`--job`) replaces its workload's
-default. The plan ranks them (planner/plan/plan.py: one JobRanker, as `gpuplan plan --job` ranks: bands,
+default. The plan ranks them (planner/plan/jobs.py: one JobRanker, as `gpuplan plan --job` ranks: bands,
 scaling, vCPU feed); the report and the site read its rankings.
 """
 

@@ -13,7 +13,7 @@ so the expectation is, in this order of preference:
   the recommended batch (a torch.compile trial predicted with its own host share: compiling removes most of the
   host's issue time, so an eager twin's host band does not apply to it); else the prediction at the recommended
   batch × that ratio. Its band is the prediction's. The ranking reads this figure for a job at the recommended
-  precision (planner/plan/plan.py `plan_answers`).
+  precision (planner/plan/jobs.py `plan_answers`).
 
 Then the input pipeline: where the measured data loader feeds fewer samples than that, the expected figure
 is what it feeds, and the bound says input (the GPU's own figure is kept beside it).

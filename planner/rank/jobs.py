@@ -27,7 +27,7 @@ from typing import Any
 from gpuplan_schema.schema import DocumentError
 
 # The collectors' training precisions, and fp8: its step is estimated from bf16's with the matmuls at the
-# measured fp8 rate (planner/plan/plan.py checks the measured GPU ran fp8 matmuls).
+# measured fp8 rate (planner/plan/jobs.py checks the measured GPU ran fp8 matmuls).
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8")
 MAX_SAMPLES = 1e13   # beyond any training run (GPT-3's 300B tokens are 1.5e8 samples of 2048): a typo, not a job
 

@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from planner.trace.gemm import Gemm
-from planner.trace.kinds import base_kind
+from planner.trace.kinds import NHWC, base_kind
 
 # The reduction depth at half efficiency (gemm.Gemm.fill): 32 to 512 were tried, and the held-out median did not move
 # once split-K was modelled; kept at 0 (no depth penalty), a grid of one
@@ -126,8 +126,9 @@ class Efficiency:
 
     def key(self, kind: str, cls: str) -> str | None:
         """The learned entry for an op: its kind in its math class (matmuls; else in the nearest class), else the
-        kind without its variant (an NHWC convolution no profile showed is timed as an NCHW one); None: unlearned."""
-        for k in dict.fromkeys((kind, base_kind(kind))):
+        kind without its variant (an NHWC convolution no profile showed is timed as an NCHW one; an NHWC batch norm
+        never as an NCHW one: cuDNN has kernels of its own for each); None: unlearned."""
+        for k in dict.fromkeys((kind,) if kind.endswith(NHWC) else (kind, base_kind(kind))):
             if cls == ANY and k in self.kinds:
                 return k
             for c in (cls, "tf32" if cls == "fp32" else "half", "half") if cls != ANY else ():

@@ -11,7 +11,7 @@ compiled, and the published cross-architecture check's residuals of the referenc
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
@@ -33,6 +33,8 @@ class Residuals:
     compiled: list[float]        # of every held-out torch.compile step
     cross: list[float]           # the reference machine's published cross-architecture check (GPU-set rows)
     host_spread: float           # how far a host-set step moved between two hosts of one GPU type (bands.py)
+    eager_workloads: list[str] = field(default_factory=list)     # each eager residual's workload (bands.py weighs
+    compiled_workloads: list[str] = field(default_factory=list)  # each workload alike); empty: an older model file
 
 
 @dataclass(frozen=True)

@@ -4,13 +4,18 @@
                 slowdown × roof); fp32 matmuls (no profile runs them: the profiles are bf16 and TF32) × fp32_scale
     host      = Σ over the phases (forward, backward, optimizer) of the step's aten calls × the host's seconds per
                 call in that phase, + its nn.Module calls × seconds per module call, + a fixed cost per step
-    step      = (gpu busy^p + host^p)^(1/p)            p = `sharpness`, learned
+    step      = the phases (forward, backward, optimizer) in turn, each joining the GPU's work left over from the
+                phases before (`lag`) and its own with its host time: H + (lag + gpu^p + host^p)… (pipeline below)
 
-A host issues kernels while the GPU runs earlier ones, so the step is about the slower of the two pipelines; where
-the two are close, neither hides the other entirely (the first kernels wait for the host, the last host work for
-the GPU). A p-norm is both: the larger of the two when they are far apart, 2^(1/p) times it when they are equal.
-A forward call costs the host most (the model's Python, autocast's casts), a backward one least (autograd's C++
-engine issues it).
+A host issues kernels while the GPU runs earlier ones, so a phase takes about the slower of the two; where the two
+are close, neither hides the other entirely (the first kernels wait for the host, the last host work for the GPU).
+A p-norm (p = `sharpness`, learned) is both: the larger of the two when they are far apart, 2^(1/p) times it when
+they are equal. The phases run in order, not as one pool: the collector times a step of 20 ms and more alone, from
+an idle GPU to the end of its last kernel (collectors/core/timing.py: one call a sample, synchronised at its end),
+so a step whose GPU work comes last (dlrm-small's fused AdamW over 1 G parameters: 12 of its 15 GPU ms) waits for the
+host's forward and backward first and then runs its optimizer: 21 ms measured, where the larger of the GPU's busy
+time and the host's issue time is 15 ms. A forward call costs the host most (the model's Python, autocast's casts),
+a backward one least (autograd's C++ engine issues it).
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from dataclasses import dataclass
 from gpuplan_schema.payloads import TraceRun
 from planner.trace.efficiency import Efficiency
 from planner.trace.kinds import Roofs
-from planner.trace.training import traced_kinds
+from planner.trace.training import STEP_PHASES, traced_kinds
 
 PHASES = ("forward", "backward", "optimizer", "modules")
 
@@ -63,11 +68,22 @@ class OpTime:
 
 
 @dataclass(frozen=True)
+class PhaseTime:
+    """One phase of a step: the host's seconds to issue it, the GPU's to run it, and of those the matmul kinds'."""
+
+    name: str
+    host_s: float
+    gpu_s: float
+    matmul_s: float
+
+
+@dataclass(frozen=True)
 class StepTime:
     gpu_s: float
     host_s: float
     step_s: float
     ops: list[OpTime]
+    phases: tuple[PhaseTime, ...] = ()
 
     @property
     def unknown_share(self) -> float:
@@ -88,9 +104,11 @@ def phase_calls(run: TraceRun) -> dict[str, int]:
     return dict(out)
 
 
-def op_times(run: TraceRun, efficiency: Efficiency, roofs: Roofs, fp32_scale: float = 1.0) -> list[OpTime]:
+def op_times(run: TraceRun, efficiency: Efficiency, roofs: Roofs, fp32_scale: float = 1.0,
+             phase: str | None = None) -> list[OpTime]:
+    """The step's ops (those of `phase` alone if given) with their predicted seconds, the slowest first."""
     out = []
-    for (kind, cls), groups in traced_kinds(run, roofs).items():
+    for (kind, cls), groups in traced_kinds(run, roofs, phase).items():
         seconds, learned = efficiency.time_s(kind, cls, groups, fp32_scale)
         out.append(OpTime(kind, cls, sum(g.calls for g in groups), seconds, learned,
                           sum(g.calls * g.math_s for g in groups), sum(g.calls * g.memory_s for g in groups)))
@@ -102,9 +120,42 @@ def combine(gpu_s: float, host_s: float, sharpness: float) -> float:
     return big * (1 + (min(gpu_s, host_s) / big) ** sharpness) ** (1 / sharpness) if big > 0 else 0.0
 
 
+def pipeline(phases: tuple[PhaseTime, ...], sharpness: float) -> float:
+    """One step from an idle GPU to its last kernel. The phases in order, each as soon as the host has issued it and
+    the GPU has run the ones before (`ordered`: the GPU never waits inside a phase, the host never waits at all), is
+    the larger of the GPU's and the host's totals where neither waits for the other across phases; what it adds
+    beyond that larger total is the phases' order (module docstring), added to the p-norm of the two totals (the
+    wait inside a phase, learned)."""
+    host = gpu = 0.0
+    for p in phases:
+        gpu = max(gpu + p.gpu_s, host + p.host_s)
+        host += p.host_s
+    busy, issue = sum(p.gpu_s for p in phases), sum(p.host_s for p in phases)
+    return combine(busy, issue, sharpness) + gpu - max(busy, issue)
+
+
+def step_phases(run: TraceRun, efficiency: Efficiency, roofs: Roofs, host: HostModel,
+                fp32_scale: float = 1.0) -> tuple[PhaseTime, ...]:
+    """The step's phases in their order, its issue time shared among them by their aten calls (the measured issue
+    times are of whole steps: they cannot tell what a phase's call costs apart, so each call is taken to cost alike);
+    an inference step is one phase."""
+    calls = phase_calls(run)
+    training = any(op.phase == "backward" for op in run.ops)
+    issue = host.issue_s(calls, training)
+    names = STEP_PHASES if training else (None,)
+    aten = sum(calls.get(n, 0) for n in STEP_PHASES) or 1
+    out = []
+    for name in names:
+        ops = op_times(run, efficiency, roofs, fp32_scale, name)
+        share = calls.get(name, 0) / aten if name else 1.0
+        out.append(PhaseTime(name or "forward", issue * share, sum(o.seconds for o in ops),
+                             sum(o.seconds for o in ops if o.cls != "any")))
+    return tuple(out)
+
+
 def predict_step(run: TraceRun, efficiency: Efficiency, roofs: Roofs, host: HostModel,
                  fp32_scale: float = 1.0) -> StepTime:
     ops = op_times(run, efficiency, roofs, fp32_scale)
-    gpu = sum(o.seconds for o in ops)
-    issue = host.issue_s(phase_calls(run), training=any(op.phase == "backward" for op in run.ops))
-    return StepTime(gpu, issue, combine(gpu, issue, host.sharpness), ops)
+    phases = step_phases(run, efficiency, roofs, host, fp32_scale)
+    return StepTime(sum(o.seconds for o in ops), sum(p.host_s for p in phases), pipeline(phases, host.sharpness), ops,
+                    phases)

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from gpuplan_schema.payloads import CeilingsPayload, RooflinePayload, TracedOp, TracePayload, TraceRun
 from planner.trace.efficiency import ANY, Group, Row, math_class
 from planner.trace.gemm import gemm_of
-from planner.trace.kinds import MATMUL_KINDS, VARIANT_SUFFIX, Roofs, base_kind, op_kind
+from planner.trace.kinds import MATMUL_KINDS, NHWC, NHWC_KINDS, VARIANT_SUFFIX, Roofs, base_kind, op_kind
 
 
 def roofs_of(ceilings: CeilingsPayload) -> Roofs:
@@ -37,23 +37,40 @@ def group_of(op: TracedOp, roofs: Roofs, precision: str) -> Group:
                  2 * memory_s if nchw else 0.0)
 
 
-def kind_and_class(op: TracedOp, precision: str) -> tuple[str, str]:
+def kind_and_class(op: TracedOp, precision: str, nhwc: bool = False) -> tuple[str, str]:
     """The op's kind (with its variant where the kind has kernels of its own for it: a masked or causal attention)
     and, for a matmul kind, its math class ("any" for the others: their
     efficiency is learned across dtypes, as the profile lists each op once whatever dtypes its calls had)."""
     kind = op_kind(op.name)
     suffix = VARIANT_SUFFIX.get(op.variant or "")
     if suffix and kind.startswith("attention"):
-        kind += suffix   # a convolution's layout is in its Group (the NCHW transposes), a batch norm's learned alike
+        kind += suffix   # a convolution's layout is in its Group (the NCHW transposes)
+    if nhwc and kind in NHWC_KINDS:
+        kind += NHWC
     return kind, math_class(op.dtype, precision) if kind in MATMUL_KINDS else ANY
 
 
-def traced_kinds(run: TraceRun, roofs: Roofs) -> dict[tuple[str, str], list[Group]]:
-    """The run's launching ops by (kind, class), each a list of Groups."""
+STEP_PHASES = ("forward", "backward", "optimizer")
+
+
+def channels_last(run: TraceRun) -> bool:
+    """Whether the step's images are NHWC: its convolutions are (the meta device's batch norm returns contiguous
+    outputs whatever its input, so a batch norm's own variant cannot say; on a GPU it keeps its input's layout)."""
+    return any(op.variant == "channels_last" for op in run.ops if op_kind(op.name).startswith("convolution"))
+
+
+def phase_of(op: TracedOp) -> str:
+    """The step's phase an op ran in (one a trace does not name, such as the loss, counts as the forward's)."""
+    return op.phase if op.phase in STEP_PHASES else "forward"
+
+
+def traced_kinds(run: TraceRun, roofs: Roofs, phase: str | None = None) -> dict[tuple[str, str], list[Group]]:
+    """The run's launching ops (those of `phase` alone if given) by (kind, class), each a list of Groups."""
     out: dict[tuple[str, str], list[Group]] = defaultdict(list)
+    nhwc = channels_last(run)
     for op in run.ops:
-        if op.launches:
-            out[kind_and_class(op, run.precision)].append(group_of(op, roofs, run.precision))
+        if op.launches and (phase is None or phase_of(op) == phase):
+            out[kind_and_class(op, run.precision, nhwc)].append(group_of(op, roofs, run.precision))
     return out
 
 
