@@ -358,6 +358,11 @@ def ceiling_floor_s(point: WorkloadPoint, target_spec: GpuSpec, precision: str |
     return max(flops, traffic)
 
 
+# One empty list for every point predicted without profiles: split.py memoizes splits by the list's identity, and a
+# new list per call took a slot of its memo each time (a stand-in target evicted the machine's own splits)
+NO_ROOFLINES: list[RooflinePayload] = []
+
+
 def predict_point(point: WorkloadPoint, payload: WorkloadPayload, source: Rates, target: Rates,
                   same_architecture: bool, rooflines: list[RooflinePayload] | None = None,
                   target_spec: GpuSpec | None = None) -> Prediction | None:
@@ -373,7 +378,7 @@ def predict_point(point: WorkloadPoint, payload: WorkloadPayload, source: Rates,
                          peak_flops_per_s={**peak, point.precision: peak[run]} if peak and run in peak else peak)
     # A stand-in run (tf32 work as plain fp32 on a V100) takes the counts basis: an op its tf32 profile found
     # memory-bound can be math-bound at the fp32 rate, which a per-class split at tf32 cannot show.
-    profiles = (rooflines or []) if run == point.precision else []
+    profiles = (rooflines or NO_ROOFLINES) if run == point.precision else NO_ROOFLINES
     split = split_point(point, profiles, payload.workload, *fractions)
     floors = op_floor(split, source, target)
     scale = scale_factor(split, source, target, floors)

@@ -193,19 +193,26 @@ def roofline_splits(rooflines: list[RooflinePayload], workload: str, precision: 
     """The split of each profiled batch of the workload in `precision`, by batch. Kept per list of rooflines (a
     machine's, made once per plan): a plan predicts each measured point on every catalog GPU, and split every
     profile again for each (a third of a plan's time). The dict returned is shared: read it, never change it."""
+    memo = _memo_of(rooflines)
+    key = (workload, precision, len(rooflines))
+    if key not in memo:
+        memo[key] = _roofline_splits(rooflines, workload, precision)
+    return memo[key]
+
+
+def _memo_of(rooflines: list[RooflinePayload]) -> dict:
+    """The memo kept for this list of rooflines (a machine's, made once per plan; the oldest list's dropped)."""
     memo = _SPLIT_MEMO.get(id(rooflines))
     if memo is None or memo[0] is not rooflines:
         memo = _SPLIT_MEMO[id(rooflines)] = (rooflines, {})
         while len(_SPLIT_MEMO) > SPLIT_MEMO_SIZE:
             _SPLIT_MEMO.pop(next(iter(_SPLIT_MEMO)))  # the oldest list: its plan is done
-    key = (workload, precision, len(rooflines))
-    if key not in memo[1]:
-        memo[1][key] = _roofline_splits(rooflines, workload, precision)
-    return memo[1][key]
+    return memo[1]
 
 
-# id of a list of rooflines → (the list, held so that its id is not reused while kept; its splits by workload)
-_SPLIT_MEMO: dict[int, tuple[list[RooflinePayload], dict[tuple[str, str, int], dict[int, StepSplit]]]] = {}
+# id of a list of rooflines → (the list, held so that its id is not reused while kept; its splits by workload and
+# its points' splits, each point held beside its split for the same reason)
+_SPLIT_MEMO: dict[int, tuple[list[RooflinePayload], dict[tuple, object]]] = {}
 SPLIT_MEMO_SIZE = 8
 
 
@@ -223,7 +230,20 @@ def _roofline_splits(rooflines: list[RooflinePayload], workload: str, precision:
 def split_point(point: WorkloadPoint, rooflines: list[RooflinePayload], workload: str,
                 flops_fraction: float | None, bytes_fraction: float | None) -> StepSplit:
     """The split of one measured point: from the roofline where one describes it (same precision, a plain
-    variant, the default sequence length), else from its counts."""
+    variant, the default sequence length), else from its counts. Kept with the rooflines' splits (roofline_splits):
+    a plan splits each point once, not once per GPU it predicts it on."""
+    if not rooflines:  # from its counts, quickly; and the one empty list's memo would hold every machine's points
+        return _split_point(point, rooflines, workload, flops_fraction, bytes_fraction)
+    memo = _memo_of(rooflines)
+    key = ("point", id(point), workload, flops_fraction, bytes_fraction)
+    kept = memo.get(key)
+    if kept is None or kept[0] is not point:
+        kept = memo[key] = (point, _split_point(point, rooflines, workload, flops_fraction, bytes_fraction))
+    return kept[1]
+
+
+def _split_point(point: WorkloadPoint, rooflines: list[RooflinePayload], workload: str,
+                 flops_fraction: float | None, bytes_fraction: float | None) -> StepSplit:
     split = None
     if point.variant in (*PLAIN_VARIANTS, COMPILED) and point.seq_len is None:
         split = interpolate(roofline_splits(rooflines, workload, point.precision), point.batch)
