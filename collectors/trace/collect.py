@@ -79,7 +79,8 @@ def trace_run(workload: Workload, precision: str, batch: int) -> TraceRun:
     part = mem.at_peak
     memory = TraceMemory(mem.peak, part.get("parameters", 0), part.get("inputs", 0), part.get("gradients", 0),
                          part.get("optimizer", 0), part.get("activations", 0) + part.get("other", 0),
-                         [list(p) for p in thin(mem.timeline)], mem.largest, reserved_peak(mem.events))
+                         [list(p) for p in thin(mem.timeline)], mem.largest, reserved_peak(mem.events),
+                         reserved_peak(mem.events, release_empty=True))
     return TraceRun(precision, batch, "ok", None, aggregate(step.calls), memory, time.perf_counter() - started,
                     step.module_calls)
 

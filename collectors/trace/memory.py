@@ -6,6 +6,10 @@ when the last tensor on it is freed). The live bytes are counted as `torch.cuda.
 each storage rounded up to the allocator's 512-byte blocks. Every storage is counted in the category of the phase
 that made it (parameters and inputs before the step, optimizer state in the optimizer's first step, the forward's
 activations, the backward's gradients and buffers), and the breakdown at the peak is kept.
+
+A storage is counted once per allocation, and a storage can share another's allocation (`share`): what an op writes
+in place on a GPU but into a new tensor on meta (the recorder says which) keeps the one allocation alive until the
+last storage on it is freed, as the GPU's one tensor lives.
 """
 
 from __future__ import annotations
@@ -32,10 +36,13 @@ class LiveMemory:
     peak: int = 0
     at_peak: dict[str, int] = field(default_factory=dict)
     timeline: list[tuple[int, int]] = field(default_factory=list)
-    seen: dict[int, tuple[str, int]] = field(default_factory=dict)   # storage id → (category, bytes)
+    seen: dict[int, tuple[str, int]] = field(default_factory=dict)   # allocation → (category, bytes)
     ops: int = 0
     largest: int = 0   # the largest block allocated in the step: what fragmentation must find room for
-    events: list[tuple[int, int]] = field(default_factory=list)   # (storage, bytes) allocated, (storage, -1) freed
+    events: list[tuple[int, int]] = field(default_factory=list)   # (allocation, bytes) made, (allocation, -1) freed
+    owner: dict[int, int] = field(default_factory=dict)    # a live storage (its _cdata) → its allocation
+    storages: dict[int, int] = field(default_factory=dict)  # allocation → how many live storages are on it
+    allocations: int = 0
 
     @property
     def total(self) -> int:
@@ -50,20 +57,56 @@ class LiveMemory:
         if t.layout != torch.strided:
             return
         storage = t.untyped_storage()
-        key = storage._cdata
-        if key in self.seen:
+        if storage._cdata in self.owner:
             return
+        self.allocations += 1
+        key = self.allocations
         size = rounded(storage.nbytes())
         self.events.append((key, storage.nbytes()))
         self.largest = max(self.largest, size)
         self.seen[key] = (category, size)
         self.live[category] += size
-        weakref.finalize(storage, self._free, key)
+        self._hold(storage, key)
         if self.total > self.peak:
             self.peak = self.total
             self.at_peak = dict(self.live)
 
-    def _free(self, key: int) -> None:
+    def allocation(self, t: object) -> int | None:
+        """The allocation a live tensor's storage is on (None: not a strided tensor this counted)."""
+        if not isinstance(t, torch.Tensor) or t.layout != torch.strided:
+            return None
+        return self.owner.get(t.untyped_storage()._cdata)
+
+    def share(self, t: torch.Tensor, base: torch.Tensor) -> None:
+        """Count `t` on `base`'s allocation (no new bytes): the GPU writes it into `base`'s memory."""
+        storage = t.untyped_storage()
+        key = self.allocation(base)
+        if key is None or storage._cdata in self.owner:
+            self.add(t, "other")
+            return
+        self._hold(storage, key)
+
+    def unshare(self, t: torch.Tensor, category: str) -> None:
+        """`t` shared an allocation (share) but lives beside it after all: a block of its own from now."""
+        key = self.owner.pop(t.untyped_storage()._cdata, None)
+        if key is not None:
+            self.storages[key] -= 1
+        self.add(t, category)
+
+    def _hold(self, storage: torch.UntypedStorage, key: int) -> None:
+        cdata = storage._cdata
+        self.owner[cdata] = key
+        self.storages[key] = self.storages.get(key, 0) + 1
+        weakref.finalize(storage, self._free, cdata)
+
+    def _free(self, cdata: int) -> None:
+        key = self.owner.pop(cdata, None)
+        if key is None:
+            return
+        self.storages[key] -= 1
+        if self.storages[key]:
+            return
+        del self.storages[key]
         category, size = self.seen.pop(key, ("other", 0))
         self.live[category] -= size
         self.events.append((key, -1))

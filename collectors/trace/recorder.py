@@ -19,6 +19,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 from collectors.roofline.op_accounting import compute_dtype, count_bytes, count_flops
+from collectors.trace.inplace import GpuInPlace
 from collectors.trace.memory import PHASE_CATEGORY, LiveMemory
 
 MULTI_TENSOR_CHUNK = 36   # multi_tensor_apply's tensors per launch at depth 4 (params, grads, two moments)
@@ -117,17 +118,22 @@ class TraceRecorder(TorchDispatchMode):
         self.phase = "forward"
         self.memory = memory
         self.recording = True
+        self.in_place = GpuInPlace(memory)   # what the GPU writes in place and meta does not (inplace.py)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001 - torch's signature
         kwargs = kwargs or {}
+        self.in_place.before()
         out = func(*args, **kwargs)
         name = func._schema.name
         if name.startswith("profiler::"):
             return out
+        category = PHASE_CATEGORY.get(self.phase, "other")
+        self.in_place.after(name, self.phase, args, kwargs, out, category)
         for t in _tensors(out):
-            self.memory.add(t, PHASE_CATEGORY.get(self.phase, "other"))
+            self.memory.add(t, category)
+        self.in_place.made(name, self.phase, out)
         for t in internal_temporaries(name, args, kwargs):  # allocated and freed inside the op on a GPU
-            self.memory.add(t, PHASE_CATEGORY.get(self.phase, "other"))
+            self.memory.add(t, category)
         self.memory.mark()
         if self.recording:
             read, written = count_bytes(func, args, kwargs, out)

@@ -41,10 +41,11 @@ class AdamWState:
         with_grad = [p for p in self.params if p.grad is not None]
         if not with_grad:
             return
-        if not self.exp_avgs:  # lazily, in the first step, as torch does
-            self.exp_avgs = [torch.zeros_like(p, memory_format=torch.preserve_format) for p in with_grad]
-            self.exp_avg_sqs = [torch.zeros_like(p, memory_format=torch.preserve_format) for p in with_grad]
-            self.steps = [torch.zeros((), dtype=torch.float32, device=p.device) for p in with_grad]
+        if not self.exp_avgs:  # lazily, in the first step, as torch does: parameter by parameter (_init_group)
+            for p in with_grad:
+                self.steps.append(torch.zeros((), dtype=torch.float32, device=p.device))
+                self.exp_avgs.append(torch.zeros_like(p, memory_format=torch.preserve_format))
+                self.exp_avg_sqs.append(torch.zeros_like(p, memory_format=torch.preserve_format))
         torch._foreach_add_(self.steps, 1)
         torch._fused_adamw_(with_grad, [p.grad for p in with_grad], self.exp_avgs, self.exp_avg_sqs, [], self.steps,
                             lr=LR, beta1=BETAS[0], beta2=BETAS[1], weight_decay=WEIGHT_DECAY, eps=EPS, amsgrad=False,

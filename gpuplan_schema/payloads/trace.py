@@ -61,6 +61,8 @@ class TraceMemory:
     largest_bytes: int = 0            # the largest single block the step allocates (fragmentation must fit it)
     reserved_bytes: int = 0           # what the CUDA caching allocator would reserve at its most (collectors/trace/
                                       # allocator.py: live blocks, the holes between them, a new segment); 0: not run
+    released_bytes: int = 0           # the same, the allocator returning its empty segments before each new one (as
+                                      # when the GPU is full); 0: a trace made before it was replayed so
 
     def check(self) -> str | None:
         parts = (self.parameters_bytes, self.inputs_bytes, self.gradients_bytes, self.optimizer_bytes,
