@@ -18,9 +18,12 @@ not been measured (benchmarks/trace_leave_one_out.py), which is how the bands ar
   (fusion removes their memory traffic) and the host × `host` (a graph issues fewer calls), both from a grid over
   the measured compiled/eager pairs;
 - memory: the allocator's own bytes (`offset`: cuBLAS's workspace, the context's allocations) = median of measured
-  peak − traced peak; the room fragmentation takes (`fragmentation`, in largest blocks: a grid) and the usable share
-  of the card (`usable`: the traced peak, offset and that room at the measured boundary over the card's memory,
+  peak − traced peak; the room fragmentation takes (`fragmentation`, in largest blocks: a grid), which of the
+  replayed reservations sets a boundary (`replay`: the allocator keeping its empty segments, returning them, or
+  whichever fits more; collectors/trace/allocator.py) and the usable share of the card (`usable`: what the replay
+  needs, or the traced peak and that room, with the offset, at the measured boundary over the memory its search had,
   median over the workloads and precisions whose boundary was found) minimising the boundaries' squared log error.
+  The memory a search had is the card less what other processes held on it (planner/trace/boundary.py).
 """
 
 from __future__ import annotations
@@ -36,9 +39,10 @@ from gpuplan_schema.payloads import TracePayload, TraceRun, WorkloadPayload, Wor
 from gpuplan_schema.results import MachineResults
 from planner.model.split import machine_rooflines
 from planner.specs import match_gpu
+from planner.trace.boundary import others_during
 from planner.trace.efficiency import Efficiency, fit_efficiency
 from planner.trace.kinds import Roofs
-from planner.trace.memory import MemoryLine, memory_line
+from planner.trace.memory import REPLAYS, MemoryLine, memory_line
 from planner.trace.predict import PHASES, HostModel, StepTime, phase_calls, pipeline, predict_step
 from planner.trace.training import build_rows, roofs_of
 
@@ -67,9 +71,10 @@ class MemoryModel:
     offset_bytes: float
     usable: float             # of the card's memory, at the default allocator's boundary
     fragmentation: float = 0.0  # the room kept free for the largest block, in largest blocks (memory.py)
+    replay: str = "kept"      # which replayed reservation sets the boundary (memory.py REPLAYS)
 
     def max_batch(self, line: MemoryLine, card_bytes: float) -> int:
-        return line.max_batch(card_bytes, self.usable, self.offset_bytes, self.fragmentation)
+        return line.max_batch(card_bytes, self.usable, self.offset_bytes, self.fragmentation, self.replay)
 
 
 @dataclass(frozen=True)
@@ -177,9 +182,10 @@ def fit_compile(pairs: list[tuple[Measured, float]], model: GpuModel) -> Compile
     return min((CompileModel(f, h) for f, h in itertools.product(FUSED, COMPILED_HOST)), key=error)
 
 
-def _boundaries(machine: MachineResults, traces: dict[str, TracePayload], leave_out: str | None
-                ) -> list[tuple[MemoryLine, int]]:
-    """(the traced memory line, the measured largest batch) of every boundary found with the default allocator."""
+def _boundaries(machine: MachineResults, traces: dict[str, TracePayload], leave_out: str | None, card_bytes: int
+                ) -> list[tuple[MemoryLine, int, float]]:
+    """(the traced memory line, the measured largest batch, the bytes the search's probes had: the card less what
+    other processes held, boundary.py) of every boundary found with the default allocator."""
     out = []
     for w in machine.workloads:
         if w.workload == leave_out or w.workload not in traces:
@@ -187,7 +193,7 @@ def _boundaries(machine: MachineResults, traces: dict[str, TracePayload], leave_
         for b in w.default_boundaries:
             line = memory_line(traces[w.workload], b.precision)
             if b.status == "ok" and b.max_batch and not b.capped and line:
-                out.append((line, b.max_batch))
+                out.append((line, b.max_batch, card_bytes - others_during(w, b)))
     return out
 
 
@@ -197,16 +203,16 @@ def fit_memory(machine: MachineResults, traces: dict[str, TracePayload], leave_o
                for m in measured_points(machine, traces, leave_out)
                if m.point.memory and m.point.memory.peak_allocated_bytes and m.run.memory]
     offset = statistics.median(offsets) if offsets else 0.0
-    found = _boundaries(machine, traces, leave_out)
+    found = _boundaries(machine, traces, leave_out, card_bytes)
     if not found:
         return MemoryModel(offset, 0.9)
 
-    def at(fragmentation: float) -> tuple[float, MemoryModel]:
-        usable = statistics.median((line.needed(b) + offset + (0 if line.replayed else fragmentation)
-                                    * line.largest_per_sample * b) / card_bytes for line, b in found)
-        model = MemoryModel(offset, usable, fragmentation)
-        return sum(math.log(max(1, model.max_batch(line, card_bytes)) / b) ** 2 for line, b in found), model
-    return min((at(f) for f in FRAGMENTATION), key=lambda t: t[0])[1]
+    def at(fragmentation: float, replay: str) -> tuple[float, MemoryModel]:
+        usable = statistics.median((line.needed(b, replay) + offset + (0 if line.replayed else fragmentation)
+                                    * line.largest_per_sample * b) / card for line, b, card in found)
+        model = MemoryModel(offset, usable, fragmentation, replay)
+        return sum(math.log(max(1, model.max_batch(line, card)) / b) ** 2 for line, b, card in found), model
+    return min((at(f, r) for f in FRAGMENTATION for r in REPLAYS), key=lambda t: t[0])[1]
 
 
 def learn_gpu(machine: MachineResults, traces: dict[str, TracePayload], leave_out: str | None = None) -> GpuModel:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from gpuplan_schema.payloads import TracePayload
 from gpuplan_schema.results import MachineResults
 from planner.specs import match_gpu
+from planner.trace.boundary import others_during
 from planner.trace.learn import GpuModel, Measured, learn_gpu, measured_points
 from planner.trace.memory import memory_line
 
@@ -76,7 +77,8 @@ def held_out(machine: MachineResults, traces: dict[str, TracePayload], workload:
     for b in payload.default_boundaries:
         line = memory_line(traces[workload], b.precision)
         if spec and line and b.status == "ok" and b.max_batch and not b.capped:
-            predicted = model.memory.max_batch(line, spec.memory_bytes)
+            # the card less what other processes held while it was searched (boundary.py)
+            predicted = model.memory.max_batch(line, spec.memory_bytes - others_during(payload, b))
             batches.append(BatchResidual(machine.machine, workload, b.precision, b.max_batch, predicted))
     return steps, batches
 

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from gpuplan_schema.payloads import TracePayload
 from planner.model.memory import least_squares
 
+REPLAYS = ("kept", "released", "lesser")   # which replayed reservation a boundary reads (MemoryLine.reserved_line)
+
 
 @dataclass(frozen=True)
 class MemoryLine:
@@ -27,6 +29,8 @@ class MemoryLine:
     largest_per_sample: float = 0.0
     reserved_fixed: float = 0.0      # what the caching allocator reserves (collectors/trace/allocator.py), against
     reserved_per_sample: float = 0.0  # batch; 0: a trace made before it was replayed
+    released_fixed: float = 0.0      # the same with its empty segments returned before each new one (allocator.py);
+    released_per_sample: float = 0.0  # 0: a trace made before that replay
 
     @property
     def replayed(self) -> bool:
@@ -38,32 +42,53 @@ class MemoryLine:
     def largest(self, batch: int) -> float:
         return self.largest_fixed + self.largest_per_sample * batch
 
-    def max_batch(self, card_bytes: float, usable: float, offset_bytes: float, fragmentation: float = 0.0) -> int:
+    def reserved_lines(self, replay: str = "kept") -> list[tuple[float, float]]:
+        """(fixed, per sample) of the replayed reservations a boundary reads: the allocator keeping its empty
+        segments ("kept"), returning them ("released"), or either, whichever fits more ("lesser"); the kept one where
+        the trace has no released replay."""
+        kept = (self.reserved_fixed, self.reserved_per_sample)
+        released = (self.released_fixed, self.released_per_sample)
+        if replay == "kept" or self.released_per_sample <= 0:
+            return [kept]
+        return [released] if replay == "released" else [kept, released]
+
+    def max_batch(self, card_bytes: float, usable: float, offset_bytes: float, fragmentation: float = 0.0,
+                  replay: str = "kept") -> int:
         """The largest batch whose peak, the allocator's offset and `fragmentation` times its largest block's
         per-sample part fit `usable` of the card: a caching allocator fails when no free segment holds the next
         large block, however much is free in all (gpt-small's logits, nanoGPT's: the measured boundaries fall short
         by about one of them). A block that does not grow with the batch (an embedding table) is allocated once,
-        before the step's, and takes no such room."""
+        before the step's, and takes no such room. A replayed trace reads its replayed reservation (`replay`)."""
         if self.replayed:  # the allocator's segments replayed: its holes counted, no room to guess
-            room, slope = usable * card_bytes - offset_bytes - self.reserved_fixed, self.reserved_per_sample
-        else:
-            room = usable * card_bytes - offset_bytes - self.fixed_bytes
-            slope = self.per_sample_bytes + fragmentation * self.largest_per_sample
-        return max(0, int(room / slope)) if slope > 0 else 0
+            room = usable * card_bytes - offset_bytes
+            return max(_fits(room - fixed, slope) for fixed, slope in self.reserved_lines(replay))
+        room = usable * card_bytes - offset_bytes - self.fixed_bytes
+        return _fits(room, self.per_sample_bytes + fragmentation * self.largest_per_sample)
 
-    def needed(self, batch: int) -> float:
-        """The bytes the allocator needs at `batch`: its replayed reservation, else the live peak."""
-        return self.reserved_fixed + self.reserved_per_sample * batch if self.replayed else self.peak(batch)
+    def needed(self, batch: int, replay: str = "kept") -> float:
+        """The bytes the allocator needs at `batch`: its replayed reservation (`replay`), else the live peak."""
+        if not self.replayed:
+            return self.peak(batch)
+        return min(fixed + slope * batch for fixed, slope in self.reserved_lines(replay))
+
+
+def _fits(room: float, slope: float) -> int:
+    return max(0, int(room / slope)) if slope > 0 else 0
 
 
 def memory_line(trace: TracePayload, precision: str) -> MemoryLine | None:
-    """The precision's line through its traced peaks (and largest blocks); None with fewer than two batches."""
+    """The precision's line through its traced peaks (and largest blocks, and replayed reservations); None with fewer
+    than two batches."""
     runs = {r.batch: r.memory for r in trace.ok_runs(precision) if r.memory}
     if len(runs) < 2:
         return None
-    fixed, per_sample = least_squares(list(runs), [float(m.peak_bytes) for m in runs.values()])
-    big_fixed, big_slope = least_squares(list(runs), [float(m.largest_bytes) for m in runs.values()])
-    held = (0.0, 0.0)
-    if all(m.reserved_bytes for m in runs.values()):
-        held = least_squares(list(runs), [float(m.reserved_bytes) for m in runs.values()])
-    return MemoryLine(fixed, per_sample, len(runs), big_fixed, big_slope, *held) if per_sample > 0 else None
+    batches = list(runs)
+
+    def line(part: str) -> tuple[float, float]:
+        values = [float(getattr(m, part)) for m in runs.values()]
+        return least_squares(batches, values) if all(values) else (0.0, 0.0)
+    fixed, per_sample = line("peak_bytes")
+    if per_sample <= 0:
+        return None
+    return MemoryLine(fixed, per_sample, len(runs), *line("largest_bytes"), *line("reserved_bytes"),
+                      *line("released_bytes"))
