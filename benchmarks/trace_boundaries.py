@@ -80,7 +80,7 @@ def rows_of(machine_dir: Path, traces: dict[str, TracePayload], only: str | None
             if not (b.status == "ok" and b.max_batch and not b.capped and line):
                 continue
             others = others_during(w, b)
-            predicted = model.max_batch(line, spec.memory_bytes - others)
+            predicted = model.max_batch(line, spec.memory_bytes, others)
             ok, oom = probe_at(w, b, b.max_batch), probe_at(w, b, b.first_oom_batch)
             rows.append({
                 "machine": machine.machine, "workload": w.workload, "precision": b.precision,
@@ -90,7 +90,8 @@ def rows_of(machine_dir: Path, traces: dict[str, TracePayload], only: str | None
                 "gpu_reserved_bytes": ok.memory.peak_reserved_bytes if ok and ok.memory else None,
                 "oom_request_bytes": request_bytes(oom),
                 "traced": traced_parts(traces[w.workload], b.precision, b.max_batch),
-                "offset_bytes": model.offset_bytes, "usable": model.usable, "card_bytes": spec.memory_bytes})
+                "offset_bytes": model.offset_bytes, "usable": model.usable, "replay": model.replay,
+                "card_bytes": spec.memory_bytes})
     return rows
 
 
@@ -100,7 +101,7 @@ def _gb(x: float | None) -> str:
 
 def print_rows(rows: list[dict]) -> None:
     print("machine    workload             prec  measured predicted  error | GPU at max: alloc reserved  "
-          "OOM req others | trace at max: params grads optim activ  peak replay largest | offset usable")
+          "OOM req others | trace at max: params grads optim activ  peak replay largest | offset usable replay")
     for r in rows:
         t = r["traced"]
         flag = "" if abs(r["error"]) <= 0.05 else " MISS"
@@ -109,7 +110,7 @@ def print_rows(rows: list[dict]) -> None:
               f"{_gb(r['oom_request_bytes'])} {_gb(r['others_bytes'])} | "
               + " ".join(_gb(t[p]) for p in PARTS)
               + f" {_gb(t['peak_bytes'])} {_gb(t['reserved_bytes'])} {_gb(t['largest_bytes'])} | "
-              f"{_gb(r['offset_bytes'])} {r['usable']:.3f}{flag}")
+              f"{_gb(r['offset_bytes'])} {r['usable']:.3f} {r['replay']}{flag}")
     for machine in sorted({r["machine"] for r in rows}):
         mine = [r for r in rows if r["machine"] == machine]
         print(f"{machine}: {sum(abs(r['error']) <= 0.05 for r in mine)} of {len(mine)} boundaries within 5 %")

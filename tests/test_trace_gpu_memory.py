@@ -16,9 +16,9 @@ from collectors.trace.memory import LiveMemory
 from collectors.trace.recorder import TraceRecorder
 from collectors.trace.step import trace_step
 from collectors.workloads import workload_from_dict
-from gpuplan_schema.payloads import OomBoundary, WorkloadPayload, WorkloadPoint
+from gpuplan_schema.payloads import OomBoundary, TraceMemory, TracePayload, TraceRun, WorkloadPayload, WorkloadPoint
 from planner.trace.boundary import others_during, others_in
-from planner.trace.memory import MemoryLine
+from planner.trace.memory import MemoryLine, memory_line
 
 MIB = 1 << 20
 OOM = ("OutOfMemoryError: CUDA out of memory. Tried to allocate 18.19 GiB. GPU 0 has a total capacity of 79.18 GiB "
@@ -158,3 +158,20 @@ def test_a_boundary_is_checked_against_the_memory_its_search_had():
     expandable = OomBoundary("bf16", "ok", 79, 80, allocator="expandable_segments")
     assert others_during(payload, expandable) == 518 * 2**20
     assert others_during(payload, OomBoundary("fp16", "ok", 10, 11)) == 0.0   # no message read: the whole card
+
+
+def _run(batch: int, peak: float, kept: float, released: float) -> TraceRun:
+    memory = TraceMemory(int(peak), 0, 0, 0, 0, int(peak), [], int(peak / 10), int(kept), int(released))
+    return TraceRun("bf16", batch, "ok", memory=memory)
+
+
+def test_the_memory_line_is_drawn_through_the_sizes_a_catalog_gpu_has():
+    gb = 1e9
+    # reservations 1.1 × the live peak up to 128, then a run of 2 TB the allocator reserves as it holds: a line
+    # through all of them would be pulled off the batches a GPU can run
+    runs = [_run(b, b * gb, 1.1 * b * gb, 1.05 * b * gb) for b in (16, 32, 64, 128)] + [_run(2048, 2048 * gb,
+                                                                                               2048 * gb, 2048 * gb)]
+    line = memory_line(TracePayload("w", "builtin", "samples", True, 1, 16, runs, 0.0, "2.13"), "bf16")
+    assert line is not None and line.batches == 4
+    assert abs(line.needed(76, "kept") / (1.1 * 76 * gb) - 1) < 1e-6
+    assert abs(line.needed(76, "lesser") / (1.05 * 76 * gb) - 1) < 1e-6

@@ -73,8 +73,10 @@ class MemoryModel:
     fragmentation: float = 0.0  # the room kept free for the largest block, in largest blocks (memory.py)
     replay: str = "kept"      # which replayed reservation sets the boundary (memory.py REPLAYS)
 
-    def max_batch(self, line: MemoryLine, card_bytes: float) -> int:
-        return line.max_batch(card_bytes, self.usable, self.offset_bytes, self.fragmentation, self.replay)
+    def max_batch(self, line: MemoryLine, card_bytes: float, others_bytes: float = 0.0) -> int:
+        """On a card of `card_bytes` of which other processes hold `others_bytes` (boundary.py; 0: a job alone)."""
+        return line.max_batch(card_bytes, self.usable, self.offset_bytes + others_bytes, self.fragmentation,
+                              self.replay)
 
 
 @dataclass(frozen=True)
@@ -182,10 +184,10 @@ def fit_compile(pairs: list[tuple[Measured, float]], model: GpuModel) -> Compile
     return min((CompileModel(f, h) for f, h in itertools.product(FUSED, COMPILED_HOST)), key=error)
 
 
-def _boundaries(machine: MachineResults, traces: dict[str, TracePayload], leave_out: str | None, card_bytes: int
+def _boundaries(machine: MachineResults, traces: dict[str, TracePayload], leave_out: str | None
                 ) -> list[tuple[MemoryLine, int, float]]:
-    """(the traced memory line, the measured largest batch, the bytes the search's probes had: the card less what
-    other processes held, boundary.py) of every boundary found with the default allocator."""
+    """(the traced memory line, the measured largest batch, what other processes held on the GPU during its search:
+    boundary.py) of every boundary found with the default allocator."""
     out = []
     for w in machine.workloads:
         if w.workload == leave_out or w.workload not in traces:
@@ -193,7 +195,7 @@ def _boundaries(machine: MachineResults, traces: dict[str, TracePayload], leave_
         for b in w.default_boundaries:
             line = memory_line(traces[w.workload], b.precision)
             if b.status == "ok" and b.max_batch and not b.capped and line:
-                out.append((line, b.max_batch, card_bytes - others_during(w, b)))
+                out.append((line, b.max_batch, others_during(w, b)))
     return out
 
 
@@ -203,15 +205,16 @@ def fit_memory(machine: MachineResults, traces: dict[str, TracePayload], leave_o
                for m in measured_points(machine, traces, leave_out)
                if m.point.memory and m.point.memory.peak_allocated_bytes and m.run.memory]
     offset = statistics.median(offsets) if offsets else 0.0
-    found = _boundaries(machine, traces, leave_out, card_bytes)
+    found = _boundaries(machine, traces, leave_out)
     if not found:
         return MemoryModel(offset, 0.9)
 
     def at(fragmentation: float, replay: str) -> tuple[float, MemoryModel]:
-        usable = statistics.median((line.needed(b, replay) + offset + (0 if line.replayed else fragmentation)
-                                    * line.largest_per_sample * b) / card for line, b, card in found)
+        usable = statistics.median((line.needed(b, replay) + offset + others + (0 if line.replayed else fragmentation)
+                                    * line.largest_per_sample * b) / card_bytes for line, b, others in found)
         model = MemoryModel(offset, usable, fragmentation, replay)
-        return sum(math.log(max(1, model.max_batch(line, card)) / b) ** 2 for line, b, card in found), model
+        return sum(math.log(max(1, model.max_batch(line, card_bytes, others)) / b) ** 2
+                   for line, b, others in found), model
     return min((at(f, r) for f in FRAGMENTATION for r in REPLAYS), key=lambda t: t[0])[1]
 
 

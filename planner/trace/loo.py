@@ -78,7 +78,7 @@ def held_out(machine: MachineResults, traces: dict[str, TracePayload], workload:
         line = memory_line(traces[workload], b.precision)
         if spec and line and b.status == "ok" and b.max_batch and not b.capped:
             # the card less what other processes held while it was searched (boundary.py)
-            predicted = model.memory.max_batch(line, spec.memory_bytes - others_during(payload, b))
+            predicted = model.memory.max_batch(line, spec.memory_bytes, others_during(payload, b))
             batches.append(BatchResidual(machine.machine, workload, b.precision, b.max_batch, predicted))
     return steps, batches
 

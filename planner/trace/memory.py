@@ -17,7 +17,11 @@ from dataclasses import dataclass
 from gpuplan_schema.payloads import TracePayload
 from planner.model.memory import least_squares
 
-REPLAYS = ("kept", "released", "lesser")   # which replayed reservation a boundary reads (MemoryLine.reserved_line)
+# The lines are drawn through the runs that hold at most this (where there are two): the catalog's largest card
+# has 192 GB, and a replayed reservation is not linear across sizes no GPU has (nanoGPT's at batch 1,024 and 2,048,
+# 0.9 and 1.8 TB, pulled its line 4.6 GB above its own replay at the H100's boundary, 76).
+FIT_BYTES = 256 << 30
+REPLAYS = ("kept", "lesser")   # the replayed reservations a boundary may read (MemoryLine.reserved_lines)
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,8 @@ def memory_line(trace: TracePayload, precision: str) -> MemoryLine | None:
     """The precision's line through its traced peaks (and largest blocks, and replayed reservations); None with fewer
     than two batches."""
     runs = {r.batch: r.memory for r in trace.ok_runs(precision) if r.memory}
+    within = {b: m for b, m in runs.items() if m.peak_bytes <= FIT_BYTES}
+    runs = within if len(within) >= 2 else runs
     if len(runs) < 2:
         return None
     batches = list(runs)
