@@ -166,7 +166,7 @@ def test_the_fewest_workers_that_keep_up_feed_the_gpu(loader):
 def test_heatmaps_share_one_colour_scale_and_render_to_svg(loader):
     assert build_loader_heatmap(loader, pinned=True) is None   # nothing is pinned on a CPU
     spec = build_loader_heatmap(loader, pinned=False)
-    cells = spec["data"]["values"]   # the layers share one data set
+    cells = spec["datasets"]["cells"]   # the layers share one data set
     assert len(cells) == len(loader.points)
     assert spec["layer"][0]["encoding"]["color"]["scale"]["domain"] == [0, max(c["rate"] for c in cells)]
     assert {(c["workers"], c["prefetch"]) for c in cells} == {("0", "none"), ("1", "2"), ("2", "2")}

@@ -17,6 +17,7 @@ from planner.check.accuracy import AccuracyRow
 from planner.plan.changes import MIN_GAIN, Change, change_worth, top_changes
 from planner.plan.plan import build_plan
 from planner.render.report import render_report_html
+from planner.report.dataloader import DataloaderSection
 from planner.report.frame import REPORT_ORDER, PlaceholderSection, build_report_for
 from planner.report.glossary import TERMS, GlossarySection
 from planner.report.summary import SummarySection
@@ -196,6 +197,9 @@ def test_every_chart_spec_is_valid_vega_lite(h100):
     for section in h100.sections:
         if isinstance(section, WorkloadSection):
             specs += [c for c in (section.throughput_chart, section.memory_chart, section.sequence_chart) if c]
+        if isinstance(section, DataloaderSection):  # templated: a map's top is set in each copy
+            specs += [section.scaling_chart, *(chart for _, chart in section.heatmaps)]
+            assert section.scaling_chart and section.heatmaps
     specs.append(build_accuracy_chart([AccuracyRow("gpt-small", "bf16", 32, "h100", "h200", 210.0, 227.0)]))
     assert len(specs) >= 9
     for spec in specs:

@@ -12,7 +12,7 @@ import altair as alt
 
 from gpuplan_schema.payloads import DataloaderPayload, LoaderPoint
 from planner.charts.base import CHART_HEIGHT, _legend
-from planner.charts.vega import unvalidated
+from planner.charts.vega import templated
 from planner.units import format_duration, format_number
 
 NO_PREFETCH = "none"     # the x label of 0 workers: the main process loads, nothing is prefetched
@@ -36,7 +36,6 @@ def _cell(p: LoaderPoint) -> dict:
             "cpu": "—" if p.cpu_cores_busy is None else format_number(p.cpu_cores_busy)}
 
 
-@unvalidated
 def build_loader_heatmap(payload: DataloaderPayload, pinned: bool, width: int | str = "container") -> dict | None:
     """Samples/s for every measured workers × prefetch cell at one pin setting; None when it has no point.
     The colour scale spans every point of the payload, so the pinned and unpinned maps compare by colour."""
@@ -45,22 +44,33 @@ def build_loader_heatmap(payload: DataloaderPayload, pinned: bool, width: int | 
     if not points:
         return None
     top = max(p.samples_per_s.median for p in everything)
-    workers = [str(w) for w in sorted({p.workers for p in points}, reverse=True)]
-    prefetch = sorted({prefetch_label(p) for p in points}, key=lambda s: -1 if s == NO_PREFETCH else int(s))
-    base = alt.Chart(alt.Data(values=[_cell(p) for p in points])).encode(
-        x=alt.X("prefetch:O", sort=prefetch, title="prefetch_factor", axis=alt.Axis(labelAngle=0)),
-        y=alt.Y("workers:O", sort=workers, title="num_workers"))
+    workers = tuple(str(w) for w in sorted({p.workers for p in points}, reverse=True))
+    prefetch = tuple(sorted({prefetch_label(p) for p in points}, key=lambda s: -1 if s == NO_PREFETCH else int(s)))
+    spec = _heatmap_spec(workers, prefetch, pinned, payload.batch, width, cells=[_cell(p) for p in points])
+    # the scale's top and the label colour's threshold are the host's figures: set in the copy, not in the key
+    rects, text = spec["layer"]
+    rects["encoding"]["color"]["scale"]["domain"] = [0, top]
+    text["encoding"]["color"]["condition"]["test"] = f"datum.rate > {top * 0.6}"
+    return spec
+
+
+@templated
+def _heatmap_spec(workers: tuple[str, ...], prefetch: tuple[str, ...], pinned: bool, batch: int,
+                  width: int | str) -> alt.LayerChart:
+    """The map of the cells (dataset "cells"), its colour scale and label threshold at a placeholder top."""
+    base = alt.Chart(alt.Data(name="cells")).encode(
+        x=alt.X("prefetch:O", sort=list(prefetch), title="prefetch_factor", axis=alt.Axis(labelAngle=0)),
+        y=alt.Y("workers:O", sort=list(workers), title="num_workers"))
     tooltip = [alt.Tooltip("workers:N", title="Workers"), alt.Tooltip("prefetch:N", title="Prefetch"),
                alt.Tooltip("text:N", title="Samples/s"), alt.Tooltip("ttfb:N", title="First batch"),
                alt.Tooltip("cpu:N", title="CPU cores busy")]
     rects = base.mark_rect(stroke="white", strokeWidth=1).encode(
-        color=alt.Color("rate:Q", title="samples/s", scale=alt.Scale(scheme="blues", domain=[0, top]),
+        color=alt.Color("rate:Q", title="samples/s", scale=alt.Scale(scheme="blues", domain=[0, 1]),
                         legend=_legend("samples/s")), tooltip=tooltip)
     text = base.mark_text(fontSize=11).encode(
-        text="text:N", color=alt.condition(f"datum.rate > {top * 0.6}", alt.value("white"), alt.value("black")))
-    title = f"Samples/s delivered, {PIN_LABELS[pinned]} (batch {payload.batch})"
-    chart = alt.layer(rects, text).properties(width=width, height=CELL_HEIGHT * len(workers), title=title)
-    return chart.configure_view(stroke=None).to_dict(validate=False)
+        text="text:N", color=alt.condition("datum.rate > 0.6", alt.value("white"), alt.value("black")))
+    title = f"Samples/s delivered, {PIN_LABELS[pinned]} (batch {batch})"
+    return alt.layer(rects, text).properties(width=width, height=CELL_HEIGHT * len(workers), title=title)
 
 
 def _best_rows(payload: DataloaderPayload) -> list[dict]:
@@ -74,7 +84,6 @@ def _best_rows(payload: DataloaderPayload) -> list[dict]:
             for (pin, w), p in sorted(best.items())]
 
 
-@unvalidated
 def build_worker_scaling_chart(payload: DataloaderPayload, appetites: list[tuple[str, float]],
                                width: int | str = "container") -> dict | None:
     """Best samples/s at each worker count, per pin setting, with a dashed rule at each (label, samples/s)
@@ -82,24 +91,30 @@ def build_worker_scaling_chart(payload: DataloaderPayload, appetites: list[tuple
     rows = _best_rows(payload)
     if not rows:
         return None
-    counts = sorted({r["workers"] for r in rows})
+    rules = [{"rate": rate, "text": f"{label}: {format_number(rate)}/s"} for label, rate in appetites]
+    return _worker_scaling_spec(tuple(sorted({r["workers"] for r in rows})),
+                                tuple(sorted({r["series"] for r in rows}, reverse=True)), bool(rules), payload.batch,
+                                width, best=rows, appetites=rules)
+
+
+@templated
+def _worker_scaling_spec(counts: tuple[int, ...], series: tuple[str, ...], rules: bool, batch: int,
+                         width: int | str) -> alt.LayerChart:
+    """The best rate per worker count (dataset "best") and, with `rules`, the appetites' rules ("appetites")."""
     x = alt.X("workers:Q", title="num_workers", scale=alt.Scale(domain=[0, max(counts)]),
-              axis=alt.Axis(values=counts, format="d"))
+              axis=alt.Axis(values=list(counts), format="d"))
     y = alt.Y("rate:Q", title="samples/s delivered")
-    series = sorted({r["series"] for r in rows}, reverse=True)
-    color = alt.Color("series:N", scale=alt.Scale(domain=series, range=[PIN_COLORS[s] for s in series]),
+    color = alt.Color("series:N", scale=alt.Scale(domain=list(series), range=[PIN_COLORS[s] for s in series]),
                       legend=_legend(None))
     tooltip = [alt.Tooltip("workers:Q", title="Workers"), alt.Tooltip("series:N", title="Memory"),
                alt.Tooltip("text:N", title="Best"), alt.Tooltip("prefetch:N", title="At prefetch")]
-    layers = [alt.Chart(alt.Data(values=rows)).mark_line(point=True, strokeWidth=2).encode(
+    layers = [alt.Chart(alt.Data(name="best")).mark_line(point=True, strokeWidth=2).encode(
         x=x, y=y, color=color, tooltip=tooltip)]
-    if appetites:
-        rules = [{"rate": rate, "text": f"{label}: {format_number(rate)}/s"} for label, rate in appetites]
-        chart = alt.Chart(alt.Data(values=rules))
+    if rules:
+        chart = alt.Chart(alt.Data(name="appetites"))
         layers.append(chart.mark_rule(strokeDash=[6, 4], color="#555555").encode(
             y=y, tooltip=[alt.Tooltip("text:N", title="GPU appetite")]))
         layers.append(chart.mark_text(align="left", baseline="bottom", dx=4, dy=-2, fontSize=10,
                                       color="#333333").encode(y=y, x=alt.value(0), text="text:N"))
-    chart = alt.layer(*layers).properties(width=width, height=CHART_HEIGHT,
-                                         title=f"Samples/s against workers (best prefetch; batch {payload.batch})")
-    return chart.configure_view(stroke=None).to_dict(validate=False)
+    return alt.layer(*layers).properties(width=width, height=CHART_HEIGHT,
+                                         title=f"Samples/s against workers (best prefetch; batch {batch})")

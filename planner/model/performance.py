@@ -285,11 +285,13 @@ def op_floor(split: StepSplit, source: Rates, target: Rates) -> tuple[float, flo
         return 0.0, 0.0
     bytes_ratio = source.bytes_per_s / target.bytes_per_s
     peak_bytes = source.bytes_per_s / target.peak_bytes_per_s
-    at_peak = replace(target, flops_per_s=target.peak_flops_per_s)
+    # (rate, datasheet peak) ratios per dtype, worked out once: a plan calls this ~3000 times on ~10 ops each
+    ratios = {dtype: (_flops_ratio(dtype, source.flops_per_s, target.flops_per_s),
+                      _flops_ratio(dtype, source.flops_per_s, target.peak_flops_per_s))
+              for dtype in {op.dtype for op in split.ops}}
     math = memory = 0.0
     for op in split.ops:
-        flops_ratio = _flops_ratio(op.dtype, source, target)
-        peak_flops = _flops_ratio(op.dtype, source, at_peak)
+        flops_ratio, peak_flops = ratios[op.dtype]
         scaled = op.scaled_on(flops_ratio, bytes_ratio, target.sm_time_ratio)
         extra = max(0.0, op.floor(peak_flops, peak_bytes) - scaled)
         if op.math * peak_flops > op.memory * peak_bytes:
@@ -299,12 +301,13 @@ def op_floor(split: StepSplit, source: Rates, target: Rates) -> tuple[float, flo
     return math, memory
 
 
-def _flops_ratio(dtype: str | None, source: Rates, target: Rates) -> float:
-    """target / source time of matmuls of `dtype`; 1 for an op without FLOPs or a dtype a side has no rate for (its
-    math roof then stays the source's: an op whose FLOPs count in a dtype the ceilings did not time)."""
-    if dtype is None or dtype not in source.flops_per_s or dtype not in target.flops_per_s:
+def _flops_ratio(dtype: str | None, source: dict[str, float], target: dict[str, float]) -> float:
+    """target / source time of matmuls of `dtype` (each side's FLOP/s by dtype); 1 for an op without FLOPs or a dtype
+    a side has no rate for (its math roof then stays the source's: an op whose FLOPs count in a dtype the ceilings
+    did not time)."""
+    if dtype is None or dtype not in source or dtype not in target:
         return 1.0
-    return source.flops_per_s[dtype] / target.flops_per_s[dtype]
+    return source[dtype] / target[dtype]
 
 
 def step_scale(split: StepSplit, host: float, gpu: float) -> float:

@@ -13,7 +13,6 @@ from gpuplan_schema.payloads import WorkloadPayload
 from gpuplan_schema.results import MachineResults
 from planner.check.bands import with_band
 from planner.model.host import feed_limit, load_feed
-from planner.model.memory import fit_memory
 from planner.model.performance import (
     predict_point,
     run_precision,
@@ -50,8 +49,9 @@ def build_predictor(source: Source, job: Job, answers: AnswerFn | None = None): 
     # an fp8 job starts from the bf16 job's answer: the plan's, times what the fp8 matmul rate gains at the knee
     as_measured = replace(job, precision=precision) if precision != job.precision else job
 
+    fit = source.memory_fit(payload, precision)
+
     def predict(gpu: GpuSpec) -> Estimate | None:
-        fit = fit_memory(payload, precision, source.spec.memory_bytes)
         safe = fit.safe_batch(gpu.memory_bytes) if fit else None
         answer = answers(gpu, payload, as_measured, safe) if answers else None
         if answer is not None and precision == job.precision:
@@ -141,6 +141,17 @@ class JobRanker:
     def rank(self, job: Job, predict: Predictor | None = None) -> list[RankedInstance]:
         return rank_instances(job, predict or build_predictor(self.source, job, self.answers), scaling=self.scaling,
                               feed=build_feed(self.source, job))
+
+    def predictor(self, job: Job) -> Predictor:
+        """`job`'s estimate per GPU, each worked out once: an estimate depends on the job's workload and precision,
+        not on its amount, so every amount of the same work ranks from one (the site's job chooser ranks three)."""
+        predict, made = build_predictor(self.source, job, self.answers), {}
+
+        def once(gpu: GpuSpec) -> Estimate | None:
+            if gpu.name not in made:
+                made[gpu.name] = predict(gpu)
+            return made[gpu.name]
+        return once
 
 
 def build_ranker(machine: MachineResults, measured: Sequence[MachineResults] | Measured = ()) -> JobRanker:

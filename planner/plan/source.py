@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from gpuplan_schema.payloads import RooflinePayload
+from gpuplan_schema.payloads import RooflinePayload, WorkloadPayload
 from gpuplan_schema.results import MachineResults
 from gpuplan_schema.schema import DocumentError
 from planner.check.bands import BandTable
 from planner.check.crossarch import CrossCheck, build_crosscheck
+from planner.model.memory import Allocator, MemoryFit, fit_memory
 from planner.model.performance import (
     Rates,
     measured_rates,
@@ -38,6 +39,16 @@ class Source:
     bands: BandTable = field(default_factory=BandTable)
     validated: frozenset[str] = frozenset()
     traced: bool = False   # predicted from a trace (planner/trace): no figure of the source GPU was measured
+
+    def memory_fit(self, payload: WorkloadPayload, precision: str, allocator: Allocator = "default"
+                   ) -> MemoryFit | None:
+        """fit_memory of the measured card, worked out once per workload, precision and allocator: every GPU a plan
+        predicts (its targets, each catalog GPU a ranking reads) asks for the same fits."""
+        memo = self.__dict__.setdefault("_memory_fits", {})  # not a field: a replaced Source works them out anew
+        key = (payload.workload, precision, allocator)
+        if key not in memo:
+            memo[key] = fit_memory(payload, precision, self.spec.memory_bytes, allocator)
+        return memo[key]
 
 
 def load_source(machine: MachineResults) -> Source:

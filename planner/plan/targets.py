@@ -10,7 +10,7 @@ from gpuplan_schema.payloads.workloads import KNEE
 from planner.check.bands import measured_band, with_band
 from planner.model.dataloader_verdict import FeedVerdict
 from planner.model.host import load_feed
-from planner.model.memory import MemoryFit, fit_memory
+from planner.model.memory import MemoryFit
 from planner.model.performance import (
     Prediction,
     iter_predictions,
@@ -98,11 +98,11 @@ def build_capacity(source: Source, gpu: GpuSpec) -> tuple[list[Capacity], dict[t
     out, fits = [], {}
     for payload in source.machine.workloads:
         for precision in dict.fromkeys(p.precision for p in payload.points):
-            fit = fit_memory(payload, precision, source.spec.memory_bytes)
+            fit = source.memory_fit(payload, precision)
             if fit is None:
                 continue
             fits[(payload.workload, precision)] = fit
-            expandable = fit_memory(payload, precision, source.spec.memory_bytes, "expandable_segments")
+            expandable = source.memory_fit(payload, precision, "expandable_segments")
             for f in (fit, expandable) if expandable and expandable.usable_measured else (fit,):
                 out.append(Capacity(payload.workload, precision, f.max_batch(gpu.memory_bytes),
                                     f.safe_batch(gpu.memory_bytes), f.usable_measured, f.allocator))

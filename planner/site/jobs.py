@@ -18,7 +18,7 @@ from gpuplan_schema.results import MachineResults
 from planner.plan.default_jobs import DEFAULT_AMOUNT, day_samples, default_job_spec
 from planner.plan.plan import JobRanker, Plan
 from planner.rank.jobs import DATASETS, PRECISIONS, TOKENS_PER_SAMPLE, parse_job
-from planner.rank.ranking import OK, RankedInstance, stand_in_words
+from planner.rank.ranking import OK, Predictor, RankedInstance, stand_in_words
 from planner.render.words import feed_words, pick_settings
 
 AMOUNTS = (0.1, 1.0, 10.0)   # × the default job's samples: the tables computed at build time
@@ -79,8 +79,9 @@ def build_chooser(planned: Sequence[tuple[MachineResults, Plan | None]]) -> Choo
                 if not any(p.precision == precision and p.status == "ok" for p in payload.points):
                     continue
                 gpus = shown.setdefault(machine.machine, set())
-                computed = [_table(ranker, payload.workload, precision, base * k, instances, rows_meta, gpus,
-                                   stand_ins) for k in AMOUNTS]
+                predict = ranker.predictor(parse_job(f"{payload.workload} {precision} samples={base:.6g}"))
+                computed = [_table(ranker, predict, payload.workload, precision, base * k, instances, rows_meta,
+                                   gpus, stand_ins) for k in AMOUNTS]
                 if not any(t["rows"] and t["rows"][0][1] == 1 for t in computed):
                     continue  # no instance runs it at this precision
                 precisions.append(precision)
@@ -104,10 +105,10 @@ def _notes(notes: dict[str, str], gpus: set[str]) -> dict[str, str]:
     return {g: words for g, words in sorted(notes.items()) if g in gpus}
 
 
-def _table(ranker: JobRanker, workload: str, precision: str, samples: float, index: dict[str, int],
-           meta: list[list], gpus: set[str], stand_ins: dict[str, str]) -> dict:
+def _table(ranker: JobRanker, predict: Predictor, workload: str, precision: str, samples: float,
+           index: dict[str, int], meta: list[list], gpus: set[str], stand_ins: dict[str, str]) -> dict:
     job = parse_job(f"{workload} {precision} samples={samples:.6g}")
-    ranked = ranker.rank(job)
+    ranked = ranker.rank(job, predict)
     gpus.update(r.gpu for r in ranked)
     stand_ins.update((r.stand_in_for, stand_in_words(r.stand_in_for, r.precision or "")) for r in ranked
                      if r.status == OK and r.stand_in_for)

@@ -79,7 +79,7 @@ def map_forked(make: Callable[[T], R], items: Sequence[T], done: Callable[[], No
     try:
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
             rest = range(1, len(items))
-            made = pool.map(_make_at, rest, chunksize=max(1, len(rest) // (8 * workers)))
+            made = pool.map(_make_at, rest)  # one item at a time: no worker waits idle on the last chunk
             return [first, *(_then(result, done) for result in made)]
     finally:
         _JOB = None
