@@ -19,8 +19,8 @@ not been measured (benchmarks/trace_leave_one_out.py), which is how the bands ar
   the measured compiled/eager pairs;
 - memory: the allocator's own bytes (`offset`: cuBLAS's workspace, the context's allocations) = median of measured
   peak − traced peak; the room fragmentation takes (`fragmentation`, in largest blocks: a grid), which of the
-  replayed reservations sets a boundary (`replay`: the allocator keeping its empty segments, returning them, or
-  whichever fits more; collectors/trace/allocator.py) and the usable share of the card (`usable`: what the replay
+  replayed reservations sets a boundary (`replay`: the allocator keeping its empty segments, or the lesser of that
+  and returning them; collectors/trace/allocator.py) and the usable share of the card (`usable`: what the replay
   needs, or the traced peak and that room, with the offset, at the measured boundary over the memory its search had,
   median over the workloads and precisions whose boundary was found) minimising the boundaries' squared log error.
   The memory a search had is the card less what other processes held on it (planner/trace/boundary.py).
