@@ -4,11 +4,12 @@ pair tells bandwidth-like time (shrinks 1.42x on the H200) from time that the me
 SM cycles, the caches, memory latency; the pair cannot tell these apart). Read from committed documents only:
 
   part 1, per kernel family: every op both machines profiled at the same workload, precision, batch and variant
-      (results/<m>/roofline-*.json, each of their batches). An op's roof is its `expected_s` on its own machine (the
-      sum over its calls of the larger of FLOPs at the matmul peak and bytes at the copy bandwidth, measured there);
-      its below-roof time is the rest of its time. Per family: the two machines' below-roof seconds summed over the
-      matched ops, their ratio r = H100 / H200, and the bandwidth exponent a = ln r / ln(B_H200 / B_H100): a = 1 the
-      time is bandwidth's, a = 0 it does not move with bandwidth (the model: SM count x clock, equal on the pair).
+      (results/<m>/roofline-*.json, each of their batches, and results/<m>/diagnostics/dle-points/ where both have
+      it). An op's roof is its `expected_s` on its own machine (the sum over its calls of the larger of FLOPs at the
+      matmul peak and bytes at the copy bandwidth, measured there); its below-roof time is the rest of its time. Per
+      family: the two machines' below-roof seconds summed over the matched ops, their ratio r = H100 / H200, and the
+      bandwidth exponent a = ln r / ln(B_H200 / B_H100): a = 1 the time is bandwidth's, a = 0 it does not move with
+      bandwidth (the model: SM count x clock, equal on the pair).
   part 2, families only one machine profiled (EfficientNet-B0's depthwise convolutions, ResNeXt-101's grouped ones:
       the H200's dle-points profiles): the whole GPU-busy time of the same configuration on both machines, and the
       exponent the H200 profile's below-roof time must have for its roofs (each at its own ratio) plus that time to
@@ -69,6 +70,7 @@ FAMILIES = {
 }
 _BY_NAME = {name: family for family, names in FAMILIES.items() for name in names}
 DEPTHWISE = "depthwise convolution"
+DLE_POINTS = Path("diagnostics") / "dle-points"
 
 
 def family_of(op: OpRoofline) -> str:
@@ -90,9 +92,10 @@ def copy_bandwidth(folder: Path) -> float:
 
 
 def _profiles(folder: Path) -> dict[tuple, dict[str, OpRoofline]]:
-    """Each GPU profile of the machine's roofline documents by (workload, precision, batch, variant), its ops by name."""
+    """Each GPU profile of the machine's roofline documents and of its DLE points (diagnostics/dle-points/, in DLE's
+    layouts: named in the variant) by (workload, precision, batch, variant), its ops by name."""
     out = {}
-    for path in sorted(folder.glob("roofline-*.json")):
+    for path in sorted([*folder.glob("roofline-*.json"), *(folder / DLE_POINTS).glob("roofline-*.json")]):
         payload: RooflinePayload = load_document(path).payload
         if payload.device != "cuda":
             continue
@@ -127,7 +130,8 @@ def family_table(root: Path) -> pd.DataFrame:
     g = ops.groupby("family")
     table = pd.DataFrame({
         "ops": g.size(), "configs": g.apply(lambda f: f[["workload", "precision", "batch"]].drop_duplicates().shape[0]),
-        "time_ms": g.t_src.sum() * 1e3, "below_src_ms": g.below_src.sum() * 1e3, "below_tgt_ms": g.below_tgt.sum() * 1e3,
+        "time_ms": g.t_src.sum() * 1e3, "below_src_ms": g.below_src.sum() * 1e3,
+        "below_tgt_ms": g.below_tgt.sum() * 1e3,
         "time_ratio": g.t_src.sum() / g.t_tgt.sum()})
     table["below_share"] = table.below_src_ms / table.time_ms
     table["below_ratio"] = table.below_src_ms / table.below_tgt_ms
@@ -153,8 +157,7 @@ class StepRow:
 # (H200 dle-points profile, the H100 collection that timed the same configuration, its variant there)
 STEP_CASES = (
     ("roofline-efficientnet-b0-tf32-nchw.json", "new-models-2026-11-28/continued", "no_cudnn_benchmark"),
-    ("roofline-resnext101-32x4d-tf32-nchw.json", "new-models-2026-11-28/three-models", "no_cudnn_benchmark"),
-)
+)   # ResNeXt-101's tf32 NCHW point at 128: no H100 collection timed it (its knee, compile and sweep only)
 
 
 def _busy(folder: Path, workload: str, precision: str, batch: int, variant: str) -> float | None:
@@ -171,7 +174,7 @@ def _busy(folder: Path, workload: str, precision: str, batch: int, variant: str)
 
 def iter_step_rows(root: Path) -> Iterator[StepRow]:
     """The H200's dle-points profiles against the H100's new-model collections, where both timed the configuration."""
-    dle = root / TARGET / "diagnostics" / "dle-points"
+    dle = root / TARGET / DLE_POINTS
     bw = copy_bandwidth(root / TARGET) / copy_bandwidth(root / SOURCE)
     for name, h100_run, h100_variant in STEP_CASES:
         if not (dle / name).exists():
@@ -213,7 +216,7 @@ def render(root: Path) -> str:
              "| kernel family | ops | configs | H100 op time | below roof (share) | H100 / H200 below-roof | a "
              "| per-op ratio, middle half | H100 / H200 whole op |", "|---|---|---|---|---|---|---|---|---|"]
     for family, r in family_table(root).iterrows():
-        lines.append(f"| {family} | {r.ops} | {r.configs} | {r.time_ms:.1f} ms | {r.below_src_ms:.1f} ms "
+        lines.append(f"| {family} | {int(r.ops)} | {int(r.configs)} | {r.time_ms:.1f} ms | {r.below_src_ms:.1f} ms "
                      f"({r.below_share:.0%}) | {r.below_ratio:.2f}× | {r.exponent:+.2f} | "
                      f"{r.op_p25:.2f}–{r.op_p75:.2f}× | {r.time_ratio:.2f}× |")
     lines += ["", "| only the H200 profiled | layout | H100 GPU busy | H200 GPU busy | H100 / H200 | below roof "
