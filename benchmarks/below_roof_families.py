@@ -10,7 +10,7 @@ SM cycles, the caches, memory latency; the pair cannot tell these apart). Read f
       family: the two machines' below-roof seconds summed over the matched ops, their ratio r = H100 / H200, and the
       bandwidth exponent a = ln r / ln(B_H200 / B_H100): a = 1 the time is bandwidth's, a = 0 it does not move with
       bandwidth (the model: SM count x clock, equal on the pair).
-  part 2, families only one machine profiled (EfficientNet-B0's depthwise convolutions, ResNeXt-101's grouped ones:
+  part 2, families only one machine profiled (EfficientNet-B0's depthwise convolutions, in
       the H200's dle-points profiles): the whole GPU-busy time of the same configuration on both machines, and the
       exponent the H200 profile's below-roof time must have for its roofs (each at its own ratio) plus that time to
       give the H100's measured busy time.
