@@ -68,6 +68,7 @@ GENERATORS: dict[str, Callable[[list[MachineResults]], str]] = {
     "compiled-bands": tables.compiled_bands,
     "band-harnesses": tables.band_harnesses,
     "below-roof-candidates": tables.below_roof_candidates,
+    "below-roof-families": tables.below_roof_families,
     "accuracy-h100-h200": tables.accuracy_tables,
     "collectives": tables.collectives,
     "ddp": tables.ddp,

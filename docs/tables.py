@@ -385,6 +385,12 @@ def below_roof_candidates(machines: list[MachineResults]) -> str:
     return _script("below_roof_candidates").render_candidates(machines)
 
 
+def below_roof_families(machines: list[MachineResults]) -> str:
+    """What each kernel family's below-roof time scales with, from the H100's and the H200's profiles of the same
+    configurations (benchmarks/below_roof_families.py, a script: loaded from its file)."""
+    return _script("below_roof_families").render(_by(machines, SOURCE).folder.parent)
+
+
 def accuracy_repeatability(machines: list[MachineResults]) -> str:
     """The configurations each of the pair measured twice, and which misses one measurement cannot check."""
     pair = [_by(machines, SOURCE), _by(machines, TARGET)]
