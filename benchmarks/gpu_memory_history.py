@@ -94,7 +94,8 @@ def gpu_events(name: str, precision: str, batch: int) -> dict:
 def _event(e: dict) -> dict:
     frames = e.get("frames") or []
     mine = next((f for f in frames if "/torch/" not in f.get("filename", "")), frames[0] if frames else {})
-    return {"action": e["action"], "bytes": e["size"], "addr": e["addr"],
+    # an "oom" event (the allocator's record of the failed request) carries the free memory, no address
+    return {"action": e["action"], "bytes": e.get("size", 0), "addr": e.get("addr"),
             "where": f"{Path(mine.get('filename', '?')).name}:{mine.get('line', '?')} {mine.get('name', '')}"}
 
 
