@@ -4,6 +4,7 @@ out-of-memory exception above a batch, and a resumed collection takes a boundary
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
@@ -137,6 +138,19 @@ def test_ctrl_c_in_the_search_process_stops_the_collection_and_records_no_bounda
     path.write_text(OOM_FILE_INTERRUPTED, encoding="utf-8")
     with pytest.raises(KeyboardInterrupt):
         list(iter_boundary_in_fresh_process(Search(f"{path}:build", "cpu", "fp32", [], 64, "default")))
+
+
+def test_ctrl_c_reaches_the_search_process_of_a_collector_started_with_sigint_ignored(tmp_path):
+    """A script's `gpuplan collect ... &` starts with SIGINT ignored, and a child inherits that: the search process
+    must still stop at the SIGINT the collector's time limit sends it (CI run in the background failed here)."""
+    path = tmp_path / "interrupted.py"
+    path.write_text(OOM_FILE_INTERRUPTED, encoding="utf-8")
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            list(iter_boundary_in_fresh_process(Search(f"{path}:build", "cpu", "fp32", [], 64, "default")))
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 OOM_FILE_INTERRUPTED = '''\

@@ -108,6 +108,10 @@ def run_search(search: Search) -> Iterator[WorkloadPoint | OomBoundary]:
 
 
 def main() -> int:
+    # SIGINT is how the collector stops this search (its time limit, Ctrl-C to the process group): honour it even
+    # where this process was started with SIGINT ignored, as a command sent to the background by a script is (the
+    # ignored disposition is inherited; the collector itself installs its own handler, collectors/core/interrupt.py)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     raw = json.loads(sys.stdin.read())
     raw["measured"] = [from_dict(WorkloadPoint, p, "<stdin>", "measured") for p in raw["measured"]]
     # the workload's own prints go to stderr: stdout carries only the items
