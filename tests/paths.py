@@ -6,13 +6,25 @@ committed results themselves (the docs generated from them, the plausibility of 
 RESULTS and say so in their names (`test_committed_results_*`).
 """
 
+import importlib.util
 import json
+import sys
 from pathlib import Path
+from types import ModuleType
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "results"                         # the committed real collections: only test_committed_results_*
 FROZEN = REPO / "tests" / "fixtures" / "frozen"     # a frozen copy of results/ (real documents, never edited)
 FIXTURES = REPO / "tests" / "fixtures" / "results"  # small real collections kept for tests
+
+
+def load_script(path: Path, name: str | None = None) -> ModuleType:
+    """A file that is not a package module (a benchmarks/ script, an example) imported from its path, under `name`
+    (its stem by default) in sys.modules: the dataclasses it defines look their module up there."""
+    spec = importlib.util.spec_from_file_location(name or path.stem, path)
+    module = sys.modules.setdefault(spec.name, importlib.util.module_from_spec(spec))
+    spec.loader.exec_module(module)
+    return module
 
 
 def copy_machine(src: Path, dst: Path, machine: str) -> None:

@@ -5,12 +5,10 @@ H100 ↔ H200 pair it must leave alone, and the published cross-architecture che
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import statistics
-import sys
 
 import pytest
-from paths import REPO
+from paths import REPO, load_script
 
 from planner.check.crossarch import MEDIAN_TARGET, build_crosscheck
 from planner.model.performance import Rates, measured_rates, scale_factor, sm_time_ratio, target_rates
@@ -87,11 +85,7 @@ def test_slower_gpus_are_no_longer_over_predicted(h100):
 
 
 def _candidates():
-    path = REPO / "benchmarks" / "below_roof_candidates.py"
-    spec = importlib.util.spec_from_file_location("below_roof_candidates", path)
-    module = sys.modules.setdefault(spec.name, importlib.util.module_from_spec(spec))
-    spec.loader.exec_module(module)
-    return module
+    return load_script(REPO / "benchmarks" / "below_roof_candidates.py")
 
 
 def test_the_chosen_candidate_is_the_model_and_the_best_on_the_published_rows(results_machines, h100):

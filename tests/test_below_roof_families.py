@@ -4,12 +4,10 @@ two machines for the table."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 
 import pytest
-from paths import REPO
+from paths import REPO, load_script
 
 from gpuplan_schema.payloads import KernelTime, OpRoofline, RooflinePayload, RooflineRoofs
 from gpuplan_schema.stats import summarize
@@ -19,11 +17,7 @@ FROZEN = REPO / "tests" / "fixtures" / "frozen"
 
 @pytest.fixture(scope="module")
 def families():
-    path = REPO / "benchmarks" / "below_roof_families.py"
-    spec = importlib.util.spec_from_file_location("below_roof_families", path)
-    module = sys.modules.setdefault(spec.name, importlib.util.module_from_spec(spec))
-    spec.loader.exec_module(module)
-    return module
+    return load_script(REPO / "benchmarks" / "below_roof_families.py")
 
 
 def op(name: str, time: float, roof: float, kernels: tuple[tuple[str, float], ...] = (), cls: str = "memory-bound"):

@@ -9,13 +9,12 @@ small enough to build and step on the CPU.
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from pathlib import Path
 
 import pytest
 import torch
-from paths import REPO
+from paths import REPO, load_script
 from torch import nn
 
 from collectors.__main__ import main as collect_main
@@ -34,10 +33,7 @@ ADAMW_BYTES_PER_PARAM = 28  # fused AdamW, fp32: reads p, g, m, v; writes p, m, 
 
 
 def _load_regimes():
-    spec = importlib.util.spec_from_file_location("example_regimes", REPO / "benchmarks" / "example_regimes.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(REPO / "benchmarks" / "example_regimes.py")
 
 
 regimes = _load_regimes()

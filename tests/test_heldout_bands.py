@@ -4,22 +4,15 @@ frozen H100 and H200)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 import pytest
-from paths import FROZEN, REPO
+from paths import FROZEN, REPO, load_script
 
 from planner.check.bands import band_table_for
 from planner.check.coverage import TARGET_COVERAGE
 
 
 def _script():
-    path = REPO / "benchmarks" / "heldout_bands.py"
-    spec = importlib.util.spec_from_file_location("heldout_bands", path)
-    module = sys.modules.setdefault(spec.name, importlib.util.module_from_spec(spec))
-    spec.loader.exec_module(module)
-    return module
+    return load_script(REPO / "benchmarks" / "heldout_bands.py")
 
 
 def test_leave_one_workload_out_checks_every_measured_pair_row(results_machines):

@@ -3,27 +3,20 @@ request's too (its first GPU run lost a case to an "oom" event, which has no add
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-
-from paths import REPO
+from paths import REPO, load_script
 
 
-def load_script():  # noqa: ANN201 - the benchmark script as a module
-    path = REPO / "benchmarks" / "gpu_memory_history.py"
-    spec = importlib.util.spec_from_file_location("gpu_memory_history", path)
-    module = sys.modules.setdefault(spec.name, importlib.util.module_from_spec(spec))
-    spec.loader.exec_module(module)
-    return module
+def history_script():  # noqa: ANN201 - the benchmark script as a module
+    return load_script(REPO / "benchmarks" / "gpu_memory_history.py")
 
 
 def test_an_allocation_is_read_with_its_address_and_the_users_frame():
-    event = load_script()._event({"action": "alloc", "size": 4096, "addr": 139, "frames": [
+    event = history_script()._event({"action": "alloc", "size": 4096, "addr": 139, "frames": [
         {"filename": "/usr/lib/python3/site-packages/torch/nn/modules/module.py", "line": 1, "name": "_call_impl"},
         {"filename": "/work/examples/unet_seg.py", "line": 37, "name": "forward"}]})
     assert event == {"action": "alloc", "bytes": 4096, "addr": 139, "where": "unet_seg.py:37 forward"}
 
 
 def test_an_out_of_memory_event_without_an_address_is_kept():
-    event = load_script()._event({"action": "oom", "device_free": 1 << 30, "frames": []})
+    event = history_script()._event({"action": "oom", "device_free": 1 << 30, "frames": []})
     assert event["action"] == "oom" and event["addr"] is None and event["bytes"] == 0

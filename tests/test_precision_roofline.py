@@ -3,11 +3,9 @@ CPU at the workloads' tiny sizes (fp32, the one precision a CPU runs); its docum
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 
-from paths import REPO
+from paths import REPO, load_script
 
 from gpuplan_schema.payloads import RooflinePayload
 from gpuplan_schema.schema import load_document
@@ -16,10 +14,7 @@ SCRIPT = REPO / "benchmarks" / "precision_roofline.py"
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("precision_roofline", SCRIPT)
-    module = sys.modules.setdefault(spec.name, importlib.util.module_from_spec(spec))
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT)
 
 
 def test_each_batch_belongs_to_the_workload_before_it():

@@ -3,19 +3,14 @@ fall outside the plan's range are counted (docs/accuracy.md's "At the settings t
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
-from paths import REPO
+from paths import REPO, load_script
 
 
 def _check():  # noqa: ANN202 - the script, loaded from its file as docs/tables.py loads it
-    spec = importlib.util.spec_from_file_location("recommended_check", REPO / "benchmarks" / "recommended_check.py")
-    module = sys.modules.setdefault(spec.name, importlib.util.module_from_spec(spec))
-    spec.loader.exec_module(module)
-    return module
+    return load_script(REPO / "benchmarks" / "recommended_check.py")
 
 
 def _row(batch: int, compile_: bool, expected: float, plan_from: str = "a") -> dict:

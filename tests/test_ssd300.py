@@ -5,13 +5,12 @@ the collector's own step and collects through the real CLI."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from types import ModuleType
 
 import pytest
 import torch
-from paths import REPO
+from paths import REPO, load_script
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
@@ -60,10 +59,7 @@ def parameters(model: nn.Module) -> int:
 
 def module() -> ModuleType:
     """The example file itself, imported apart from the collector (for its default boxes and its loss)."""
-    spec = importlib.util.spec_from_file_location("ssd300_example", REPO / PATH)
-    loaded = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(loaded)
-    return loaded
+    return load_script(REPO / PATH, "ssd300_example")
 
 
 # ── the real size ──────────────────────────────────────────────────────────────────────────────

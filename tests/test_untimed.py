@@ -9,7 +9,7 @@ import shutil
 from dataclasses import replace
 
 import pytest
-from paths import FROZEN, REPO
+from paths import FROZEN, REPO, load_script
 
 from gpuplan_schema.payloads import StageRecord, WorkloadPayload
 from gpuplan_schema.results import load_machine
@@ -78,11 +78,7 @@ def test_an_older_partial_document_is_read_from_its_points():
 def test_the_effects_quoted_are_those_of_the_committed_reference_runs():
     """A check of the committed results (results/h100-80gb, results/h200), not of behaviour: a new committed run
     that moves these figures fails here until planner/plan/untimed.py quotes them."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("untimed_effects", REPO / "benchmarks" / "untimed_effects.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script(REPO / "benchmarks" / "untimed_effects.py")
     found = module.effects([REPO / m for m in module.MACHINES])
     assert found["compile"][0] == COMPILE_EFFECT
     assert found["precisions"][0] == PRECISION_EFFECT
