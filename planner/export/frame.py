@@ -90,8 +90,7 @@ def _cells(row: TidyRow) -> list[object]:
     settings True/False, text guarded (spreadsheet_safe), None and NaN empty (the csv writer writes None empty)."""
     cells = list(_ROW_CELLS(row))
     for i in _TEXT_AT:
-        if cells[i].__class__ is str and cells[i].startswith(FORMULA_PREFIXES):
-            cells[i] = "'" + cells[i]
+        cells[i] = spreadsheet_safe(cells[i])
     for i, kind in _TYPED_AT:
         value = cells[i]
         if value is not None and value.__class__ is not kind:
