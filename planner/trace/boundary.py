@@ -17,7 +17,6 @@ import re
 import statistics
 
 from gpuplan_schema.payloads import OomBoundary, WorkloadPayload
-from planner.export.rows import variant_settings
 
 _OTHER = re.compile(r"Process \d+ has ([\d.]+) (GiB|MiB|KiB|B) memory in use")
 _UNIT = {"GiB": 2**30, "MiB": 2**20, "KiB": 2**10, "B": 1}
@@ -35,6 +34,9 @@ def others_during(payload: WorkloadPayload, boundary: OomBoundary) -> float:
     no probe failed with a message to read."""
     held = [b for p in payload.points
             if p.sweep == "probe" and p.precision == boundary.precision and p.status == "oom"
-            and variant_settings(p.variant)["allocator"] == boundary.allocator
-            and (b := others_in(p.reason)) is not None]
+            and _allocator(p.variant) == boundary.allocator and (b := others_in(p.reason)) is not None]
     return statistics.median(held) if held else 0.0
+
+
+def _allocator(variant: str) -> str:
+    return "expandable_segments" if "expandable_segments" in variant.split("+") else "default"
