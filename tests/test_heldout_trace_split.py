@@ -12,7 +12,7 @@ from planner.trace.machine import PREDICTED
 split = load_script(REPO / "benchmarks" / "heldout_trace_split.py")
 
 
-def test_an_unprofiled_workload_is_split_by_its_trace_and_a_profiled_one_is_left_alone():
+def test_an_unprofiled_workload_is_split_by_its_trace_and_every_measured_document_is_kept():
     machine = load_machine(FROZEN / "h100-80gb")
     trace = load_document(REPO / "tests" / "fixtures" / "trace" / "trace-sensor-cnn" / "trace-sensor-cnn.json").payload
     point = next(p for w in machine.workloads if w.workload == "sensor-cnn" for p in w.points
