@@ -1,4 +1,5 @@
-"""benchmarks/heldout_trace_split.py: a folder's unprofiled workload split by its CPU trace's predicted ops."""
+"""benchmarks/heldout_trace_split.py: a held-out folder's unprofiled workload split by its CPU trace, as the plan
+splits it (calibrated) and as the trace predicts it, every measured document kept."""
 
 from __future__ import annotations
 
@@ -18,12 +19,11 @@ def test_an_unprofiled_workload_is_split_by_its_trace_and_every_measured_documen
     point = next(p for w in machine.workloads if w.workload == "sensor-cnn" for p in w.points
                  if p.precision == "bf16" and p.step_s and p.variant == "default" and p.batch >= trace.main_batch)
     assert split_point(point, machine_rooflines(machine), "sensor-cnn", 0.1, 0.1).basis == "FLOP/byte counts"
-
-    out = split.with_trace_split(machine, {"sensor-cnn": trace}, "h100-80gb")
-    added = {k: d for k, d in out.documents.items() if k not in machine.documents}
-    assert set(added) == {"roofline-sensor-cnn", "roofline-sensor-cnn-tf32"}
-    assert all(d.collector.name == PREDICTED for d in added.values())
-    assert all(out.documents[k] is d for k, d in machine.documents.items())  # every measured document kept
-    basis = split_point(point, machine_rooflines(out), "sensor-cnn", 0.1, 0.1).basis
-    assert basis.startswith("roofline bf16")
-    assert split.model_key(machine) == "h100-80gb"
+    for calibrated in (True, False):
+        out = split.split_by_trace(machine, {"sensor-cnn": trace}, calibrated)
+        added = {k: d for k, d in out.documents.items() if k not in machine.documents}
+        assert {(d.payload.workload, d.payload.precision) for d in added.values()} == {("sensor-cnn", "bf16"),
+                                                                                    ("sensor-cnn", "tf32")}
+        assert all(d.collector.name == PREDICTED for d in added.values())
+        assert all(out.documents[k] is d for k, d in machine.documents.items())  # every measured document kept
+        assert split_point(point, machine_rooflines(out), "sensor-cnn", 0.1, 0.1).basis.startswith("roofline bf16")

@@ -19,6 +19,7 @@ from planner.model.split import machine_rooflines
 from planner.plan.measured import Measured
 from planner.specs import GpuSpec, match_gpu
 from planner.trace.bands import trace_bands
+from planner.trace.hybrid import trace_rooflines
 from planner.trace.machine import is_prediction
 from planner.trace.model_file import load_learned
 
@@ -58,7 +59,9 @@ def load_source(machine: MachineResults) -> Source:
         missing = "catalog entry for its GPU" if spec is None else "ceilings.json" if machine.ceilings is None \
             else "workload documents"
         raise PlanError(str(machine.folder), f"a plan needs a GPU machine's ceilings and workloads: no {missing}")
-    return Source(machine, spec, measured_rates(machine.ceilings), machine_rooflines(machine))
+    # steps with no per-op profile are split by the model's trace where the folder holds one (planner/trace/hybrid.py)
+    rooflines = machine_rooflines(machine) + trace_rooflines(machine)
+    return Source(machine, spec, measured_rates(machine.ceilings), rooflines)
 
 
 def plannable(machine: MachineResults) -> bool:
