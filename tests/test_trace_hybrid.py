@@ -13,6 +13,7 @@ from paths import FROZEN, REPO
 from gpuplan_schema.payloads.workloads import PLAIN_VARIANTS
 from gpuplan_schema.results import load_machine
 from planner.model.split import machine_rooflines, split_point
+from planner.plan.plan import build_plan
 from planner.plan.source import load_source
 from planner.trace.hybrid import TraceRoofline, measured_busy, trace_rooflines
 
@@ -66,11 +67,24 @@ def test_a_measured_profile_is_never_replaced_and_another_models_trace_is_not_us
 def test_the_plan_splits_an_unprofiled_step_by_the_trace_and_says_so(folder):
     machine = load_machine(folder)
     source = load_source(machine)
-    assert any(isinstance(r, TraceRoofline) for r in source.rooflines)
+    assert source.rooflines == machine_rooflines(machine)   # the measured GPU's own verdicts: measured profiles
+    assert source.trace_rooflines and all(isinstance(r, TraceRoofline) for r in source.trace_rooflines)
     point = next(p for w in machine.workloads if w.workload == "sensor-cnn" for p in w.points
                  if p.precision == "bf16" and p.batch == 8192 and p.step_s and p.variant in PLAIN_VARIANTS)
-    counts = split_point(point, machine_rooflines(machine), "sensor-cnn", 0.1, 0.1)
-    traced = split_point(point, source.rooflines, "sensor-cnn", 0.1, 0.1)
+    counts = split_point(point, source.rooflines, "sensor-cnn", 0.1, 0.1)
+    traced = split_point(point, source.split_rooflines, "sensor-cnn", 0.1, 0.1)
     assert counts.basis == "FLOP/byte counts"
     assert traced.basis == "roofline bf16 batch 8192 (the trace's ops, calibrated to the measured step)"
     assert traced.ops and traced.memory_roof != counts.memory_roof
+
+
+def test_other_gpus_figures_say_what_split_them_and_how_to_split_them_by_the_trace(folder, tmp_path):
+    traced = build_plan(load_machine(folder), targets=["H200 SXM"])
+    h200 = next(t for t in traced.targets if t.gpu.name == "H200 SXM")
+    sensor = [p for p in h200.predictions if p.workload == "sensor-cnn" and p.precision == "bf16"]
+    assert sensor and all("the trace's ops" in p.split.basis for p in sensor if p.variant in PLAIN_VARIANTS)
+    (folder / TRACE.name).unlink()
+    counted = build_plan(load_machine(folder), targets=["H200 SXM"])
+    h200 = next(t for t in counted.targets if t.gpu.name == "H200 SXM")
+    assert all(p.split.basis.startswith("FLOP/byte counts") for p in h200.predictions
+               if p.workload == "sensor-cnn" and p.variant in PLAIN_VARIANTS)
