@@ -6,14 +6,15 @@ Two checks:
 - `--references`: the 15 reference workloads of results/, each with its per-op profiles withheld, split three ways
   (by its measured profile, from its counts, by its trace calibrated to the measured step, the trace predicted by a
   model learned without that workload): the GPU-set H100 <-> H200 predictions' median, 90th percentile and largest
-  |error|. Needs their traces (`benchmarks/trace_leave_one_out.py --traces DIR` keeps them).
+  |error|, and, from each GPU, the published ratios of its family (Lambda's and the GPT-2 script's tables;
+  DeepLearningExamples'). Needs their traces (`benchmarks/trace_leave_one_out.py --traces DIR` keeps them).
 - `--pair H100_DIR H200_DIR` (repeatable): machine folders of held-out models, each predicted from the other against
   the band table of results/ (benchmarks/heldout_bands.py), split from counts, by the trace as predicted, and by the
   trace calibrated to the measured step (what the plan does where a folder holds the model's trace).
 
     gpuplan trace examples/unet_seg.py:build ... --out /tmp/tr --machine ho
     PYTHONPATH=$PWD python benchmarks/heldout_trace_split.py --traces /tmp/tr/ho --pair H100_DIR H200_DIR ...
-    PYTHONPATH=$PWD python benchmarks/heldout_trace_split.py --traces /tmp/reference-traces --references
+    PYTHONPATH=$PWD python benchmarks/heldout_trace_split.py --traces /tmp/reference-traces --references  # ~1 min
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ from gpuplan_schema.results import MachineResults, load_results_root
 from gpuplan_schema.schema import build_document, load_document
 from planner.check.accuracy import build_accuracy
 from planner.check.bands import band_table_for, gpu_set
+from planner.check.crossarch import build_crosscheck
 from planner.check.harness_bands import held_out_ratio_checks
+from planner.check.pairs import build_pair_check
 from planner.check.pairs_markdown import render_held_out
 from planner.trace.hybrid import trace_rooflines
 from planner.trace.learn import learn_gpu
@@ -76,19 +79,32 @@ def without_profiles(machine: MachineResults, workload: str) -> MachineResults:
                                        if not (d.kind == "roofline" and d.payload.workload == workload)})
 
 
-def reference_rows(machines: list[MachineResults], traces: dict[str, TracePayload]) -> dict[str, list[float]]:
-    """Each reference workload's GPU-set H100 <-> H200 errors (both ways), split three ways (module docstring)."""
+Errors = dict[str, dict[str, list[float]]]   # check → split → errors
+
+
+def reference_rows(machines: list[MachineResults], traces: dict[str, TracePayload]) -> Errors:
+    """Each reference workload's predictions, split three ways (module docstring): the GPU-set H100 <-> H200 errors
+    (both ways), and from each of the two GPUs the published tables' ratio errors of its family (Lambda's and the
+    GPT-2 script's: build_crosscheck; DeepLearningExamples': build_pair_check)."""
     pair = [m for m in machines if m.machine in ("h100-80gb", "h200")]
     base = load_learned()
-    out: dict[str, list[float]] = {"measured profile": [], "counts": [], "trace, calibrated": []}
+    out: Errors = {check: {"measured profile": [], "counts": [], "trace, calibrated": []}
+                   for check in ("H100 <-> H200", "published (Lambda, GPT-2)", "DeepLearningExamples")}
     for workload in sorted(traces):
         held_out = replace(base, models={m.machine: learn_gpu(m, traces, leave_out=workload) for m in pair})
         bare = [without_profiles(m, workload) for m in pair]
         split = [split_by_trace(m, {workload: traces[workload]}, True, held_out) for m in bare]
         for label, (a, b) in (("measured profile", pair), ("counts", bare), ("trace, calibrated", split)):
             for source, target in ((a, b), (b, a)):
-                out[label] += [r.error for r in build_accuracy(source, target).rows
-                               if r.workload == workload and gpu_set(r.host) and r.variant != "compile"]
+                rows = build_accuracy(source, target).rows
+                out["H100 <-> H200"][label] += [r.error for r in rows if r.workload == workload
+                                                and gpu_set(r.host) and r.variant != "compile"]
+                cross = build_crosscheck(source)
+                out["published (Lambda, GPT-2)"][label] += [r.error for r in cross.rows if r.family == workload] \
+                    if cross else []
+                dle = build_pair_check(source)
+                out["DeepLearningExamples"][label] += [r.error for r in dle.ratios if r.model == workload] \
+                    if dle else []
     return out
 
 
@@ -104,11 +120,11 @@ def main(argv: list[str] | None = None) -> int:
         payload = load_document(path).payload
         traces[payload.workload] = payload
     if args.references:
-        for label, errors in reference_rows(load_results_root(args.results), traces).items():
-            ordered = sorted(abs(e) for e in errors)
-            print(f"{label}: {len(errors)} GPU-set H100 <-> H200 predictions, median |error| "
-                  f"{statistics.median(ordered):.1%}, 90th percentile {ordered[int(0.9 * len(ordered))]:.1%}, "
-                  f"largest {ordered[-1]:.1%}")
+        for check, by_split in reference_rows(load_results_root(args.results), traces).items():
+            for label, errors in by_split.items():
+                ordered = sorted(abs(e) for e in errors) or [0.0]
+                print(f"{check}, {label}: {len(errors)} rows, median |error| {statistics.median(ordered):.1%}, "
+                      f"90th percentile {ordered[int(0.9 * len(ordered))]:.1%}, largest {ordered[-1]:.1%}")
         return 0
     table = band_table_for(load_results_root(args.results))
     pairs = [(heldout_bands._machine(a), heldout_bands._machine(b)) for a, b in args.pair]
