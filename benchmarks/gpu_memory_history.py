@@ -88,8 +88,9 @@ def gpu_events(name: str, precision: str, batch: int) -> dict:
     if cuda:
         torch.cuda.memory._record_memory_history(max_entries=MAX_ENTRIES, context="all", stacks="python")
     fits, reason = True, None
-    activities = [ProfilerActivity.CPU, *([ProfilerActivity.CUDA] if cuda else [])]
-    with profile(activities=activities, profile_memory=True) as prof:
+    # the CPU activity only: memory events come from the allocator's own report, on every device; CUPTI would take
+    # device memory the probe never had
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         try:
             with precision_mode(precision, device, variant):
                 model = prepare_model(workload, device, variant)
