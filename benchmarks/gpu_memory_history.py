@@ -102,7 +102,10 @@ def gpu_events(name: str, precision: str, batch: int) -> dict:
         except Exception as e:  # an OOM is an answer too: the record up to it is what explains it
             fits, reason = False, f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
     out = {"fits": fits, "reason": reason, "device": device.type}
-    profiled = profiled_events(prof, device.type)
+    try:
+        profiled = profiled_events(prof, device.type)
+    except Exception as e:  # the op names are a help: the allocator's record stands without them
+        profiled, out["profiler_error"] = [], f"{type(e).__name__}: {e}"[:300]
     if cuda:
         snapshot = torch.cuda.memory._snapshot()
         torch.cuda.memory._record_memory_history(enabled=None)
