@@ -20,6 +20,7 @@ from torch.utils._pytree import tree_leaves
 
 from collectors.roofline.op_accounting import compute_dtype, count_bytes, count_flops
 from collectors.trace.inplace import GpuInPlace
+from collectors.trace.kernels import argument, internal_temporaries, result_storage
 from collectors.trace.memory import PHASE_CATEGORY, LiveMemory
 
 MULTI_TENSOR_CHUNK = 36   # multi_tensor_apply's tensors per launch at depth 4 (params, grads, two moments)
@@ -48,21 +49,14 @@ def _tensors(value: Any) -> list[torch.Tensor]:
     return [t for t in tree_leaves(value) if isinstance(t, torch.Tensor)]
 
 
-def _argument(func: torch._ops.OpOverload, args: tuple, kwargs: dict, name: str) -> Any:
-    for i, arg in enumerate(func._schema.arguments):
-        if arg.name == name:
-            return args[i] if i < len(args) else kwargs.get(name)
-    return None
-
-
 def variant_of(func: torch._ops.OpOverload, args: tuple, kwargs: dict, tensors: list[torch.Tensor]) -> str | None:
     """What sets a kernel apart beside its shapes: an attention's mask ("masked": an attention bias, forward or
     backward) or causality ("causal"), an image batch stored NHWC ("channels_last": cuDNN runs an NCHW convolution
     through transposes, and batch norm has kernels of its own for each layout); None for the rest."""
     if "scaled_dot_product" in func._schema.name:
-        if isinstance(_argument(func, args, kwargs, "attn_bias"), torch.Tensor):
+        if isinstance(argument(func, args, kwargs, "attn_bias"), torch.Tensor):
             return "masked"
-        return "causal" if _argument(func, args, kwargs, "is_causal") else None
+        return "causal" if argument(func, args, kwargs, "is_causal") else None
     # a convolution runs NHWC where its input or its weight is channels_last (cuDNN's suggested memory format), and
     # meta's batch norm returns contiguous outputs whatever its input was: a convolution looks at all its images
     images = tensors if "convolution" in func._schema.name else tensors[:1]
@@ -96,19 +90,6 @@ def launches_of(name: str, args: tuple, flops: float | None, moved: int) -> int:
     return 1
 
 
-def internal_temporaries(name: str, args: tuple, kwargs: dict) -> list[torch.Tensor]:
-    """Tensors an op allocates inside its CUDA kernel and frees before it returns, which the meta device (whose kernel
-    for it allocates only the result) does not: CUDA's reduced mse_loss writes the unreduced loss, one element per
-    input element, then reduces it (ATen's Loss.cpp). mlp-stgan's boundary: the GPU held 12 KB a sample (its 3,000
-    fp32 features) more than the trace at every measured batch in fp32, and its replayed boundary was 26 % high."""
-    if name == "aten::mse_loss" and len(args) >= 2:
-        reduction = args[2] if len(args) > 2 else kwargs.get("reduction", 1)
-        if reduction != 0:
-            shape = torch.broadcast_shapes(args[0].shape, args[1].shape)
-            return [torch.empty(shape, dtype=torch.result_type(args[0], args[1]), device=args[0].device)]
-    return []
-
-
 class TraceRecorder(TorchDispatchMode):
     """Records the calls of the ops run under it into `calls` (set `phase` as the step goes) and counts memory."""
 
@@ -129,10 +110,11 @@ class TraceRecorder(TorchDispatchMode):
             return out
         category = PHASE_CATEGORY.get(self.phase, "other")
         self.in_place.after(name, self.phase, args, kwargs, out, category)
+        result_storage(func, args, kwargs, out)   # the storage the CUDA kernel leaves the result on (kernels.py)
         for t in _tensors(out):
             self.memory.add(t, category)
         self.in_place.made(name, self.phase, out)
-        for t in internal_temporaries(name, args, kwargs):  # allocated and freed inside the op on a GPU
+        for t in internal_temporaries(func, args, kwargs):  # allocated and freed inside the op on a GPU
             self.memory.add(t, category)
         self.memory.mark()
         if self.recording:
