@@ -92,9 +92,10 @@ def _roofline(progress: Progress, folder: Path, options: Options) -> Iterator[tu
 
 # A user's model traced on the meta device (collectors/trace: CPU seconds, no GPU) where this run's budget has no
 # room left for its per-op profile: the plan then splits the steps the folder did not profile by the trace's ops
-# (planner/trace/hybrid.py) instead of their FLOP and byte counts. Four small runs (split_configs) take 1-3 s for a
-# 20-130 M-parameter model on one core; a run without a budget profiles its ops on the GPU instead.
-TRACE_NEEDS_S = 5.0
+# (planner/trace/hybrid.py) instead of their FLOP and byte counts. Four small runs (split_configs): ddpm-unet's took
+# 4.6 s on an H100 host (results/h100-80gb/diagnostics/trace-stage-2026-11-28); a run without a budget profiles its
+# ops on the GPU instead.
+TRACE_NEEDS_S = 8.0
 
 
 def _trace(progress: Progress, folder: Path, options: Options) -> Iterator[tuple[str, Any]]:
