@@ -20,10 +20,12 @@ Two checks:
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import statistics
 import sys
 from dataclasses import replace
 from pathlib import Path
+from types import ModuleType
 
 from gpuplan_schema.payloads import TracePayload
 from gpuplan_schema.results import MachineResults, load_results_root
@@ -39,8 +41,16 @@ from planner.trace.learn import learn_gpu
 from planner.trace.machine import PREDICTED, predicted_rooflines
 from planner.trace.model_file import Learned, load_learned
 
-sys.path.insert(0, str(Path(__file__).parent))
-import heldout_bands  # noqa: E402 - the sibling script's checks and report
+
+def _sibling(name: str) -> ModuleType:
+    """A script beside this one, loaded from its path (benchmarks/ is not a package)."""
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+    module = sys.modules.setdefault(name, importlib.util.module_from_spec(spec))
+    spec.loader.exec_module(module)
+    return module
+
+
+heldout_bands = _sibling("heldout_bands")   # its checks and report
 
 
 def with_traces(machine: MachineResults, traces: dict[str, TracePayload]) -> MachineResults:
