@@ -31,7 +31,7 @@ from gpuplan_schema.payloads import TracePayload
 from gpuplan_schema.results import MachineResults, load_results_root
 from gpuplan_schema.schema import build_document, load_document
 from planner.check.accuracy import build_accuracy
-from planner.check.bands import band_table_for, gpu_set
+from planner.check.bands import BandTable, band_table_for, gpu_set
 from planner.check.crossarch import build_crosscheck
 from planner.check.harness_bands import held_out_ratio_checks
 from planner.check.pairs import build_pair_check
@@ -118,6 +118,43 @@ def reference_rows(machines: list[MachineResults], traces: dict[str, TracePayloa
     return out
 
 
+SPLITS = (("split from counts (as before)", None), ("split by the trace, as predicted", False),
+          ("split by the trace, calibrated to the measured step (the plan)", True))
+# The committed held-out pairs (H100 folder, H200 folder) under a results root, and their traces (the collector's four
+# steps of each model, made on a CPU: results/h100-80gb/diagnostics/heldout-traces-2026-11-28/README.md)
+HELD_OUT = (("h100-80gb/diagnostics/heldout-2026-11-28/runs/new-models",
+             "h200/diagnostics/heldout-2026-11-28/gpu0/runs/new-models"),
+            ("h100-80gb/diagnostics/heldout-2026-11-28/runs/new-models",
+             "h200/diagnostics/heldout-2026-11-28/gpu1/runs/new-models"),
+            ("h100-80gb/diagnostics/heldout2-2026-11-28/runs/new-models",
+             "h200/diagnostics/heldout2-2026-11-28/runs/new-models"))
+HELD_OUT_TRACES = "h100-80gb/diagnostics/heldout-traces-2026-11-28"
+
+
+def load_traces(folder: Path) -> dict[str, TracePayload]:
+    out = {}
+    for path in sorted(folder.glob("trace-*.json")):
+        payload = load_document(path).payload
+        out[payload.workload] = payload
+    return out
+
+
+def held_out_checks(table: BandTable, pairs: list[tuple[MachineResults, MachineResults]],
+                    traces: dict[str, TracePayload]) -> list[tuple[str, list, str]]:
+    """Per split (SPLITS): its label, every pair's checks (each model predicted from the other GPU type against the
+    band table) and the pairs' DLE ratio checks, rendered."""
+    out = []
+    for label, calibrated in SPLITS:
+        checks, published = [], ""
+        for a, b in pairs:
+            if calibrated is not None:
+                a, b = (split_by_trace(m, traces, calibrated) for m in (a, b))
+            checks += heldout_bands.new_model_checks(table, a, b)
+            published += render_held_out(held_out_ratio_checks(table, [a, b]))
+        out.append((label, checks, published))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--traces", type=Path, required=True, help="a folder of trace-<workload>.json documents")
@@ -125,10 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--references", action="store_true", help="the reference workloads of results/ instead")
     parser.add_argument("--results", type=Path, default=Path("results"))
     args = parser.parse_args(argv)
-    traces = {}
-    for path in sorted(args.traces.glob("trace-*.json")):
-        payload = load_document(path).payload
-        traces[payload.workload] = payload
+    traces = load_traces(args.traces)
     if args.references:
         for check, by_split in reference_rows(load_results_root(args.results), traces).items():
             for label, errors in by_split.items():
@@ -138,14 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     table = band_table_for(load_results_root(args.results))
     pairs = [(heldout_bands._machine(a), heldout_bands._machine(b)) for a, b in args.pair]
-    for label, calibrated in (("split from counts (as before)", None), ("split by the trace, as predicted", False),
-                              ("split by the trace, calibrated to the measured step (the plan)", True)):
-        checks, published = [], ""
-        for a, b in pairs:
-            if calibrated is not None:
-                a, b = (split_by_trace(m, traces, calibrated) for m in (a, b))
-            checks += heldout_bands.new_model_checks(table, a, b)
-            published += render_held_out(held_out_ratio_checks(table, [a, b]))
+    for label, checks, published in held_out_checks(table, pairs, traces):
         print(heldout_bands.report(checks, label) + published)
     return 0
 

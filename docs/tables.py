@@ -372,6 +372,27 @@ def band_harnesses(machines: list[MachineResults]) -> str:
     return _table(["harness", "truths", "inside", "coverage", "median half-width", f"≥ {TARGET_COVERAGE:.0%}"], rows)
 
 
+def held_out_models(machines: list[MachineResults]) -> str:
+    """The held-out models' bands on the other GPU type, split from counts and by their CPU traces
+    (benchmarks/heldout_trace_split.py, a script: loaded from its file)."""
+    script = _script("heldout_trace_split")
+    root = _by(machines, SOURCE).folder.parent
+    pairs = [(load_machine(root / a), load_machine(root / b)) for a, b in script.HELD_OUT]
+    table = band_table_for(machines)
+    rows = []
+    for label, checks, _ in script.held_out_checks(table, pairs, script.load_traces(root / script.HELD_OUT_TRACES)):
+        if "as predicted" in label:
+            continue
+        groups = [("all five", checks)] + [(w, [c for c in checks if c.residual.group == w])
+                                          for w in sorted({c.residual.group for c in checks})]
+        for name, group in groups:
+            inside = sum(c.inside for c in group)
+            half = statistics.median(c.half_width for c in group)
+            rows.append([label.split(" (")[0], name, str(len(group)), str(inside), f"{inside / len(group):.1%}",
+                         f"±{half:.1%}"])
+    return _table(["split", "models", "truths", "inside", "coverage", "median half-width"], rows)
+
+
 def compiled_bands(machines: list[MachineResults]) -> str:
     """Every compiled configuration timed again on a lent GPU, predicted from the other GPU type with the compiled
     band and the eager band beside it (benchmarks/compiled_bands.py)."""
