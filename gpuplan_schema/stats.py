@@ -34,6 +34,11 @@ class Stat:
             return "not ordered as min <= q1 <= median <= q3 <= max"
         return None
 
+    @classmethod
+    def single(cls, value: float) -> Stat:
+        """One reading (or one predicted figure) as a statistic of one sample: no spread."""
+        return cls(value, value, value, value, value, 1)
+
     def scaled(self, factor: float) -> Stat:
         """The same samples under a monotone increasing change of unit (e.g. time → rate needs `inverted`)."""
         return Stat(self.median * factor, self.q1 * factor, self.q3 * factor, self.min * factor,

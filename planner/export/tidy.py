@@ -99,7 +99,7 @@ def iter_workload_rows(ctx: RowContext, payload: WorkloadPayload) -> Iterator[Ti
 
 def _single(value: float | None) -> Stat | None:
     """One reading as a statistic of one sample (no spread)."""
-    return Stat(value, value, value, value, value, 1) if value is not None else None
+    return Stat.single(value) if value is not None else None
 
 
 def _plain_rows(ctx: RowContext, keys: dict, p: WorkloadPoint) -> Iterator[TidyRow]:

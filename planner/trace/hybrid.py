@@ -52,10 +52,6 @@ def measured_busy(workload: WorkloadPayload, precision: str) -> dict[int, tuple[
     return out
 
 
-def _stat(value: float) -> Stat:
-    return Stat(value, value, value, value, value, 1)
-
-
 def calibrated(at: RooflineAtBatch, busy_s: float, step_s: float) -> RooflineAtBatch:
     """A predicted profile made to add up to the measured GPU time: the ops' roofs stay, the time the trace did not
     predict (or predicted too much) is below-roof time, shared as the trace's is; where the roofs alone exceed the
@@ -67,8 +63,8 @@ def calibrated(at: RooflineAtBatch, busy_s: float, step_s: float) -> RooflineAtB
     for o, r in zip(at.ops, roofs, strict=True):
         t = r + (o.time_s.median - r) * (busy_s - roof) / below if busy_s > roof and below > 0 \
             else o.time_s.median * busy_s / total
-        ops.append(replace(o, time_s=_stat(t), efficiency=(o.expected_s or 0.0) / t if t else None))
-    return replace(at, ops=ops, step_s=_stat(step_s))
+        ops.append(replace(o, time_s=Stat.single(t), efficiency=(o.expected_s or 0.0) / t if t else None))
+    return replace(at, ops=ops, step_s=Stat.single(step_s))
 
 
 def calibrate(roofline: RooflinePayload, workload: WorkloadPayload) -> TraceRoofline | None:

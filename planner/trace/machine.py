@@ -61,20 +61,17 @@ def is_prediction(machine: MachineResults) -> bool:
     return any(d.collector.name == PREDICTED for d in machine.documents.values())
 
 
-def _stat(value: float) -> Stat:
-    return Stat(value, value, value, value, value, 1)
-
-
 def _point(trace: TracePayload, run: TraceRun, step: StepTime, model: GpuModel, sweep: str,
            variant: str = "default", step_s: float | None = None) -> WorkloadPoint:
     seconds = step_s or step.step_s
     moved = sum(op.bytes for op in run.ops)
     peak = run.memory.peak_bytes + model.memory.offset_bytes if run.memory else None
     return WorkloadPoint(
-        sweep, run.precision, run.batch, variant, "ok", step_s=_stat(seconds), throughput_per_s=run.batch / seconds,
+        sweep, run.precision, run.batch, variant, "ok", step_s=Stat.single(seconds),
+        throughput_per_s=run.batch / seconds,
         tokens_per_s=run.batch * trace.tokens_per_sample / seconds if trace.tokens_per_sample else None,
         memory=MemoryUse(int(peak)) if peak else None, flops_per_step=run.flops,
-        traffic=TrafficEstimate(0, 0, 0, int(moved)), host_issue_s=_stat(step.host_s), gpu_busy_s=step.gpu_s,
+        traffic=TrafficEstimate(0, 0, 0, int(moved)), host_issue_s=Stat.single(step.host_s), gpu_busy_s=step.gpu_s,
         step_syncs=0)
 
 
@@ -106,14 +103,14 @@ def predicted_workload(trace: TracePayload, model: GpuModel, card_bytes: int) ->
 def _op(step: StepTime, index: int, model: GpuModel) -> OpRoofline:
     op = step.ops[index]
     bytes_ = op.memory_s * model.roofs.bytes_per_s
-    return OpRoofline(f"aten::{op.kind}", float(op.calls), _stat(op.seconds), bytes_ / 2, bytes_ / 2, op.op_class,
+    return OpRoofline(f"aten::{op.kind}", float(op.calls), Stat.single(op.seconds), bytes_ / 2, bytes_ / 2, op.op_class,
                       math_s=op.math_s, memory_s=op.memory_s, expected_s=max(op.math_s, op.memory_s),
                       efficiency=max(op.math_s, op.memory_s) / op.seconds if op.seconds else None)
 
 
 def _profile(run: TraceRun, model: GpuModel) -> RooflineAtBatch:
     step = model.step(run)
-    return RooflineAtBatch(run.batch, "ok", steps=1, step_s=_stat(step.step_s),
+    return RooflineAtBatch(run.batch, "ok", steps=1, step_s=Stat.single(step.step_s),
                            ops=[_op(step, i, model) for i in range(len(step.ops)) if step.ops[i].seconds > 0])
 
 
