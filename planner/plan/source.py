@@ -4,6 +4,7 @@ and the GPUs a published check validates; PlanError for a machine the planner ca
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from gpuplan_schema.payloads import RooflinePayload, WorkloadPayload
 from gpuplan_schema.results import MachineResults
@@ -44,13 +45,11 @@ class Source:
     # they split those steps on other GPUs; the measured GPU's own verdicts read the measured profiles alone
     trace_rooflines: list[RooflinePayload] = field(default_factory=list)
 
-    @property
+    @cached_property
     def split_rooflines(self) -> list[RooflinePayload]:
-        """What a step predicted on another GPU is split by: the measured profiles, then the trace's."""
-        memo = self.__dict__.setdefault("_split_rooflines", [])  # one list, so split.py's memo keeps its splits
-        if not memo:
-            memo.extend(self.rooflines + self.trace_rooflines)
-        return memo
+        """What a step predicted on another GPU is split by: the measured profiles, then the trace's (one list per
+        Source, so that split.py's memo, kept per list, keeps its splits)."""
+        return self.rooflines + self.trace_rooflines
 
     def memory_fit(self, payload: WorkloadPayload, precision: str, allocator: Allocator = "default"
                    ) -> MemoryFit | None:
