@@ -41,7 +41,7 @@ def refuse_measured(folder: Path, workloads: list[str]) -> str | None:
     measured = [p for p in sorted(folder.glob("*.json")) if not p.name.startswith("trace-")] if folder.is_dir() else []
     if not measured:
         return None
-    missing = [w for w in workloads if not (folder / f"workload-{w}.json").exists()]
+    missing = [w for w in workloads if not (folder / f"workload-{sanitize_machine_id(w)}.json").exists()]
     if missing:
         return (f"{folder}: holds measured results ({measured[0].name}) and no measurement of {', '.join(missing)}; "
                 "trace into another folder (--machine ID), or beside a workload this folder measured")
