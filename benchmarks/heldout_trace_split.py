@@ -36,7 +36,7 @@ from planner.check.crossarch import build_crosscheck
 from planner.check.harness_bands import held_out_ratio_checks
 from planner.check.pairs import build_pair_check
 from planner.check.pairs_markdown import render_held_out
-from planner.trace.hybrid import trace_rooflines
+from planner.trace.hybrid import model_for, trace_rooflines
 from planner.trace.learn import learn_gpu
 from planner.trace.machine import PREDICTED, predicted_rooflines
 from planner.trace.model_file import Learned, load_learned
@@ -71,7 +71,6 @@ def split_by_trace(machine: MachineResults, traces: dict[str, TracePayload], cal
     if calibrated:
         extra = trace_rooflines(folder, learned)
     else:
-        from planner.trace.hybrid import model_for
         profiled = {(d.payload.workload, d.payload.precision) for d in machine.documents.values()
                     if d.kind == "roofline"}
         extra = [r for w in machine.workloads if w.workload in traces
