@@ -99,14 +99,19 @@ def test_lstm_lm_predicts_the_next_token_with_a_tied_head():
     assert workload.forward(ids).shape == (3, workload.tokens_per_sample, 512)
 
 
+def traced(names, tmp_path) -> dict:  # noqa: ANN001 - workload names
+    """`gpuplan trace` of the examples' real sizes into tmp_path: each one's summary by workload, every one traced."""
+    specs = [f"{EXAMPLES[name][0]}:build" for name in names]
+    assert trace_main([*specs, "--out", str(tmp_path), "--machine", "t"]) == 0
+    summaries = {s.workload: s for s in trace_summaries(load_machine(tmp_path / "t"), load_learned().model)}
+    assert set(summaries) == set(names)
+    return summaries
+
+
 def test_the_held_out_examples_trace_on_the_cpu_with_no_unknown_op(tmp_path):
     """`gpuplan trace` of their real sizes: every step traced, and every op kind of the main step one that the
     reference workloads' profiles showed (the unknown share, timed with pooled figures, is what issue 41 watches)."""
-    specs = [f"{EXAMPLES[name][0]}:build" for name in HELD_OUT]
-    assert trace_main([*specs, "--out", str(tmp_path), "--machine", "t"]) == 0
-    summaries = {s.workload: s for s in trace_summaries(load_machine(tmp_path / "t"), load_learned().model)}
-    assert set(summaries) == set(HELD_OUT)
-    for name, summary in summaries.items():
+    for name, summary in traced(HELD_OUT, tmp_path).items():
         assert not summary.failed and summary.step_s > 0, name
         assert summary.unknown_share == 0 and not summary.unknown, (name, summary.unknown)
 
@@ -161,11 +166,7 @@ def test_ddpm_unet_draws_its_timesteps_and_noise_in_the_step():
 def test_the_second_held_out_pair_trace_naming_the_op_kinds_no_profile_showed(tmp_path):
     """`gpuplan trace` of llama-mini and ddpm-unet: every step traced on the meta device (ddpm-unet's random timesteps
     and noise included), and the op kinds with no profiled kernel reported, exactly, with their share of the step."""
-    specs = [f"{EXAMPLES[name][0]}:build" for name in UNKNOWN_OPS]
-    assert trace_main([*specs, "--out", str(tmp_path), "--machine", "t"]) == 0
-    summaries = {s.workload: s for s in trace_summaries(load_machine(tmp_path / "t"), load_learned().model)}
-    assert set(summaries) == set(UNKNOWN_OPS)
-    for name, summary in summaries.items():
+    for name, summary in traced(UNKNOWN_OPS, tmp_path).items():
         assert not summary.failed and summary.step_s > 0, name
         assert set(summary.unknown) == UNKNOWN_OPS[name], (name, summary.unknown)
         assert 0 < summary.unknown_share < 0.5, (name, summary.unknown_share)
