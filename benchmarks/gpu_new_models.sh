@@ -24,7 +24,8 @@
 #   --part P   collect (the three standard collections) or checks (the cut, its plan, the stops); default both
 #   --models "A B"  the examples --part collect runs, in order (default: "efficientnet_b0 resnext101 decoder_lm");
 #              one named twice runs the same command again, which continues where the first stopped; the held-out
-#              models of issues 39 and 41: --models "unet_seg lstm_lm convnext_tiny" (31 M, 50 M, 29 M)
+#              models of issues 39 and 41: --models "unet_seg lstm_lm convnext_tiny llama_mini ddpm_unet"
+#              (31 M, 50 M, 29 M, 134 M, 18.5 M)
 #   --seed DIR start every machine folder with DIR's environment.json and ceilings.json (the CPU self-test: a CPU's
 #              ceilings take minutes; never on a GPU, whose three-minute figure includes its ceilings)
 #

@@ -206,3 +206,13 @@ def test_any_summary_survives_the_disk(samples):
     raw["payload"]["launch_latency_s"] = dataclasses.asdict(stat)
     doc = parse_document(json.loads(json.dumps(raw, allow_nan=False)))
     assert doc.payload.launch_latency_s == stat
+
+
+def test_a_points_allocator_is_read_from_its_variant_and_an_unknown_part_is_refused():
+    from gpuplan_schema.payloads.workloads import WorkloadPoint, variant_settings
+    probe = WorkloadPoint("probe", "bf16", 64, "no_cudnn_benchmark+expandable_segments", "oom")
+    assert probe.allocator == "expandable_segments"
+    assert WorkloadPoint("probe", "bf16", 64, "no_cudnn_benchmark", "oom").allocator == "default"
+    assert variant_settings("compile+channels_last").layout == "channels_last"
+    with pytest.raises(ValueError, match="fused_adam"):
+        variant_settings("compile+fused_adam")

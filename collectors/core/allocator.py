@@ -18,7 +18,8 @@ from collections.abc import Iterator
 
 import torch
 
-EXPANDABLE = "expandable_segments"
+from gpuplan_schema.payloads.workloads import EXPANDABLE  # noqa: F401 - the setting's one name, used here
+
 ENV_VARS = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")
 
 

@@ -186,7 +186,7 @@ def allocator_of(variant: Variant) -> Allocator:
 
 def probe_allocator(point: WorkloadPoint) -> Allocator:
     """The allocator a point (a probe's included) ran with, read from its variant's name."""
-    return allocator_of(Variant.from_name(point.variant))
+    return point.allocator
 
 
 def _out_of_time(precision: str, bracket: Bracket, limit_s: float, slow: int | None) -> OomBoundary:

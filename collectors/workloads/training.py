@@ -14,6 +14,7 @@ import torch
 
 from collectors.core.allocator import EXPANDABLE, expandable_segments
 from collectors.workloads import Workload
+from gpuplan_schema.payloads.workloads import variant_settings
 
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
 AUTOCAST = {"fp16": torch.float16, "bf16": torch.bfloat16}
@@ -45,13 +46,10 @@ class Variant:
     def from_name(cls, name: str) -> Variant:
         """The settings a variant's name stands for: the inverse of `name` (a boundary probe's allocator part
         included). An unknown part is refused, never ignored."""
-        parts = set(name.split("+")) - {"default"}
-        unknown = parts - {"compile", "channels_last", "contiguous", "no_cudnn_benchmark", EXPANDABLE}
-        if unknown:
-            raise ValueError(f"variant {name!r} has parts this collector does not know: {sorted(unknown)}")
-        layout = True if "channels_last" in parts else False if "contiguous" in parts else None
-        return cls(compile="compile" in parts, channels_last=layout, cudnn_benchmark="no_cudnn_benchmark" not in parts,
-                   expandable_segments=EXPANDABLE in parts)
+        settings = variant_settings(name)
+        layout = {"channels_last": True, "contiguous": False}.get(settings.layout)
+        return cls(compile=settings.compile, channels_last=layout, cudnn_benchmark=settings.cudnn_benchmark,
+                   expandable_segments=settings.allocator == EXPANDABLE)
 
 
 def precision_unsupported(precision: str, device: torch.device) -> str | None:

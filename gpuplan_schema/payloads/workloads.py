@@ -62,6 +62,35 @@ def knee_batch(throughput: dict[int, float], tolerance: float = KNEE) -> int | N
     return min(b for b, t in throughput.items() if t >= (1 - tolerance) * best)
 
 
+# A workload variant's name (`compile+contiguous+no_cudnn_benchmark`, `default`, ...): its parts, joined by "+" in
+# this order. The collector writes it (collectors/workloads/training.py Variant.name); every reader parses it here.
+EXPANDABLE = "expandable_segments"   # the allocator's setting, a boundary probe's part
+VARIANT_PARTS = ("compile", "channels_last", "contiguous", "no_cudnn_benchmark", EXPANDABLE)
+Layout = Literal["default", "channels_last", "contiguous"]
+
+
+@dataclass(frozen=True)
+class VariantSettings:
+    """The typed settings a variant's name stands for; `layout` "default" is the workload's own choice."""
+
+    compile: bool
+    layout: Layout
+    cudnn_benchmark: bool
+    allocator: Allocator
+
+
+def variant_settings(name: str) -> VariantSettings:
+    """The settings of a variant's name. An unknown part raises ValueError naming it, so that a newer collector's
+    setting is never read as the default."""
+    parts = set(name.split("+")) - {"default"}
+    unknown = parts - set(VARIANT_PARTS)
+    if unknown:
+        raise ValueError(f"variant {name!r} has parts this gpuplan does not know: {sorted(unknown)}")
+    layout: Layout = next((p for p in ("channels_last", "contiguous") if p in parts), "default")  # type: ignore
+    return VariantSettings("compile" in parts, layout, "no_cudnn_benchmark" not in parts,
+                           EXPANDABLE if EXPANDABLE in parts else "default")
+
+
 def point_key(sweep: str, precision: str, batch: int, variant: str, seq_len: int | None = None) -> tuple:
     """What makes two points the same configuration (WorkloadPoint.key; the collector also keys points it is
     about to measure by it)."""
@@ -107,6 +136,11 @@ class WorkloadPoint:
     host_share_problem: str | None = None  # why gpu_busy_s or step_syncs is missing on a GPU
     quick_step_s: Stat | None = None
     steady_rounds: int | None = None
+
+    @property
+    def allocator(self) -> Allocator:
+        """The allocator the point ran with (a boundary probe's may be expandable segments), from its variant."""
+        return variant_settings(self.variant).allocator
 
     @property
     def key(self) -> tuple:

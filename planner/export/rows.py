@@ -12,9 +12,10 @@ an export share them (tests/test_export.py checks every committed results folder
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from gpuplan_schema.payloads.workloads import variant_settings as parse_variant
 from gpuplan_schema.stats import Stat
 
 
@@ -56,20 +57,12 @@ COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(TidyRow))
 # roofline's class_time_s rows, one per class at a batch.
 MEASURED: tuple[str, ...] = ("value", "unit", "spread", "n", "status")
 KEY: tuple[str, ...] = tuple(c for c in COLUMNS if c not in MEASURED and c != "gpu")
-EXPANDABLE = "expandable_segments"
 
 
 def variant_settings(name: str) -> dict[str, Any]:
-    """The typed settings a workload variant's name stands for (`compile+contiguous+no_cudnn_benchmark`,
-    `default`, ...: collectors/training.py's Variant.name). An unknown part raises, so that a newer
-    collector's setting cannot vanish from the key."""
-    parts = set(name.split("+")) - {"default"}
-    unknown = parts - {"compile", "channels_last", "contiguous", "no_cudnn_benchmark", EXPANDABLE}
-    if unknown:
-        raise ValueError(f"variant {name!r} has parts the export does not know: {sorted(unknown)}")
-    layout = next((p for p in ("channels_last", "contiguous") if p in parts), "default")
-    return dict(compile="compile" in parts, layout=layout, cudnn_benchmark="no_cudnn_benchmark" not in parts,
-                allocator=EXPANDABLE if EXPANDABLE in parts else "default")
+    """The typed settings a workload variant's name stands for, as row cells (gpuplan_schema's one reader of a
+    variant's name: an unknown part raises, so that a newer collector's setting cannot vanish from the key)."""
+    return asdict(parse_variant(name))
 
 
 @dataclass(frozen=True)

@@ -34,9 +34,5 @@ def others_during(payload: WorkloadPayload, boundary: OomBoundary) -> float:
     no probe failed with a message to read."""
     held = [b for p in payload.points
             if p.sweep == "probe" and p.precision == boundary.precision and p.status == "oom"
-            and _allocator(p.variant) == boundary.allocator and (b := others_in(p.reason)) is not None]
+            and p.allocator == boundary.allocator and (b := others_in(p.reason)) is not None]
     return statistics.median(held) if held else 0.0
-
-
-def _allocator(variant: str) -> str:
-    return "expandable_segments" if "expandable_segments" in variant.split("+") else "default"
