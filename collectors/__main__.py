@@ -30,10 +30,11 @@ from collectors.distributed import collect as distributed
 from collectors.distributed import collectives, ddp, nodes
 from collectors.environment import collect as environment
 from collectors.roofline import collect as roofline
+from collectors.trace import collect as trace
 from collectors.workloads import BUILTIN, WorkloadError, load_workload
 from collectors.workloads import collect as workload_collector
 from gpuplan_schema.machine import sanitize_machine_id
-from gpuplan_schema.payloads import DataloaderPayload, RooflinePayload, WorkloadPayload
+from gpuplan_schema.payloads import DataloaderPayload, RooflinePayload, TracePayload, WorkloadPayload
 from gpuplan_schema.progress import Progress
 
 # How this command was started, for --help and the resume line: `gpuplan collect` runs this module
@@ -89,6 +90,30 @@ def _roofline(progress: Progress, folder: Path, options: Options) -> Iterator[tu
     yield from roofline.iter_roofline_documents(names, folder, pick_device(), progress)
 
 
+# A user's model traced on the meta device (collectors/trace: CPU seconds, no GPU) where this run's budget has no
+# room left for its per-op profile: the plan then splits the steps the folder did not profile by the trace's ops
+# (planner/trace/hybrid.py) instead of their FLOP and byte counts. Four small runs (split_configs) take 1-3 s for a
+# 20-130 M-parameter model on one core; a run without a budget profiles its ops on the GPU instead.
+TRACE_NEEDS_S = 5.0
+
+
+def _trace(progress: Progress, folder: Path, options: Options) -> Iterator[tuple[str, Any]]:
+    files = [n for n in options.workloads or [] if n not in BUILTIN
+             and not (folder / f"roofline-{sanitize_machine_id(workload_collector.workload_name(n))}.json").exists()]
+    if not files or options.deadline is None:
+        return
+    left = options.deadline - time.monotonic()
+    if left >= ROOFLINE_NEEDS_S * len(files):
+        return  # the per-op profile runs next, in this run
+    if left < TRACE_NEEDS_S * len(files):
+        progress.note(f"the trace of the model's ops: skipped (over the time budget: {max(left, 0):.0f} s left)")
+        return
+    for spec in files:
+        workload = trace.load_on_meta(spec)
+        payload = trace.trace_workload(spec, workload, progress, trace.split_configs(spec, workload))
+        yield f"trace-{sanitize_machine_id(payload.workload)}", payload
+
+
 def _dataloader(progress: Progress, folder: Path, options: Options) -> Iterator[tuple[str, Any]]:
     yield "dataloader", dataloader_collector.collect_dataloader(
         progress, options.profile, options.dataset_cache or default_cache_root(), pick_device())
@@ -118,6 +143,10 @@ COLLECTORS = {
                   left=lambda folder, stems, done, o: workload_collector.describe_left(folder, stems, done, o.profile),
                   phase_done=lambda payload, o: workload_collector.phase_done(payload, o.phase or ""),
                   phases=tuple(workload_collector.PHASES)),
+        Collector(trace.COLLECTOR, trace.VERSION, _trace,
+                  "a user's model on the meta device (CPU seconds) where the budget leaves no time for its per-op "
+                  "profile: what splits its steps on other GPUs",
+                  stems=_per_workload("trace"), left=lambda folder, stems, done, o: []),
         Collector(roofline.NAME, roofline.VERSION, _roofline,
                   "per-op roofline of each workload at its main batch, a quarter and twice it: time, FLOPs, "
                   "bytes, bound class per aten op",
@@ -140,7 +169,7 @@ COLLECTORS = {
 # come before the workloads' answer because a plan needs them; the data loader, where asked, between a workload's
 # answer and the stages that widen it; the per-op profile after.
 ORDER: list[Step] = [("environment", None), ("ceilings", None), ("workloads", "answer"), ("dataloader", None),
-                     ("workloads", "widen"), ("roofline", None), ("collectives", None), ("ddp", None)]
+                     ("workloads", "widen"), ("trace", None), ("roofline", None), ("collectives", None), ("ddp", None)]
 DEFAULT_OUT = Path("runs")
 
 
@@ -238,6 +267,8 @@ def summary_of(payload: Any) -> str:
         return head + (f"; max batch {bounds}" if bounds else "") + partial
     if isinstance(payload, RooflinePayload):
         return roofline.summarize_roofline(payload)
+    if isinstance(payload, TracePayload):
+        return f"{len(payload.ok_runs())} of {len(payload.runs)} steps traced on the meta device"
     if isinstance(payload, DataloaderPayload):
         return dataloader_collector.summary_of(payload)
     if isinstance(payload, ceilings.CeilingsPayload):

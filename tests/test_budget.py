@@ -110,3 +110,28 @@ def test_a_budget_that_ends_in_native_code_ends_the_process_by_its_grace_with_st
     assert ended.returncode == 0 and "not reached" not in ended.stdout, ended.stderr[-2000:]
     assert "did not end within 1 s of the budget's end" in ended.stderr
     assert wall < 30, f"{wall:.1f} s: the process was not ended at the budget's grace"
+
+
+def test_where_the_budget_has_no_room_for_a_profile_a_user_model_is_traced_instead(tmp_path, in_repo):
+    """The trace step (CPU seconds) runs for a user's file whose per-op profile this run cannot take: the plan splits
+    its steps on other GPUs by the trace's ops (planner/trace/hybrid.py). Not where the profile runs next, not for a
+    built-in workload (its profiles are committed), not beside a profile already measured."""
+    from collectors.__main__ import ROOFLINE_NEEDS_S, TRACE_NEEDS_S, _trace
+    from collectors.core.collection import Options
+
+    spec = "examples/user_workload.py:build"
+
+    def traced(workloads: list[str], left: float) -> list:
+        options = Options(workloads=workloads, deadline=time.monotonic() + left)
+        return list(_trace(Progress("trace", 1, io.StringIO()), tmp_path, options))
+
+    [(stem, payload)] = traced([spec], (ROOFLINE_NEEDS_S + TRACE_NEEDS_S) / 2)
+    assert stem == "trace-sensor-cnn" and payload.workload == "sensor-cnn"
+    main = payload.main_batch
+    assert [(r.precision, r.batch, r.status) for r in payload.runs] == [
+        ("bf16", main // 4, "ok"), ("bf16", main, "ok"), ("bf16", 2 * main, "ok"), ("tf32", main, "ok")]
+    assert traced([spec], ROOFLINE_NEEDS_S * 2) == []          # the profile runs next, in this run
+    assert traced([spec], TRACE_NEEDS_S / 2) == []             # no room for the trace either
+    assert traced(["mlp-stgan"], TRACE_NEEDS_S * 2) == []      # a built-in workload
+    (tmp_path / "roofline-sensor-cnn.json").write_text("{}")
+    assert traced([spec], TRACE_NEEDS_S * 2) == []             # its profile is measured already

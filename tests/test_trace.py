@@ -258,13 +258,19 @@ def test_a_bad_workload_spec_is_one_line_and_exit_2(tmp_path, capsys):
     assert not any(tmp_path.iterdir())   # nothing written
 
 
-def test_a_trace_never_goes_into_a_measured_machines_folder(tmp_path, in_repo, capsys):
+def test_a_trace_goes_into_a_measured_folder_only_beside_a_workload_it_measured(tmp_path, in_repo, capsys):
     measured = tmp_path / "h100"
     measured.mkdir()
     (measured / "ceilings.json").write_text("{}")
     assert trace_cli.main(["examples/user_workload.py:build", "--out", str(tmp_path), "--machine", "h100"]) == 2
-    assert "holds measured results (ceilings.json)" in capsys.readouterr().err
+    assert "holds measured results (ceilings.json) and no measurement of sensor-cnn" in capsys.readouterr().err
     assert sorted(p.name for p in measured.iterdir()) == ["ceilings.json"]
+    # beside its measured workload the trace splits the steps the folder did not profile (planner/trace/hybrid.py)
+    (measured / "workload-sensor-cnn.json").write_text("{}")
+    assert trace_cli.main(["examples/user_workload.py:build", "--out", str(tmp_path), "--machine", "h100"]) == 0
+    assert sorted(p.name for p in measured.iterdir()) == ["ceilings.json", "trace-sensor-cnn.json",
+                                                          "workload-sensor-cnn.json"]
+    assert (measured / "ceilings.json").read_text() == "{}"   # nothing measured touched
 
 
 @pytest.mark.parametrize("example", EXAMPLES)

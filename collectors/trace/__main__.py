@@ -33,12 +33,18 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def refuse_measured(folder: Path) -> str | None:
-    """Why `folder` cannot take traces: it holds a machine's measured documents (a plan reads a folder as measured
-    or as traced, never both)."""
-    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        if not path.name.startswith("trace-"):
-            return f"{folder}: holds measured results ({path.name}); trace into another folder (--machine ID)"
+def refuse_measured(folder: Path, workloads: list[str]) -> str | None:
+    """Why `folder` cannot take these traces: it holds a machine's measured documents and not every traced workload
+    was measured there. A trace beside a measured workload splits the steps its folder did not profile
+    (planner/trace/hybrid.py); a trace of a workload the folder never measured belongs in a trace folder of its own
+    (a plan reads a machine as measured or as traced)."""
+    measured = [p for p in sorted(folder.glob("*.json")) if not p.name.startswith("trace-")] if folder.is_dir() else []
+    if not measured:
+        return None
+    missing = [w for w in workloads if not (folder / f"workload-{w}.json").exists()]
+    if missing:
+        return (f"{folder}: holds measured results ({measured[0].name}) and no measurement of {', '.join(missing)}; "
+                "trace into another folder (--machine ID), or beside a workload this folder measured")
     return None
 
 
@@ -88,9 +94,9 @@ def main(argv: list[str] | None = None) -> int:
     machine = sanitize_machine_id(args.machine)
     folder = args.out / machine
     try:  # every spec is loaded before anything runs: a typo stops the command with nothing written
-        if problem := refuse_measured(folder):
-            raise WorkloadError(problem)
         loaded = [(spec, load_on_meta(spec)) for spec in args.workloads]
+        if problem := refuse_measured(folder, [w.name for _, w in loaded]):
+            raise WorkloadError(problem)
     except WorkloadError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -53,6 +53,14 @@ def trace_configs(spec: str, workload: Workload) -> list[tuple[str, int]]:
     return configs
 
 
+def split_configs(spec: str, workload: Workload) -> list[tuple[str, int]]:
+    """(precision, batch) that split a measured step by its ops (planner/trace/hybrid.py): bf16 at the main batch, a
+    quarter and twice it (the batches the per-op profile would take), tf32 at the main batch."""
+    main = build_sweep_plan(spec if spec in BUILTIN else workload.name, workload, profiles.STANDARD, GPU).main_batch
+    batches = dict.fromkeys((max(1, main // 4), main, 2 * main))
+    return [(profiles.MAIN_PRECISION, b) for b in batches] + [("tf32", main)]
+
+
 def aggregate(calls: list[TracedCall]) -> list[TracedOp]:
     """Calls with the same name, phase, dtype and shapes as one row, in the order they first ran."""
     groups: dict[tuple, list[TracedCall]] = defaultdict(list)
@@ -85,9 +93,11 @@ def trace_run(workload: Workload, precision: str, batch: int) -> TraceRun:
                     step.module_calls)
 
 
-def iter_runs(spec: str, workload: Workload, progress: Progress | None = None) -> Iterator[TraceRun]:
-    """The workload's traced runs; the sweep stops past MAX_DEVICE_BYTES or at its first failed run."""
-    configs = trace_configs(spec, workload)
+def iter_runs(spec: str, workload: Workload, progress: Progress | None = None,
+              configs: list[tuple[str, int]] | None = None) -> Iterator[TraceRun]:
+    """The workload's traced runs (`configs`, default the standard profile's: trace_configs); the sweep stops past
+    MAX_DEVICE_BYTES or at its first failed run."""
+    configs = configs or trace_configs(spec, workload)
     for i, (precision, batch) in enumerate(configs):
         if progress:
             progress.note(f"{workload.name} {precision} batch {batch}")
@@ -102,12 +112,13 @@ def iter_runs(spec: str, workload: Workload, progress: Progress | None = None) -
             return
 
 
-def trace_workload(spec: str, workload: Workload | None = None, progress: Progress | None = None) -> TracePayload:
+def trace_workload(spec: str, workload: Workload | None = None, progress: Progress | None = None,
+                   configs: list[tuple[str, int]] | None = None) -> TracePayload:
     """Trace one workload (a built-in name or path/to/file.py:function; `workload`: it loaded by load_on_meta
-    already). Raises WorkloadError for a file that cannot be loaded."""
+    already) at `configs` (default: the standard profile's). Raises WorkloadError for a file that cannot be loaded."""
     started = time.perf_counter()
     workload = workload or load_on_meta(spec)
-    runs = list(iter_runs(spec, workload, progress))
+    runs = list(iter_runs(spec, workload, progress, configs))
     main = build_sweep_plan(spec if spec in BUILTIN else workload.name, workload, profiles.STANDARD, GPU).main_batch
     parameters = sum(p.numel() for p in workload.model.parameters())
     return TracePayload(workload.name, workload.source, workload.unit, workload.training, parameters, main, runs,

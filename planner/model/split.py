@@ -220,10 +220,12 @@ def _roofline_splits(rooflines: list[RooflinePayload], workload: str, precision:
     out = {}
     for r in rooflines:
         if r.workload == workload and r.precision == precision and r.device == "cuda":
+            # a profile predicted from the model's trace (planner/trace/hybrid.py) says so in its split's basis
+            words = getattr(r, "basis_words", "")
             for profile in r.profiled():  # the main batch and, from roofline collector 2, a few others
                 split = split_from_profile(profile, r.precision)
                 if split:
-                    out[profile.batch] = split
+                    out[profile.batch] = replace(split, basis=f"{split.basis} ({words})") if words else split
     return out
 
 

@@ -65,7 +65,7 @@ def build_predictor(source: Source, job: Job, answers: AnswerFn | None = None): 
                       and (safe is None or p.batch <= safe)]
         same_arch = same_architecture(gpu, source.spec)
         predicted = [with_band(x, source.bands, gpu.name) for x in
-                     (predict_point(p, payload, source.rates, rates, same_arch, source.rooflines, gpu)
+                     (predict_point(p, payload, source.rates, rates, same_arch, source.split_rooflines, gpu)
                       for p in candidates) if x and x.precision == precision]  # the job's precision, no stand-in
         if not predicted:
             return _does_not_fit(payload, job, safe)
@@ -73,7 +73,7 @@ def build_predictor(source: Source, job: Job, answers: AnswerFn | None = None): 
         if answer is not None:  # fp8: the bf16 answer × the knee's fp8 gain over its own bf16 step
             point = next(p for p in candidates if (p.batch, p.variant) == (knee.batch, knee.variant))
             bf16 = predict_point(point, payload, source.rates, target_rates(source.rates, source.spec, gpu), same_arch,
-                                 source.rooflines, gpu)
+                                 source.split_rooflines, gpu)
             gain = max(1.0, knee.throughput_per_s / bf16.throughput_per_s) if bf16 else 1.0
             return replace(answer, samples_per_s=answer.samples_per_s * gain,
                            note=f"{answer.note}; × {gain:.2f} with its matmuls at the fp8 rate (its bf16 step at "

@@ -19,6 +19,7 @@ from planner.model.split import machine_rooflines
 from planner.plan.measured import Measured
 from planner.specs import GpuSpec, match_gpu
 from planner.trace.bands import trace_bands
+from planner.trace.hybrid import trace_rooflines
 from planner.trace.machine import is_prediction
 from planner.trace.model_file import load_learned
 
@@ -35,10 +36,21 @@ class Source:
     machine: MachineResults
     spec: GpuSpec
     rates: Rates
-    rooflines: list[RooflinePayload] = field(default_factory=list)
+    rooflines: list[RooflinePayload] = field(default_factory=list)   # the measured per-op profiles
     bands: BandTable = field(default_factory=BandTable)
     validated: frozenset[str] = frozenset()
     traced: bool = False   # predicted from a trace (planner/trace): no figure of the source GPU was measured
+    # profiles of the steps the folder did not profile, from the model's trace beside it (planner/trace/hybrid.py):
+    # they split those steps on other GPUs; the measured GPU's own verdicts read the measured profiles alone
+    trace_rooflines: list[RooflinePayload] = field(default_factory=list)
+
+    @property
+    def split_rooflines(self) -> list[RooflinePayload]:
+        """What a step predicted on another GPU is split by: the measured profiles, then the trace's."""
+        memo = self.__dict__.setdefault("_split_rooflines", [])  # one list, so split.py's memo keeps its splits
+        if not memo:
+            memo.extend(self.rooflines + self.trace_rooflines)
+        return memo
 
     def memory_fit(self, payload: WorkloadPayload, precision: str, allocator: Allocator = "default"
                    ) -> MemoryFit | None:
@@ -58,7 +70,8 @@ def load_source(machine: MachineResults) -> Source:
         missing = "catalog entry for its GPU" if spec is None else "ceilings.json" if machine.ceilings is None \
             else "workload documents"
         raise PlanError(str(machine.folder), f"a plan needs a GPU machine's ceilings and workloads: no {missing}")
-    return Source(machine, spec, measured_rates(machine.ceilings), machine_rooflines(machine))
+    return Source(machine, spec, measured_rates(machine.ceilings), machine_rooflines(machine),
+                  trace_rooflines=trace_rooflines(machine))
 
 
 def plannable(machine: MachineResults) -> bool:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 
 from gpuplan_schema.payloads import Allocator, WorkloadPayload
 from gpuplan_schema.payloads.workloads import KNEE
+from gpuplan_schema.results import MachineResults
 from planner.check.bands import measured_band, with_band
 from planner.model.dataloader_verdict import FeedVerdict
 from planner.model.host import load_feed
@@ -84,6 +85,13 @@ class Target:
         self.expected[workload] = cap_by_input(expected, *feed)
 
 
+def trace_command(machine: MachineResults, payload: WorkloadPayload) -> str:
+    """The command that traces a user's model file beside its measurement (a built-in workload has its profiles)."""
+    if not payload.source.endswith(".py"):
+        return ""
+    return f"gpuplan trace {payload.source}:build --out {machine.folder.parent} --machine {machine.folder.name}"
+
+
 def resolve_target(name: str) -> tuple[str, GpuSpec, int]:
     """A GPU or an instance of the catalog; an unknown name stops with the closest catalog names."""
     found = require_target(name)
@@ -125,7 +133,8 @@ def build_source_target(source: Source, name: str, count: int) -> Target:
         target.recommendations.extend(advice.recommendations)
         target.recommendations.extend(r for r in shapes if r.workload == payload.workload)
         target.settings[payload.workload] = advice.settings
-        target.untimed[payload.workload] = untimed_of(payload, source.rooflines)
+        target.untimed[payload.workload] = untimed_of(payload, source.rooflines, any(
+            r.workload == payload.workload for r in source.trace_rooflines), trace_command(machine, payload))
         target.choices[payload.workload] = advice.choice
         target.presets[payload.workload] = render_presets_yaml(payload.workload, advice.presets)
         target.preset_values[payload.workload] = advice.presets
@@ -164,7 +173,7 @@ def build_target(source: Source, name: str, gpu: GpuSpec, count: int, measured: 
     rates = target_rates(source.rates, source.spec, gpu)
     same_arch = same_architecture(gpu, source.spec)
     predictions = [with_band(p, source.bands, gpu.name) for w in source.machine.workloads
-                   for p in iter_predictions(w, source.rates, rates, same_arch, source.rooflines, gpu)]
+                   for p in iter_predictions(w, source.rates, rates, same_arch, source.split_rooflines, gpu)]
     sweep = run_precision(MAIN_PRECISION, rates.flops_per_s)  # fp16 on a GPU without bf16
     recs = build_target_batches(source, gpu, fits, predictions, sweep) if sweep else []
     answers: list[tuple[WorkloadPayload, Settings, Choice | None, Prediction | None]] = []

@@ -67,13 +67,26 @@ WORDS = {
 }
 
 
-def untimed_of(payload: WorkloadPayload, rooflines: list[RooflinePayload]) -> list[Untimed]:
-    """The stages `payload`'s answer was not timed with, in the order the collector runs them."""
+def untimed_of(payload: WorkloadPayload, rooflines: list[RooflinePayload], traced: bool = False,
+               trace_command: str = "") -> list[Untimed]:
+    """The stages `payload`'s answer was not timed with, in the order the collector runs them. `rooflines`: the
+    measured profiles; `traced`: the model's trace beside it splits its steps on other GPUs (planner/trace/hybrid.py);
+    `trace_command`: the command that would put it there."""
     names = _from_records(payload) if payload.stages is not None else _from_points(payload)
     recorded = payload.stages is not None or not payload.complete  # a complete older collection: taken as it is
     if recorded and not any(r.workload == payload.workload and r.status == "ok" for r in rooflines):
         names.append("profile")
-    return [Untimed(n, *WORDS[n]) for n in names if n in WORDS]
+    return [_profile(traced, trace_command) if n == "profile" else Untimed(n, *WORDS[n]) for n in names if n in WORDS]
+
+
+def _profile(traced: bool, command: str) -> Untimed:
+    """The per-op profile not timed: what other GPUs' figures are split by instead."""
+    what, bound = WORDS["profile"]
+    if traced:
+        return Untimed("profile", what, f"{bound}; other GPUs' figures split its step by the model's CPU trace, "
+                                        "calibrated to the measured step")
+    hint = f" (`{command}`, seconds on a CPU, splits it by the model's ops)" if command else ""
+    return Untimed("profile", what, f"{bound}; other GPUs' figures split its step from its FLOP and byte counts{hint}")
 
 
 def _from_records(payload: WorkloadPayload) -> list[str]:
