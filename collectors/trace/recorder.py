@@ -19,6 +19,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 from collectors.roofline.op_accounting import compute_dtype, count_bytes, count_flops
+from collectors.trace.batchnorm import batch_norm_variant
 from collectors.trace.inplace import GpuInPlace
 from collectors.trace.kernels import argument, internal_temporaries, result_storage
 from collectors.trace.memory import PHASE_CATEGORY, LiveMemory
@@ -52,7 +53,10 @@ def _tensors(value: Any) -> list[torch.Tensor]:
 def variant_of(func: torch._ops.OpOverload, args: tuple, kwargs: dict, tensors: list[torch.Tensor]) -> str | None:
     """What sets a kernel apart beside its shapes: an attention's mask ("masked": an attention bias, forward or
     backward) or causality ("causal"), an image batch stored NHWC ("channels_last": cuDNN runs an NCHW convolution
-    through transposes, and batch norm has kernels of its own for each layout); None for the rest."""
+    through transposes, and batch norm has kernels of its own for each layout), a training batch norm that runs
+    ATen's per-channel NCHW kernels instead of cuDNN's ("native": batchnorm.py); None for the rest."""
+    if native := batch_norm_variant(func, args, kwargs):
+        return native
     if "scaled_dot_product" in func._schema.name:
         if isinstance(argument(func, args, kwargs, "attn_bias"), torch.Tensor):
             return "masked"

@@ -31,7 +31,8 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from planner.trace.gemm import Gemm
-from planner.trace.kinds import NHWC, base_kind, kind_family
+from planner.trace.kinds import NATIVE, NHWC, base_kind, kind_family
+from planner.trace.plane import PlaneGrid
 
 # The reduction depth at half efficiency (gemm.Gemm.fill): 32 to 512 were tried, and the held-out median did not move
 # once split-K was modelled; kept at 0 (no depth penalty), a grid of one
@@ -81,13 +82,17 @@ class Group:
     memory_s: float
     gemm: Gemm | None = None
     nchw_s: float = 0.0       # per call: an NCHW convolution's transposes (its bytes twice, at the copy roof)
+    plane: PlaneGrid | None = None   # a batch norm's per-channel kernels (plane.py)
+    plane_s: float = 0.0      # per call: what those kernels move, at the copy roof
 
     def roof_s(self, sms: int, shape: Shape) -> float:
-        """Σ over the calls of the roofline time, the math time stretched by the shape's fill (matmul kinds)."""
+        """Σ over the calls of the roofline time, the math time stretched by the shape's fill (matmul kinds), the
+        per-channel kernels' bytes by the share of the SMs their blocks fill."""
         math_s = self.math_s
         if self.gemm is not None and math_s:
             math_s /= self.gemm.fill(sms, shape.k_half) * shape.aligned(self.gemm.alignment)
-        return self.calls * (max(math_s, self.memory_s) + shape.nchw * self.nchw_s)
+        plane_s = self.plane_s / self.plane.fill(sms) if self.plane is not None else 0.0
+        return self.calls * (max(math_s, self.memory_s) + shape.nchw * self.nchw_s + plane_s)
 
 
 @dataclass(frozen=True)
@@ -128,9 +133,9 @@ class Efficiency:
 
     def key(self, kind: str, cls: str) -> str | None:
         """The learned entry for an op: its kind in its math class (matmuls; else in the nearest class), else the
-        kind without its variant (an NHWC convolution no profile showed is timed as an NCHW one; an NHWC batch norm
-        never as an NCHW one: cuDNN has kernels of its own for each); None: unlearned."""
-        for k in dict.fromkeys((kind,) if kind.endswith(NHWC) else (kind, base_kind(kind))):
+        kind without its variant (an NHWC convolution no profile showed is timed as an NCHW one; an NHWC or a native
+        batch norm never as cuDNN's NCHW one: each runs kernels of its own); None: unlearned."""
+        for k in dict.fromkeys((kind,) if kind.endswith((NHWC, NATIVE)) else (kind, base_kind(kind))):
             if cls == ANY and k in self.kinds:
                 return k
             for c in (cls, "tf32" if cls == "fp32" else "half", "half") if cls != ANY else ():
@@ -165,6 +170,15 @@ class Efficiency:
             return sum(g.calls for g in groups) * fit.per_call_s + fp32_slowdown * roof, key is not None
         roof = sum(g.roof_s(self.sms, shape) for g in groups)
         return sum(g.calls for g in groups) * fit.per_call_s + fit.slowdown * roof, key is not None
+
+
+    def plane_excess_s(self, kind: str, cls: str, groups: Iterable[Group]) -> float:
+        """Of time_s, what the per-channel blocks' share of the SMs adds to a native batch norm (plane.py): what a
+        compiled step does not pay, as Inductor lowers batch norm to reductions of its own that fill the GPU."""
+        key = self.key(kind, cls)
+        fit = self.kinds[key] if key else self.pooled
+        return fit.slowdown * sum(g.calls * g.plane_s * (1 / g.plane.fill(self.sms) - 1) for g in groups
+                                  if g.plane is not None)
 
 
 def _nnls2(x1: list[float], x2: list[float], y: list[float], w: list[float]) -> tuple[float, float]:
@@ -260,7 +274,8 @@ def fit_efficiency(rows: list[Row], sms: int) -> Efficiency:
     for k, rs in by_key.items():
         if k not in kinds and len(rs) >= MIN_ROWS:
             kinds[k] = fit_kind(rs, sms, Shape())
-    memory = [f for k, f in kinds.items() if "/" not in k]
+    # the pooled figures time an unseen kind by its bytes: a native batch norm's slowdown is of its per-channel roof
+    memory = [f for k, f in kinds.items() if "/" not in k and not k.endswith(NATIVE)]
     pooled = _median_fit(memory) if memory else KindFit(5e-6, 2.0, 0)
     return Efficiency(sms, shapes, kinds, pooled, tuple(sorted({r.workload for r in rows})))
 

@@ -1,7 +1,8 @@
 """What kind of work an op is, and the time it would take at a GPU's roofs.
 
 The kind is the op's aten name, with the names that one GPU kernel family goes by on different paths folded
-together: cuDNN's and the native batch norm (a GPU picks one by dtype and layout), the attention kernels (cuDNN's,
+together: cuDNN's and the native batch norm (the profile's names; the trace tells them apart by its variant: an NHWC
+and a native per-channel batch norm are kinds of their own), the attention kernels (cuDNN's,
 the memory-efficient and flash ones), and the in-place and out-of-place forms of one elementwise op. The per-op
 efficiency (planner/trace/efficiency.py) is learned per kind.
 """
@@ -32,7 +33,11 @@ MATMUL_KINDS = frozenset({*MATMUL_BASE, *(k + v for k in MATMUL_BASE for v in VA
 # A batch norm of an NHWC network (planner/trace/training.py) runs cuDNN's NHWC kernels, not the NCHW ones: a kind of
 # its own, never timed as the NCHW one (held out, ResNet-50's batch norms timed so took twice their time)
 NHWC = "_nhwc"
-NHWC_KINDS = frozenset({"batch_norm", "batch_norm_backward"})
+BATCH_NORMS = frozenset({"batch_norm", "batch_norm_backward"})
+# A training batch norm that runs ATen's per-channel NCHW kernels, not cuDNN's (the trace's "native" variant:
+# collectors/trace/batchnorm.py; bf16 autocast, an InstanceNorm): a kind of its own, timed by the share of the SMs its
+# one block per channel fills (planner/trace/plane.py)
+NATIVE = "_native"
 
 
 # Kinds of one family run alike (one kernel pattern: an activation reads its input once and writes its output; a
@@ -57,8 +62,9 @@ NORMALIZATIONS = frozenset({"batch_norm", "native_layer_norm", "native_group_nor
 def kind_family(kind: str) -> str | None:
     """'native_group_norm' → 'normalization'; 'silu_backward' → 'activation_backward'; None: a kind of no family.
     An NHWC batch norm has none: cuDNN's NHWC kernels (fp16, fp32) are no normalisation's pattern, and ResNet-50's
-    held out as one ran 25-53 % slower than measured in fp16 and TF32 (timed pooled: within 23 %)."""
-    if kind.endswith(NHWC):
+    held out as one ran 25-53 % slower than measured in fp16 and TF32 (timed pooled: within 23 %); nor has ATen's
+    per-channel one (its figures are of another roof: planner/trace/plane.py)."""
+    if kind.endswith((NHWC, NATIVE)):   # a native batch norm's slowdown is of its per-channel roof, not its bytes'
         return None
     base = base_kind(kind)
     family = "activation" if base in ACTIVATIONS else "normalization" if base in NORMALIZATIONS else None
@@ -70,7 +76,7 @@ def kind_family(kind: str) -> str | None:
 
 def base_kind(kind: str) -> str:
     """The kind without its variant: what the profile's one row per op name covers."""
-    for v in (*VARIANTS, NHWC):
+    for v in (*VARIANTS, NHWC, NATIVE):
         kind = kind.removesuffix(v)
     return kind
 

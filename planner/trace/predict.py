@@ -60,6 +60,7 @@ class OpTime:
     learned: bool
     math_s: float          # Σ math time at the roof (no efficiency)
     memory_s: float        # Σ memory time at the roof
+    plane_s: float = 0.0   # of `seconds`, what a native batch norm's one block per channel adds (plane.py)
 
     @property
     def op_class(self) -> str:
@@ -69,12 +70,14 @@ class OpTime:
 
 @dataclass(frozen=True)
 class PhaseTime:
-    """One phase of a step: the host's seconds to issue it, the GPU's to run it, and of those the matmul kinds'."""
+    """One phase of a step: the host's seconds to issue it, the GPU's to run it, and of those the matmul kinds' and
+    what native batch norms' per-channel blocks add (`plane_s`: a compiled step's Inductor kernels fill the GPU)."""
 
     name: str
     host_s: float
     gpu_s: float
     matmul_s: float
+    plane_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -111,7 +114,8 @@ def op_times(run: TraceRun, efficiency: Efficiency, roofs: Roofs, fp32_scale: fl
     for (kind, cls), groups in traced_kinds(run, roofs, phase).items():
         seconds, learned = efficiency.time_s(kind, cls, groups, fp32_scale)
         out.append(OpTime(kind, cls, sum(g.calls for g in groups), seconds, learned,
-                          sum(g.calls * g.math_s for g in groups), sum(g.calls * g.memory_s for g in groups)))
+                          sum(g.calls * g.math_s for g in groups), sum(g.calls * g.memory_s for g in groups),
+                          efficiency.plane_excess_s(kind, cls, groups)))
     return sorted(out, key=lambda o: o.seconds, reverse=True)
 
 
@@ -149,7 +153,7 @@ def step_phases(run: TraceRun, efficiency: Efficiency, roofs: Roofs, host: HostM
         ops = op_times(run, efficiency, roofs, fp32_scale, name)
         share = calls.get(name, 0) / aten if name else 1.0
         out.append(PhaseTime(name or "forward", issue * share, sum(o.seconds for o in ops),
-                             sum(o.seconds for o in ops if o.cls != "any")))
+                             sum(o.seconds for o in ops if o.cls != "any"), sum(o.plane_s for o in ops)))
     return tuple(out)
 
 

@@ -15,7 +15,8 @@ from collections.abc import Iterable
 from gpuplan_schema.payloads import CeilingsPayload, RooflinePayload, TracedOp, TracePayload, TraceRun
 from planner.trace.efficiency import ANY, Group, Row, math_class
 from planner.trace.gemm import gemm_of
-from planner.trace.kinds import MATMUL_KINDS, NHWC, NHWC_KINDS, VARIANT_SUFFIX, Roofs, base_kind, op_kind
+from planner.trace.kinds import BATCH_NORMS, MATMUL_KINDS, NATIVE, NHWC, VARIANT_SUFFIX, Roofs, base_kind, op_kind
+from planner.trace.plane import plane_of
 
 
 def roofs_of(ceilings: CeilingsPayload) -> Roofs:
@@ -24,8 +25,9 @@ def roofs_of(ceilings: CeilingsPayload) -> Roofs:
     return Roofs(flops, copy)
 
 
-def group_of(op: TracedOp, roofs: Roofs, precision: str) -> Group:
-    """One traced op row as a Group: its calls' per-call math and memory seconds on these roofs."""
+def group_of(op: TracedOp, roofs: Roofs, precision: str, nhwc: bool = False) -> Group:
+    """One traced op row as a Group: its calls' per-call math and memory seconds on these roofs (`nhwc`: the op is
+    of a channels-last network, whose batch norms run NHWC kernels whatever the trace's variant says)."""
     calls = max(op.calls, 1)
     flops = op.flops / calls if op.flops is not None else None
     kind = op_kind(op.name)
@@ -33,8 +35,15 @@ def group_of(op: TracedOp, roofs: Roofs, precision: str) -> Group:
     # cuDNN runs a channels-first convolution (1-D ones too, as 2-D of height 1) through NHWC transposes
     nchw = kind.startswith("convolution") and op.variant != "channels_last" and bool(op.shapes) \
         and len(op.shapes[0]) in (3, 4, 5)
+    native = op.variant == "native" and kind in BATCH_NORMS and not nhwc
+    plane = plane_of(op.shapes, kind == "batch_norm_backward") if native else None
+    plane_s = 0.0
+    if plane is not None:   # the statistics' pass reads the input (the output's kernel fills the GPU); the fused
+        forward = kind == "batch_norm"   # backward is all per-channel
+        plane_s = op.read_bytes / calls / roofs.bytes_per_s if forward else memory_s
+        memory_s = memory_s if forward else 0.0
     return Group(op.calls, roofs.math_s(flops, op.dtype, precision), memory_s, gemm_of(kind, op.shapes, flops),
-                 2 * memory_s if nchw else 0.0)
+                 2 * memory_s if nchw else 0.0, plane, plane_s)
 
 
 def kind_and_class(op: TracedOp, precision: str, nhwc: bool = False) -> tuple[str, str]:
@@ -45,8 +54,10 @@ def kind_and_class(op: TracedOp, precision: str, nhwc: bool = False) -> tuple[st
     suffix = VARIANT_SUFFIX.get(op.variant or "")
     if suffix and kind.startswith("attention"):
         kind += suffix   # a convolution's layout is in its Group (the NCHW transposes)
-    if nhwc and kind in NHWC_KINDS:
+    if nhwc and kind in BATCH_NORMS:
         kind += NHWC
+    elif op.variant == "native" and kind in BATCH_NORMS:
+        kind += NATIVE
     return kind, math_class(op.dtype, precision) if kind in MATMUL_KINDS else ANY
 
 
@@ -70,7 +81,7 @@ def traced_kinds(run: TraceRun, roofs: Roofs, phase: str | None = None) -> dict[
     nhwc = channels_last(run)
     for op in run.ops:
         if op.launches and (phase is None or phase_of(op) == phase):
-            out[kind_and_class(op, run.precision, nhwc)].append(group_of(op, roofs, run.precision))
+            out[kind_and_class(op, run.precision, nhwc)].append(group_of(op, roofs, run.precision, nhwc))
     return out
 
 

@@ -1,0 +1,57 @@
+"""How much of a GPU ATen's per-channel batch-norm kernels keep busy (collectors/trace/batchnorm.py says which calls
+run them).
+
+In training, ATen's NCHW batch norm computes each channel's statistics in `batch_norm_collect_statistics_kernel` and
+its gradient in the fused `batch_norm_backward_kernel`; both are launched with ONE block per channel
+(`dim3 blocks(input.size(1))`, aten/src/ATen/native/cuda/Normalization.cuh) of 512 threads (`getNumThreads` of the
+spatial size, threads (tf, 512 / tf)), and each block loops over its channel's N × H × W elements one per thread at
+a time. So their time is set by the longest block's loop and by how many blocks the SMs run at once, not by the
+card's bandwidth: unet-seg's 64-channel 256 × 256 maps are 64 blocks of 2 M elements on 132 SMs, and took the same
+time on the H100 and the H200 (1.4 × its bandwidth).
+
+`fill` is that share of the GPU: each SM holds RESIDENT blocks at once (Hopper's 2,048 threads an SM are 4 blocks of
+512, where the kernel's registers allow it: 32 a thread; the profiles agree with 4, benchmarks/gpu_batchnorm_grid.py
+measures it), C blocks run in ceil(C / slots) waves, and a thread whose spatial map is narrower than its row of
+threads idles its spare lanes.
+The part of an op that runs these kernels is its memory time at the copy roof divided by the fill: the statistics'
+read of the input in the forward (the output's own kernel fills the GPU), all of the fused backward.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+BLOCK = 512          # MAX_BLOCK_SIZE: the threads of one per-channel block (CUDA; ROCm's is 256)
+THREAD_ROWS = (32, 64, 128, 256, 512)   # getNumThreads: the x-extent for a spatial size
+INT32_MAX = 2**31 - 1
+THREADS_PER_SM = 2048   # Hopper's (and Ampere's) most resident threads an SM: the two reference GPUs'
+RESIDENT = THREADS_PER_SM // BLOCK
+
+
+@dataclass(frozen=True)
+class PlaneGrid:
+    """One per-channel kernel launch: C blocks over an (N, C, H × W) input."""
+
+    channels: int
+    batch: int
+    spatial: int
+
+    def fill(self, sms: int, resident: int = RESIDENT) -> float:
+        """The share of the GPU's block slots and their lanes the launch keeps busy (0-1)."""
+        tf = next((t for t in THREAD_ROWS if self.spatial <= t), BLOCK)
+        ty = BLOCK // tf
+        loops = math.ceil(self.batch / ty) * math.ceil(self.spatial / tf)
+        lanes = self.batch * self.spatial / (loops * BLOCK)
+        slots = max(1, sms * resident)
+        return max(1e-3, lanes * self.channels / (math.ceil(self.channels / slots) * slots))
+
+
+def plane_of(shapes: list[list[int]], backward: bool) -> PlaneGrid | None:
+    """The launch of a native NCHW batch norm from its input's shape ((N, C, ...): a backward's is its second); None
+    where ATen takes other kernels (`batch_norm_choose_impl`): a map of one pixel (the channel stride is 1: the
+    channels-last kernels) or 2^31 elements or more (no 32-bit indices: TensorIterator's reductions)."""
+    x = shapes[1 if backward else 0] if len(shapes) > (1 if backward else 0) else []
+    if len(x) < 3 or math.prod(x[2:]) == 1 or math.prod(x) > INT32_MAX:
+        return None
+    return PlaneGrid(x[1], x[0], math.prod(x[2:]))
