@@ -12,7 +12,7 @@ from collectors.trace.memory import LiveMemory
 from collectors.trace.recorder import TraceRecorder
 from gpuplan_schema.payloads import TracedOp, TraceRun
 from planner.trace.bands import TraceBands, sides
-from planner.trace.efficiency import Efficiency, KindFit
+from planner.trace.efficiency import Efficiency, Group, KindFit
 from planner.trace.kinds import Roofs
 from planner.trace.model_file import load_learned
 from planner.trace.predict import PhaseTime, combine, pipeline
@@ -61,6 +61,21 @@ def test_a_batch_norm_of_an_nhwc_network_is_a_kind_of_its_own_never_timed_as_the
     assert nchw_only.key("convolution", "half") == "convolution/half"  # an NHWC convolution is still a convolution
     both = Efficiency(132, {}, {**nchw_only.kinds, "batch_norm_nhwc": fit}, KindFit(5e-6, 2.0, 0))
     assert both.key("batch_norm_nhwc", "any") == "batch_norm_nhwc"
+
+
+def test_a_kind_no_profile_showed_is_timed_with_its_familys_figures_else_the_pooled_ones():
+    pooled = KindFit(5e-6, 1.5, 0)
+    kinds = {"native_layer_norm": KindFit(2e-6, 2.0, 9), "batch_norm": KindFit(4e-6, 4.0, 9),
+             "gelu": KindFit(1e-6, 1.1, 9), "mm/half": KindFit(0.0, 9.0, 9)}
+    efficiency = Efficiency(132, {}, kinds, pooled)
+    norm = efficiency.unlearned("native_group_norm")   # the learned normalisations' medians
+    assert (norm.per_call_s, norm.slowdown) == (pytest.approx(3e-6), pytest.approx(3.0))
+    assert efficiency.unlearned("silu").slowdown == pytest.approx(1.1)      # an activation, as GELU
+    assert efficiency.unlearned("silu_backward") == pooled    # no activation's backward was learned
+    assert efficiency.unlearned("pow") == pooled               # no family
+    group = Group(calls=2, math_s=0.0, memory_s=1e-3)
+    seconds, learned = efficiency.time_s("native_group_norm", "any", [group])
+    assert (seconds, learned) == (pytest.approx(2 * 3e-6 + 3.0 * 2e-3), False)   # still in the unknown share
 
 
 def test_a_band_weighs_each_held_out_workload_alike_not_each_step():

@@ -17,8 +17,9 @@ from the measured fp32 steps (learn.py); the other kinds are learned across dtyp
 The profiles aggregate each op over its calls (per name), so the fit is on sums: per kind, a non-negative least
 squares over every profiled op row (each row weighted by 1 / its profile's step, so that every profile counts
 alike), the alignment factors by a search over their grids on the matmul rows, per family (cuBLAS products, cuDNN
-convolutions). A kind no profile shows is timed with the pooled memory-kind figures and counted as unlearned: its
-share of the predicted step is the plan's unknown share.
+convolutions). A kind no profile shows is counted as unlearned (its share of the predicted step is the plan's unknown
+share) and timed with the figures of its family where it has one (kinds.py `kind_family`: the medians of the learned
+activations, or normalisations, forward or backward), else with the pooled figures of every memory kind.
 """
 
 from __future__ import annotations
@@ -27,9 +28,10 @@ import statistics
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from planner.trace.gemm import Gemm
-from planner.trace.kinds import NHWC, base_kind
+from planner.trace.kinds import NHWC, base_kind, kind_family
 
 # The reduction depth at half efficiency (gemm.Gemm.fill): 32 to 512 were tried, and the held-out median did not move
 # once split-K was modelled; kept at 0 (no depth penalty), a grid of one
@@ -136,13 +138,27 @@ class Efficiency:
                     return f"{k}/{c}"
         return None
 
+    @cached_property
+    def families(self) -> dict[str, KindFit]:
+        """Per kind family (kinds.py `kind_family`), the medians of its learned kinds' fixed cost and slowdown."""
+        members: dict[str, list[KindFit]] = defaultdict(list)
+        for k, fit in self.kinds.items():
+            if "/" not in k and (name := kind_family(k)):
+                members[name].append(fit)
+        return {name: _median_fit(fits) for name, fits in members.items()}
+
+    def unlearned(self, kind: str) -> KindFit:
+        """The figures a kind no profile showed is timed with: its family's, else the pooled ones."""
+        name = kind_family(kind)
+        return self.families.get(name, self.pooled) if name else self.pooled
+
     def time_s(self, kind: str, cls: str, groups: Iterable[Group], fp32_slowdown: float = 1.0) -> tuple[float, bool]:
         """(predicted seconds of these calls, whether the kind was learned). No profile ran plain fp32: an fp32
         product takes its kind's fixed cost per call and `fp32_slowdown` (learned from the measured fp32 steps,
         learn.py) times its roof, the alignment factors left out (SIMT kernels)."""
         groups = list(groups)
         key = self.key(kind, cls)
-        fit = self.kinds[key] if key else self.pooled
+        fit = self.kinds[key] if key else self.unlearned(kind)
         shape = self.shapes.get(family(kind), Shape())
         if cls == "fp32":
             roof = sum(g.roof_s(self.sms, shape.unaligned) for g in groups)
@@ -245,9 +261,12 @@ def fit_efficiency(rows: list[Row], sms: int) -> Efficiency:
         if k not in kinds and len(rs) >= MIN_ROWS:
             kinds[k] = fit_kind(rs, sms, Shape())
     memory = [f for k, f in kinds.items() if "/" not in k]
-    pooled = KindFit(statistics.median(f.per_call_s for f in memory) if memory else 5e-6,
-                     statistics.median(f.slowdown for f in memory) if memory else 2.0, 0)
+    pooled = _median_fit(memory) if memory else KindFit(5e-6, 2.0, 0)
     return Efficiency(sms, shapes, kinds, pooled, tuple(sorted({r.workload for r in rows})))
+
+
+def _median_fit(fits: list[KindFit]) -> KindFit:
+    return KindFit(statistics.median(f.per_call_s for f in fits), statistics.median(f.slowdown for f in fits), 0)
 
 
 def efficiency_to_dict(e: Efficiency) -> dict:

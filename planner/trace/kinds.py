@@ -35,6 +35,39 @@ NHWC = "_nhwc"
 NHWC_KINDS = frozenset({"batch_norm", "batch_norm_backward"})
 
 
+# Kinds of one family run alike (one kernel pattern: an activation reads its input once and writes its output; a
+# normalisation reads its input for the statistics and again to apply them), so a kind no profile showed is timed with
+# its family's learned figures (planner/trace/efficiency.py) before the pooled ones of every memory kind. On the H200
+# (results/h200/diagnostics/heldout3-2026-11-28, ddpm-unet) GroupNorm ran 3.5-4.8x its bandwidth time, as the
+# references' layer and batch norms do (2.4-5.1x), and SiLU 1.0-1.3x, as their GELU and ReLU do; the pooled figure
+# (1.5x and a fixed cost a call) timed GroupNorm 2.3x fast and SiLU 1.5x slow. The backward of each is its own
+# family (a normalisation's backward reduces twice). Elementwise arithmetic is not one: its learned kinds' medians
+# (1.1x on the H100, 1.5x on the H200, from a dozen kinds of few rows) timed llama-mini's pow no better than the pool.
+ACTIVATIONS = frozenset("""
+relu gelu silu sigmoid tanh hardtanh leaky_relu elu celu selu mish hardswish hardsigmoid softplus log_sigmoid_forward
+glu prelu threshold gelu_backward silu_backward sigmoid_backward tanh_backward hardtanh_backward leaky_relu_backward
+elu_backward mish_backward hardswish_backward hardsigmoid_backward softplus_backward log_sigmoid_backward
+glu_backward threshold_backward
+""".split())
+NORMALIZATIONS = frozenset({"batch_norm", "native_layer_norm", "native_group_norm", "_fused_rms_norm",
+                            "batch_norm_backward", "native_layer_norm_backward", "native_group_norm_backward",
+                            "_fused_rms_norm_backward"})
+
+
+def kind_family(kind: str) -> str | None:
+    """'native_group_norm' → 'normalization'; 'silu_backward' → 'activation_backward'; None: a kind of no family.
+    An NHWC batch norm has none: cuDNN's NHWC kernels (fp16, fp32) are no normalisation's pattern, and ResNet-50's
+    held out as one ran 25-53 % slower than measured in fp16 and TF32 (timed pooled: within 23 %)."""
+    if kind.endswith(NHWC):
+        return None
+    base = base_kind(kind)
+    family = "activation" if base in ACTIVATIONS else "normalization" if base in NORMALIZATIONS else None
+    if family is None:
+        return None
+    # relu's backward is aten's threshold_backward
+    return f"{family}_backward" if base.endswith("_backward") else family
+
+
 def base_kind(kind: str) -> str:
     """The kind without its variant: what the profile's one row per op name covers."""
     for v in (*VARIANTS, NHWC):
