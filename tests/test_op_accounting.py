@@ -121,3 +121,91 @@ def test_embedding_reads_only_the_rows_it_picks():
 def test_dtype_is_the_first_floating_input(dtype, name):
     a = torch.randn(4, 4, dtype=dtype)
     assert only(record(lambda: a @ a), "aten::mm").dtype == name
+
+
+# nn.EmbeddingBag (collectors/roofline/embedding_bag.py): counted as CUDA's kernels move the bytes, a row per index.
+I64 = 8
+SORT_PASSES = 8            # CUB's radix sort over an int64 key, 8 bits a pass
+
+
+def bag_calls(rows: int, dim: int, ids: torch.Tensor, bags: int, device: str = "cpu", mode: str = "sum",
+              **options) -> list[OpCall]:
+    """One EmbeddingBag step (forward, backward with a real gradient) on a table of `rows` rows."""
+    with torch.device(device):
+        bag = torch.nn.EmbeddingBag(rows, dim, mode=mode, **options)
+        offsets, grad = torch.arange(0, ids.numel(), ids.numel() // bags), torch.randn(bags, dim)
+    return record(lambda: bag(ids.to(device), offsets).backward(grad))
+
+
+def dense_backward_bytes(n: int, bags: int, rows: int, dim: int) -> tuple[int, int]:
+    """By hand, for mode="sum" and int64 ids (EmbeddingBag.cu, EmbeddingBackwardKernel.cu): `segments` distinct rows
+    at most; each index's gradient row read once, a partial row (fp32) and a gradient row written per segment."""
+    segments, row = min(n, rows), dim * F32
+    sort = SORT_PASSES * 2 * n * I64                           # keys and positions, each pass
+    read = (n * I64 + sort + n * I64                           # histogram, passes, unique_by_key
+            + n * (2 * I64 + row)                              # position, bag and gradient row per index
+            + segments * (row + I64))                          # sum_and_scatter reads the partial rows
+    written = n * I64 + sort + segments * I64 + segments * 2 * row + rows * row   # ... and the zero-filled table
+    return read, written
+
+
+def test_embedding_bag_forward_reads_a_row_per_index_not_the_table():
+    dim, bags = 16, 6
+    ids = torch.tensor([3, 9, 9, 41, 0, 7, 999, 3, 12, 5, 5, 5])     # 12 ids, two per bag, one id three times
+    n = ids.numel()
+    for rows in (1000, 50_000):
+        forward = only(bag_calls(rows, dim, ids, bags), "aten::_embedding_bag")
+        assert forward.read_bytes == n * dim * F32 + n * I64 + bags * I64     # rows, ids, offsets
+        table = torch.randn(rows, dim, requires_grad=True)   # CPU's kernel keeps offset2bag for a backward only
+        outputs = torch.ops.aten._embedding_bag(table, ids, torch.arange(0, n, n // bags))
+        assert forward.written_bytes == sum(t.numel() * t.element_size() for t in outputs)
+    twice = only(bag_calls(1000, dim, ids.repeat(2), bags), "aten::_embedding_bag")
+    assert twice.read_bytes - forward.read_bytes == n * dim * F32 + n * I64  # grows with the ids, not the table
+
+
+def test_embedding_bag_backward_scatters_a_row_per_index_beside_the_zero_fill():
+    dim, bags, n = 16, 8, 32
+    ids = torch.randint(0, 1000, (n,))
+    backward = only(bag_calls(1000, dim, ids, bags), "aten::_embedding_bag_backward")
+    assert (backward.read_bytes, backward.written_bytes) == dense_backward_bytes(n, bags, 1000, dim)
+    mean = only(bag_calls(1000, dim, ids, bags, mode="mean"), "aten::_embedding_bag_backward")
+    assert mean.read_bytes == backward.read_bytes + n * I64                  # each index reads its bag's size
+    bigger_table = only(bag_calls(50_000, dim, ids, bags), "aten::_embedding_bag_backward")
+    assert bigger_table.read_bytes == backward.read_bytes                     # the table is written, never read
+    assert bigger_table.written_bytes - backward.written_bytes == 49_000 * dim * F32
+    more_ids = only(bag_calls(1000, dim, ids.repeat(4), bags), "aten::_embedding_bag_backward")
+    assert more_ids.read_bytes > backward.read_bytes + 3 * n * dim * F32       # a gradient row per index, at least
+    # more ids than rows: at most one segment (partial row, gradient row) per row of the table
+    crowded = only(bag_calls(10, dim, torch.randint(0, 10, (n,)), bags), "aten::_embedding_bag_backward")
+    assert (crowded.read_bytes, crowded.written_bytes) == dense_backward_bytes(n, bags, 10, dim)
+
+
+def test_embedding_bag_counts_the_same_on_the_meta_device():
+    """The trace runs on `meta`: the same ops and the same bytes as on real tensors (offset2bag, which the CPU's
+    sum kernel does not fill, aside: meta and CUDA write one id per index)."""
+    dim, bags, ids = 16, 8, torch.randint(0, 1000, (32,))
+    cpu, meta = bag_calls(1000, dim, ids, bags), bag_calls(1000, dim, ids, bags, device="meta")
+    for name in ("aten::_embedding_bag", "aten::_embedding_bag_backward"):
+        assert only(meta, name).read_bytes == only(cpu, name).read_bytes
+    assert only(meta, "aten::_embedding_bag_backward").written_bytes == \
+        only(cpu, "aten::_embedding_bag_backward").written_bytes
+    assert only(meta, "aten::_embedding_bag").written_bytes == (bags * dim) * F32 + (32 + bags) * I64
+
+
+def test_embedding_bag_sparse_max_and_per_sample_weights_backwards():
+    dim, bags, n, rows = 16, 8, 32, 1000
+    ids = torch.randint(0, rows, (n,))
+    sparse = only(bag_calls(rows, dim, ids, bags, sparse=True), "aten::_embedding_bag_backward")
+    assert sparse.written_bytes == n * dim * F32          # the sparse gradient's values, not a dense table
+    assert sparse.read_bytes >= n * dim * F32
+    biggest = only(bag_calls(rows, dim, ids, bags, mode="max"), "aten::_embedding_bag_backward")
+    assert biggest.read_bytes == bags * dim * (F32 + I64)                   # the gradient and max_indices
+    assert biggest.written_bytes == rows * dim * F32 + bags * dim * F32     # the zero fill, a row per bag added
+    table, weights = torch.randn(rows, dim, requires_grad=True), torch.rand(n, requires_grad=True)
+    calls = record(lambda: F.embedding_bag(ids, table, torch.arange(0, n, n // bags), per_sample_weights=weights,
+                                           mode="sum").backward(torch.randn(bags, dim)))
+    forward = only(calls, "aten::_embedding_bag")
+    assert forward.read_bytes == n * dim * F32 + n * I64 + bags * I64 + n * F32  # ... and a weight per index
+    weights_grad = only(calls, "aten::_embedding_bag_per_sample_weights_backward")
+    assert weights_grad.written_bytes == n * F32
+    assert weights_grad.read_bytes >= 2 * n * dim * F32   # a gradient row and a table row per index

@@ -12,7 +12,7 @@ from collectors.trace.memory import LiveMemory
 from collectors.trace.recorder import TraceRecorder
 from gpuplan_schema.payloads import TracedOp, TraceRun
 from planner.trace.bands import TraceBands, sides
-from planner.trace.efficiency import Efficiency, Group, KindFit
+from planner.trace.efficiency import Efficiency, Group, KindFit, median_fit
 from planner.trace.kinds import Roofs
 from planner.trace.model_file import load_learned
 from planner.trace.predict import PhaseTime, combine, pipeline
@@ -76,6 +76,10 @@ def test_a_kind_no_profile_showed_is_timed_with_its_familys_figures_else_the_poo
     group = Group(calls=2, math_s=0.0, memory_s=1e-3)
     seconds, learned = efficiency.time_s("native_group_norm", "any", [group])
     assert (seconds, learned) == (pytest.approx(2 * 3e-6 + 3.0 * 2e-3), False)   # still in the unknown share
+    # each kind weighs by the profile rows that taught it: one workload's rare kind does not move the pool much
+    rare = {"add": KindFit(1e-6, 1.2, 40), "mul": KindFit(1e-6, 1.3, 30), "bag": KindFit(1e-6, 3.0, 2),
+            "bag_backward": KindFit(1e-6, 3.5, 2)}
+    assert median_fit(list(rare.values())).slowdown == pytest.approx(1.2)
 
 
 def test_a_band_weighs_each_held_out_workload_alike_not_each_step():

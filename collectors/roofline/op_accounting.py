@@ -15,7 +15,8 @@ Bytes: every tensor argument is read once, every fresh output and every argument
 marks as mutated (`Tensor(a!)`) is written once; an input passed twice is read once, and a
 broadcast (stride-0) dimension is counted once. Views (every output in an input's memory, nothing
 written) move nothing, allocations write nothing, and a gather (GATHERS) reads only the elements it
-picks from its source.
+picks from its source. nn.EmbeddingBag's ops are counted as CUDA's kernels move their bytes (embedding_bag.py: a row
+per index, forward and backward, and the backward's sort and zero-filled gradient).
 This is the traffic of an op that touches each byte once: caches can make the real figure lower,
 un-fused internals higher.
 """
@@ -35,6 +36,7 @@ from torch.utils.flop_counter import flop_registry
 
 import collectors.core.conv_flops  # noqa: F401 - counts a grouped convolution's backward with its groups (torch does not)
 import collectors.core.rnn_flops  # noqa: F401 - registers the FLOP formulas of cuDNN's and oneDNN's fused RNN kernels
+from collectors.roofline import embedding_bag
 
 ANNOTATION = "roofline#"
 # One FLOP per output element: elementwise arithmetic, comparisons and activations (forward and backward).
@@ -143,6 +145,9 @@ def count_bytes(func: torch._ops.OpOverload, args: tuple, kwargs: dict, out: Any
     fresh = [t for t in _tensors(out) if _storage(t) is None or _storage(t) not in inputs]
     if not written and not fresh:  # a view: its outputs live in its inputs' memory
         return 0, 0
+    if base in embedding_bag.OPS:
+        named = {arg.name: value for arg, value in _arguments(func, args, kwargs)}
+        return embedding_bag.count_embedding_bag(base, named, _sum_bytes(fresh, set()))
     if base in GATHERS:
         read = read[1:]
     seen: set[tuple] = set()
