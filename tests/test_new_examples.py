@@ -113,7 +113,8 @@ def traced(names, tmp_path) -> dict:  # noqa: ANN001 - workload names
 
 def test_the_held_out_examples_trace_on_the_cpu_with_no_unknown_op(tmp_path):
     """`gpuplan trace` of their real sizes: every step traced, and every op kind of the main step one that the
-    reference workloads' profiles showed (the unknown share, timed with pooled figures, is what issue 41 watches)."""
+    reference workloads' profiles showed (the unknown share, timed with their family's figures or pooled ones, is
+    what issue 41 watches)."""
     for name, summary in traced(HELD_OUT, tmp_path).items():
         assert not summary.failed and summary.step_s > 0, name
         assert summary.unknown_share == 0 and not summary.unknown, (name, summary.unknown)

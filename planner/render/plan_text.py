@@ -60,7 +60,7 @@ def render_plan_lines(plan: Plan, verbose: bool, top: int, width: int) -> list[s
         lines += ["", *picks_lines(plan, ranking, width, verbose)]
     if plan.trace:
         lines += ["", *wrap("What each traced step spends its predicted GPU time on (the unknown share: op kinds no "
-                            "profile showed, timed with pooled figures):", width, "", "  "),
+                            "profile showed, timed with their family's figures or pooled ones):", width, "", "  "),
                   *(line for t in plan.trace for line in wrap(t.words, width, "  ", "    "))]
     if verbose:
         lines += verbose_lines(plan, answers, top, width)

@@ -90,7 +90,8 @@ class StepTime:
 
     @property
     def unknown_share(self) -> float:
-        """The share of the GPU's predicted time in kinds no profile showed (timed with pooled figures)."""
+        """The share of the GPU's predicted time in kinds no profile showed (timed with their family's figures or the
+        pooled ones: efficiency.py)."""
         return sum(o.seconds for o in self.ops if not o.learned) / self.gpu_s if self.gpu_s else 0.0
 
     @property

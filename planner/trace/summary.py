@@ -1,7 +1,7 @@
 """What a trace-only plan rests on, per workload, for the report and the site: the ops that take most of the predicted
-step on the reference GPU, the share of it in op kinds no profile showed (timed with pooled figures: the unknown
-share), the bytes moved by ops without a FLOP formula, the memory at the peak, and every traced run that failed.
-Computed once here; the report's section only formats it.
+step on the reference GPU, the share of it in op kinds no profile showed (timed with their family's figures or the
+pooled ones: the unknown share), the bytes moved by ops without a FLOP formula, the memory at the peak, and every
+traced run that failed. Computed once here; the report's section only formats it.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ class OpShare:
     calls: int
     seconds: float
     share: float          # of the predicted GPU time
-    learned: bool         # False: no profile showed this kind (pooled figures)
+    learned: bool         # False: no profile showed this kind (its family's or the pooled figures)
     op_class: str
 
 
