@@ -3,11 +3,8 @@ block per channel fills (collectors/trace/batchnorm.py, planner/trace/plane.py, 
 
 from __future__ import annotations
 
-import json
-
 import pytest
 import torch
-from paths import REPO, load_script
 from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -136,19 +133,3 @@ def test_a_compiled_step_drops_the_per_channel_excess_as_inductors_own_batch_nor
     phase = PhaseTime("forward", 0.0, 10 * MS, 2 * MS, 4 * MS)
     assert CompileModel(0.5, 1.0).step_s(StepTime(10 * MS, 0.0, 10 * MS, [], (phase,)), 4.0) == \
         pytest.approx(2 * MS + 0.5 * (10 - 2 - 4) * MS)
-
-
-def test_the_gpu_grid_benchmark_runs_every_setting_and_sweep_on_the_cpu_and_writes_one_json(tmp_path, capsys):
-    bench = load_script(REPO / "benchmarks" / "gpu_batchnorm_grid.py")
-    assert bench.main(["--small", "--out", str(tmp_path)]) == 0
-    doc = json.loads((tmp_path / bench.OUT_NAME).read_text())
-    assert [p.name for p in tmp_path.iterdir()] == [bench.OUT_NAME]
-    assert all(c["ok"] for c in doc["checks"].values()) and set(doc["checks"]) == set(bench.SETTINGS)
-    done = {(p["sweep"], p["setting"]) for p in doc["points"]}
-    assert done == {(p["sweep"], s) for p in bench.grid(True) for s in bench.SETTINGS} and not doc["skipped"]
-    assert all(p["forward"]["median_s"] > 0 and p["forward_backward"]["n"] == bench.REPEATS for p in doc["points"])
-    assert any("native_batch_norm" in k["name"] for k in doc["kernels"]["bf16-autocast-nchw"])
-    # the channel sweep at a fixed plane pulls the channel count apart from the elements of a channel
-    plane = [p for p in doc["points"] if p["sweep"] == "channels_fixed_plane"]
-    assert len({p["c"] for p in plane}) > 1 and len({p["per_channel"] for p in plane}) == 1
-    assert "channels_fixed_plane" in capsys.readouterr().out
