@@ -173,12 +173,11 @@ class Efficiency:
         roof = sum(g.roof_s(self.sms, shape) for g in groups)
         return sum(g.calls for g in groups) * fit.per_call_s + fit.slowdown * roof, key is not None
 
-
     def plane_excess_s(self, kind: str, cls: str, groups: Iterable[Group]) -> float:
         """Of time_s, what the per-channel blocks' share of the SMs adds to a native batch norm (plane.py): what a
         compiled step does not pay, as Inductor lowers batch norm to reductions of its own that fill the GPU."""
         key = self.key(kind, cls)
-        fit = self.kinds[key] if key else self.pooled
+        fit = self.kinds[key] if key else self.unlearned(kind)
         return fit.slowdown * sum(g.calls * g.plane_s * (1 / g.plane.fill(self.sms) - 1) for g in groups
                                   if g.plane is not None)
 
