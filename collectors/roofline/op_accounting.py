@@ -101,6 +101,12 @@ def _arguments(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> Iterat
             yield arg, kwargs[arg.name]
 
 
+def named_arguments(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> dict[str, Any]:
+    """Every schema argument by name: its value as passed, else its default (None where it has none)."""
+    return {a.name: args[i] if i < len(args) else kwargs.get(a.name, a.default_value)
+            for i, a in enumerate(func._schema.arguments)}
+
+
 def _sum_bytes(tensors: list[torch.Tensor], seen: set[tuple]) -> int:
     total = 0
     for t in tensors:
@@ -146,8 +152,7 @@ def count_bytes(func: torch._ops.OpOverload, args: tuple, kwargs: dict, out: Any
     if not written and not fresh:  # a view: its outputs live in its inputs' memory
         return 0, 0
     if base in embedding_bag.OPS:
-        named = {arg.name: value for arg, value in _arguments(func, args, kwargs)}
-        return embedding_bag.count_embedding_bag(base, named, _sum_bytes(fresh, set()))
+        return embedding_bag.count_embedding_bag(base, named_arguments(func, args, kwargs), _sum_bytes(fresh, set()))
     if base in GATHERS:
         read = read[1:]
     seen: set[tuple] = set()

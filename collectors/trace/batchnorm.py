@@ -25,6 +25,8 @@ from typing import Any
 
 import torch
 
+from collectors.roofline.op_accounting import named_arguments
+
 NATIVE = "native"   # TracedOp.variant of a batch norm that runs ATen's per-channel NCHW kernels
 INT32_MAX = 2**31 - 1
 TRAIN_BATCH_MAX, EVAL_BATCH_MAX = 880801, 65535
@@ -55,13 +57,6 @@ def nchw(x: torch.Tensor) -> bool:
     return x.dim() >= 3 and x.is_contiguous()
 
 
-def _argument(func: torch._ops.OpOverload, args: tuple, kwargs: dict, name: str) -> Any:
-    for i, a in enumerate(func._schema.arguments):
-        if a.name == name:
-            return args[i] if i < len(args) else kwargs.get(name, a.default_value)
-    return None
-
-
 def batch_norm_variant(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> str | None:
     """NATIVE for a training batch norm of an NCHW batch, forward or backward, that a GPU runs with ATen's kernels,
     not cuDNN's; None for the rest (cuDNN's, ATen's channels-last ones, an eval-mode forward whose only kernel fills
@@ -69,8 +64,7 @@ def batch_norm_variant(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -
     name = func._schema.name.split("::")[-1]
     if name not in FORWARD and name != BACKWARD:
         return None
-    def arg(key: str) -> Any:
-        return _argument(func, args, kwargs, key)
+    arg = named_arguments(func, args, kwargs).get
     x, weight, running_mean, running_var = arg("input"), arg("weight"), arg("running_mean"), arg("running_var")
     if name in FORWARD:
         training, bias = bool(arg("training")), arg("bias")
