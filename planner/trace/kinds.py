@@ -48,7 +48,7 @@ NATIVE = "_native"
 # (1.5x and a fixed cost a call) timed GroupNorm 2.3x fast and SiLU 1.5x slow. The backward of each is its own
 # family (a normalisation's backward reduces twice). Elementwise arithmetic is not one: its learned kinds' medians
 # (1.1x on the H100, 1.5x on the H200, from a dozen kinds of few rows) timed llama-mini's pow no better than the pool.
-ACTIVATIONS = frozenset("""
+ACTIVATIONS = frozenset("""   # relu's backward is aten's threshold_backward
 relu gelu silu sigmoid tanh hardtanh leaky_relu elu celu selu mish hardswish hardsigmoid softplus log_sigmoid_forward
 glu prelu threshold gelu_backward silu_backward sigmoid_backward tanh_backward hardtanh_backward leaky_relu_backward
 elu_backward mish_backward hardswish_backward hardsigmoid_backward softplus_backward log_sigmoid_backward
@@ -70,7 +70,6 @@ def kind_family(kind: str) -> str | None:
     family = "activation" if base in ACTIVATIONS else "normalization" if base in NORMALIZATIONS else None
     if family is None:
         return None
-    # relu's backward is aten's threshold_backward
     return f"{family}_backward" if base.endswith("_backward") else family
 
 
