@@ -77,6 +77,34 @@ def _channels_last(t: torch.Tensor) -> bool:
     return not t.is_contiguous() or tuple(t.stride()) != _contiguous_strides(tuple(t.shape))
 
 
+CONVOLUTIONS = {"aten::convolution": 0, "aten::convolution_backward": 1}   # schema name → its input's argument
+
+
+def gpu_layout(func: torch._ops.OpOverload, args: tuple, out: object) -> object:
+    """`out` as the GPU lays it out where meta does not: meta's convolution returns a contiguous result whatever its
+    images, where cuDNN keeps the channels-last layout its input or weight suggests (its output and input gradient
+    are channels-last: `cudnn_conv_suggest_memory_format`). Without this the ops after a channels-last convolution
+    (a residual add, the next convolution) see NCHW where the GPU sees NHWC: ConvNeXt's stages after the first,
+    whose depthwise convolutions an H200 ran on cuDNN's NHWC kernels, traced as NCHW ones."""
+    at = CONVOLUTIONS.get(func._schema.name)
+    if at is None or not any(isinstance(t, torch.Tensor) and _channels_last(t) for t in args[at:at + 2]):
+        return out
+    if at == 0 and isinstance(out, torch.Tensor):
+        return _as_channels_last(out)
+    if at == 1 and isinstance(out, tuple) and isinstance(out[0], torch.Tensor):
+        return (_as_channels_last(out[0]), *out[1:])
+    return out
+
+
+def _as_channels_last(t: torch.Tensor) -> torch.Tensor:
+    """A meta tensor of t's shape and dtype laid out channels-last (meta holds no data to copy)."""
+    if t.device.type != "meta" or t.dim() not in (4, 5):
+        return t
+    fmt = torch.channels_last if t.dim() == 4 else torch.channels_last_3d
+    return t if t.is_contiguous(memory_format=fmt) else torch.empty(t.shape, dtype=t.dtype, device=t.device,
+                                                                    memory_format=fmt)
+
+
 def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     strides, step = [], 1
     for size in reversed(shape):
@@ -108,7 +136,7 @@ class TraceRecorder(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001 - torch's signature
         kwargs = kwargs or {}
         self.in_place.before()
-        out = func(*args, **kwargs)
+        out = gpu_layout(func, args, func(*args, **kwargs))
         name = func._schema.name
         if name.startswith("profiler::"):
             return out

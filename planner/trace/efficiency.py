@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from planner.trace.gemm import Gemm
-from planner.trace.kinds import NATIVE, NHWC, base_kind, kind_family
+from planner.trace.kinds import DEPTHWISE, NATIVE, NHWC, base_kind, kind_family
 from planner.trace.plane import PlaneGrid
 
 # The reduction depth at half efficiency (gemm.Gemm.fill): 32 to 512 were tried, and the held-out median did not move
@@ -86,15 +86,17 @@ class Group:
     nchw_s: float = 0.0       # per call: an NCHW convolution's transposes (its bytes twice, at the copy roof)
     plane: PlaneGrid | None = None   # a batch norm's per-channel kernels (plane.py)
     plane_s: float = 0.0      # per call: what those kernels move, at the copy roof
+    sm_s: float = 0.0         # per call: the SM cycles of kernels no roof sets, at the GPU's clock (depthwise.py)
 
     def roof_s(self, sms: int, shape: Shape) -> float:
         """Σ over the calls of the roofline time, the math time stretched by the shape's fill (matmul kinds), the
-        per-channel kernels' bytes by the share of the SMs their blocks fill."""
+        per-channel kernels' bytes by the share of the SMs their blocks fill; a call whose kernels' SM cycles were
+        measured (`sm_s`) takes at least those."""
         math_s = self.math_s
         if self.gemm is not None and math_s:
             math_s /= self.gemm.fill(sms, shape.k_half) * shape.aligned(self.gemm.alignment)
         plane_s = self.plane_s / self.plane.fill(sms) if self.plane is not None else 0.0
-        return self.calls * (max(math_s, self.memory_s) + shape.nchw * self.nchw_s + plane_s)
+        return self.calls * (max(math_s, self.memory_s, self.sm_s) + shape.nchw * self.nchw_s + plane_s)
 
 
 @dataclass(frozen=True)
@@ -137,7 +139,7 @@ class Efficiency:
         """The learned entry for an op: its kind in its math class (matmuls; else in the nearest class), else the
         kind without its variant (an NHWC convolution no profile showed is timed as an NCHW one; an NHWC or a native
         batch norm never as cuDNN's NCHW one: each runs kernels of its own); None: unlearned."""
-        for k in dict.fromkeys((kind,) if kind.endswith((NHWC, NATIVE)) else (kind, base_kind(kind))):
+        for k in dict.fromkeys((kind,) if kind.endswith((NHWC, NATIVE, DEPTHWISE)) else (kind, base_kind(kind))):
             if cls == ANY and k in self.kinds:
                 return k
             for c in (cls, "tf32" if cls == "fp32" else "half", "half") if cls != ANY else ():
@@ -165,6 +167,8 @@ class Efficiency:
         learn.py) times its roof, the alignment factors left out (SIMT kernels)."""
         groups = list(groups)
         key = self.key(kind, cls)
+        if key is None and kind.endswith(DEPTHWISE):   # its kernels' cycles were measured, not learned: known
+            return sum(g.calls * self.pooled.per_call_s + g.roof_s(self.sms, Shape()) for g in groups), True
         fit = self.kinds[key] if key else self.unlearned(kind)
         shape = self.shapes.get(family(kind), Shape())
         if cls == "fp32":

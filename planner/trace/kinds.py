@@ -38,6 +38,11 @@ BATCH_NORMS = frozenset({"batch_norm", "batch_norm_backward"})
 # collectors/trace/batchnorm.py; bf16 autocast, an InstanceNorm): a kind of its own, timed by the share of the SMs its
 # one block per channel fills (planner/trace/plane.py)
 NATIVE = "_native"
+# A depthwise convolution on ATen's own kernels (planner/trace/depthwise.py: every dtype but cuDNN's fp16 shapes, NCHW):
+# a kind of its own in a class of its own, timed by the SM cycles the kernels were measured to take, not by a
+# dense convolution's tensor-core roof or bytes (MobileNetV3's backward, so timed: 16 ms for 52 measured on an H200)
+DEPTHWISE = "_depthwise"
+SM_BOUND = "sm"
 
 
 # Kinds of one family run alike (one kernel pattern: an activation reads its input once and writes its output; a
@@ -64,7 +69,7 @@ def kind_family(kind: str) -> str | None:
     An NHWC batch norm has none: cuDNN's NHWC kernels (fp16, fp32) are no normalisation's pattern, and ResNet-50's
     held out as one ran 25-53 % slower than measured in fp16 and TF32 (timed pooled: within 23 %); nor has ATen's
     per-channel one (its figures are of another roof: planner/trace/plane.py)."""
-    if kind.endswith((NHWC, NATIVE)):   # a native batch norm's slowdown is of its per-channel roof, not its bytes'
+    if kind.endswith((NHWC, NATIVE, DEPTHWISE)):   # a native batch norm's slowdown is of its per-channel roof
         return None
     base = base_kind(kind)
     family = "activation" if base in ACTIVATIONS else "normalization" if base in NORMALIZATIONS else None
@@ -75,7 +80,7 @@ def kind_family(kind: str) -> str | None:
 
 def base_kind(kind: str) -> str:
     """The kind without its variant: what the profile's one row per op name covers."""
-    for v in (*VARIANTS, NHWC, NATIVE):
+    for v in (*VARIANTS, NHWC, NATIVE, DEPTHWISE):
         kind = kind.removesuffix(v)
     return kind
 
@@ -95,6 +100,8 @@ class Roofs:
 
     flops_per_s: dict[str, float]
     bytes_per_s: float
+    sms: int = 0              # the GPU's SMs and boost clock (its catalog entry): what SM-bound kernels' cycles take
+    clock_hz: float = 0.0     # (planner/trace/depthwise.py); 0: unknown, such a kernel is timed by its bytes
 
     def math_s(self, flops: float | None, dtype: str | None, precision: str) -> float:
         """FLOPs at the matmul roof of the op's dtype (fp32 at TF32's under a tf32 run); 0 where no FLOPs."""

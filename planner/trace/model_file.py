@@ -51,13 +51,14 @@ class Learned:
 
 def model_to_dict(m: GpuModel) -> dict:
     return {"machine": m.machine, "gpu": m.gpu,
-            "roofs": {"flops_per_s": m.roofs.flops_per_s, "bytes_per_s": m.roofs.bytes_per_s},
+            "roofs": {"flops_per_s": m.roofs.flops_per_s, "bytes_per_s": m.roofs.bytes_per_s, "sms": m.roofs.sms,
+                      "clock_hz": m.roofs.clock_hz},
             "efficiency": efficiency_to_dict(m.efficiency), "host": m.host.to_dict(), "fp32_scale": m.fp32_scale,
             "compile": m.compile.__dict__, "memory": m.memory.__dict__}
 
 
 def model_from_dict(d: dict) -> GpuModel:
-    return GpuModel(d["machine"], d["gpu"], Roofs(d["roofs"]["flops_per_s"], d["roofs"]["bytes_per_s"]),
+    return GpuModel(d["machine"], d["gpu"], Roofs(**d["roofs"]),
                     efficiency_from_dict(d["efficiency"]), HostModel(**d["host"]), d["fp32_scale"],
                     CompileModel(**d["compile"]), MemoryModel(**d["memory"]))
 

@@ -13,16 +13,31 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from gpuplan_schema.payloads import CeilingsPayload, RooflinePayload, TracedOp, TracePayload, TraceRun
+from planner.specs import match_gpu
+from planner.trace.depthwise import depthwise_of
 from planner.trace.efficiency import ANY, Group, Row, math_class
 from planner.trace.gemm import gemm_of
-from planner.trace.kinds import BATCH_NORMS, MATMUL_KINDS, NATIVE, NHWC, VARIANT_SUFFIX, Roofs, base_kind, op_kind
+from planner.trace.kinds import (
+    BATCH_NORMS,
+    DEPTHWISE,
+    MATMUL_KINDS,
+    NATIVE,
+    NHWC,
+    SM_BOUND,
+    VARIANT_SUFFIX,
+    Roofs,
+    base_kind,
+    op_kind,
+)
 from planner.trace.plane import plane_of
 
 
 def roofs_of(ceilings: CeilingsPayload) -> Roofs:
     flops = {m.dtype: m.flops_per_s.median for m in ceilings.matmul if m.flops_per_s}
     copy = next((b.bytes_per_s.median for b in ceilings.memory if b.name == "copy" and b.bytes_per_s), 0.0)
-    return Roofs(flops, copy)
+    spec = match_gpu(ceilings.device_name)
+    sms, clock = (spec.sm_count or 0, (spec.boost_clock_mhz or 0.0) * 1e6) if spec else (0, 0.0)
+    return Roofs(flops, copy, sms, clock)
 
 
 def group_of(op: TracedOp, roofs: Roofs, precision: str, nhwc: bool = False) -> Group:
@@ -35,6 +50,10 @@ def group_of(op: TracedOp, roofs: Roofs, precision: str, nhwc: bool = False) -> 
     # cuDNN runs a channels-first convolution (1-D ones too, as 2-D of height 1) through NHWC transposes
     nchw = kind.startswith("convolution") and op.variant != "channels_last" and bool(op.shapes) \
         and len(op.shapes[0]) in (3, 4, 5)
+    depthwise = depthwise_of(op)
+    if depthwise is not None:   # ATen's kernels in NCHW: no transposes, no tensor-core product (depthwise.py)
+        return Group(op.calls, roofs.math_s(flops, op.dtype, precision), memory_s,
+                     sm_s=depthwise.seconds(roofs.sms, roofs.clock_hz))
     native = op.variant == "native" and kind in BATCH_NORMS and not nhwc
     plane = plane_of(op.shapes, kind == "batch_norm_backward") if native else None
     plane_s = 0.0
@@ -51,6 +70,8 @@ def kind_and_class(op: TracedOp, precision: str, nhwc: bool = False) -> tuple[st
     and, for a matmul kind, its math class ("any" for the others: their
     efficiency is learned across dtypes, as the profile lists each op once whatever dtypes its calls had)."""
     kind = op_kind(op.name)
+    if depthwise_of(op) is not None:
+        return kind + DEPTHWISE, SM_BOUND
     suffix = VARIANT_SUFFIX.get(op.variant or "")
     if suffix and kind.startswith("attention"):
         kind += suffix   # a convolution's layout is in its Group (the NCHW transposes)
