@@ -65,7 +65,7 @@ def test_a_batch_norm_of_an_nhwc_network_is_a_kind_of_its_own_never_timed_as_the
 
 def test_a_kind_no_profile_showed_is_timed_with_its_familys_figures_else_the_pooled_ones():
     pooled = KindFit(5e-6, 1.5, 0)
-    kinds = {"native_layer_norm": KindFit(2e-6, 2.0, 9), "batch_norm": KindFit(4e-6, 4.0, 9),
+    kinds = {"_fused_rms_norm": KindFit(2e-6, 2.0, 9), "batch_norm": KindFit(4e-6, 4.0, 9),
              "gelu": KindFit(1e-6, 1.1, 9), "mm/half": KindFit(0.0, 9.0, 9)}
     efficiency = Efficiency(132, {}, kinds, pooled)
     norm = efficiency.unlearned("native_group_norm")   # the learned normalisations' medians

@@ -31,10 +31,10 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import Protocol
 
 from planner.trace.gemm import Gemm
-from planner.trace.kinds import DEPTHWISE, NATIVE, NHWC, base_kind, kind_family
-from planner.trace.plane import PlaneGrid
+from planner.trace.kinds import DEPTHWISE, NATIVE, NHWC, base_kind, kind_family, own_roof
 
 # The reduction depth at half efficiency (gemm.Gemm.fill): 32 to 512 were tried, and the held-out median did not move
 # once split-K was modelled; kept at 0 (no depth penalty), a grid of one
@@ -47,6 +47,7 @@ EVEN = (1.0, 0.8, 0.6, 0.45, 0.3)          # the efficiency of an even, not 8-al
 ODD = (0.5, 0.3, 0.2, 0.15, 0.1, 0.07)     # of one with an odd dimension
 MIN_ROWS = 2
 ANY = "any"   # the class of a kind learned across dtypes
+ALIGN = 8     # the elements of a half type in one 16-byte load (gemm.py)
 
 
 def math_class(dtype: str | None, precision: str) -> str:
@@ -65,14 +66,35 @@ class Shape:
     even: float = 1.0
     odd: float = 1.0
     nchw: float = NCHW_TRANSPOSES
+    vector: int = ALIGN          # the elements of one 16-byte load: a product aligned to them is aligned
+    tf32_scale: float | None = None   # the half (bf16) roof over the TF32 roof, measured (`of`; None: alike)
 
     def aligned(self, alignment: int) -> float:
-        return 1.0 if alignment >= 8 else self.odd if alignment == 1 else self.even
+        return 1.0 if alignment >= self.vector else self.odd if alignment == 1 else self.even
+
+    def of(self, cls: str) -> Shape:
+        """The factors for a product of a math class. `even` and `odd` are a half product's; an unaligned product's
+        kernels load element by element (or by 2-4), and those loads, not the tensor cores, set its rate: the same
+        FLOP/s whatever its dtype (on the H100 the odd LM heads ran at 110-135 TFLOP/s in bf16 and 105-130 in TF32,
+        0.11-0.21 and 0.24-0.31 of their roofs). So a TF32 product's factors are the half ones × the half roof over
+        the TF32 roof (at most 1), and its 16-byte loads are of 4 elements (4-aligned is aligned). Shown for cuBLAS's
+        products; a family without `tf32_scale` (cuDNN's convolutions) takes its factors alike in every class."""
+        if cls != "tf32" or self.tf32_scale is None:
+            return self
+        scale = self.tf32_scale
+        return replace(self, even=min(1.0, self.even * scale), odd=min(1.0, self.odd * scale), vector=4)
 
     @property
     def unaligned(self) -> Shape:
         """The same without the alignment factors: plain fp32 products run on SIMT kernels, which take any."""
         return Shape(self.k_half, 1.0, 1.0, self.nchw)
+
+
+class Blocks(Protocol):
+    """A launch of ATen's kernels of one block per channel (plane.py) or per row (rows.py), whose time is set by the
+    share of the GPU its blocks keep busy, not by the card's bandwidth alone."""
+
+    def fill(self, sms: int) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -84,7 +106,7 @@ class Group:
     memory_s: float
     gemm: Gemm | None = None
     nchw_s: float = 0.0       # per call: an NCHW convolution's transposes (its bytes twice, at the copy roof)
-    plane: PlaneGrid | None = None   # a batch norm's per-channel kernels (plane.py)
+    plane: Blocks | None = None   # a native batch norm's per-channel kernels (plane.py), a layer norm's (rows.py)
     plane_s: float = 0.0      # per call: what those kernels move, at the copy roof
     sm_s: float = 0.0         # per call: the SM cycles of kernels no roof sets, at the GPU's clock (depthwise.py)
 
@@ -170,7 +192,7 @@ class Efficiency:
         if key is None and kind.endswith(DEPTHWISE):   # its kernels' cycles were measured, not learned: known
             return sum(g.calls * self.pooled.per_call_s + g.roof_s(self.sms, Shape()) for g in groups), True
         fit = self.kinds[key] if key else self.unlearned(kind)
-        shape = self.shapes.get(family(kind), Shape())
+        shape = self.shapes.get(family(kind), Shape()).of(cls)
         if cls == "fp32":
             roof = sum(g.roof_s(self.sms, shape.unaligned) for g in groups)
             return sum(g.calls for g in groups) * fit.per_call_s + fp32_slowdown * roof, key is not None
@@ -178,8 +200,9 @@ class Efficiency:
         return sum(g.calls for g in groups) * fit.per_call_s + fit.slowdown * roof, key is not None
 
     def plane_excess_s(self, kind: str, cls: str, groups: Iterable[Group]) -> float:
-        """Of time_s, what the per-channel blocks' share of the SMs adds to a native batch norm (plane.py): what a
-        compiled step does not pay, as Inductor lowers batch norm to reductions of its own that fill the GPU."""
+        """Of time_s, what the per-channel blocks' share of the SMs adds to a native batch norm (plane.py), the per-row
+        blocks' to a layer norm (rows.py): what a compiled step does not pay, as Inductor lowers both to reductions of
+        its own that fill the GPU."""
         key = self.key(kind, cls)
         fit = self.kinds[key] if key else self.unlearned(kind)
         return fit.slowdown * sum(g.calls * g.plane_s * (1 / g.plane.fill(self.sms) - 1) for g in groups
@@ -205,7 +228,7 @@ def _nnls2(x1: list[float], x2: list[float], y: list[float], w: list[float]) -> 
 
 
 def _roof(row: Row, sms: int, shape: Shape) -> float:
-    return sum(g.roof_s(sms, shape) for g in row.groups)
+    return sum(g.roof_s(sms, shape.of(row.cls)) for g in row.groups)
 
 
 def fit_kind(rows: list[Row], sms: int, shape: Shape, least: float = 0.0) -> KindFit:
@@ -241,7 +264,7 @@ GRID = {"k_half": K_HALVES, "even": EVEN, "odd": ODD}
 ROUNDS = 3
 
 
-def fit_shape(matmul: dict[str, list[Row]], sms: int) -> tuple[Shape, dict[str, KindFit]]:
+def fit_shape(matmul: dict[str, list[Row]], sms: int, start: Shape | None = None) -> tuple[Shape, dict[str, KindFit]]:
     """The shape parameters that fit these matmul rows best (the kinds refitted at each trial): each parameter in
     turn over its grid, the others held, for ROUNDS rounds (coordinate descent: the full grid is 180 points)."""
     rows = [r for rs in matmul.values() for r in rs]
@@ -250,7 +273,7 @@ def fit_shape(matmul: dict[str, list[Row]], sms: int) -> tuple[Shape, dict[str, 
         fits = {k: fit_kind(rs, sms, shape, FLOOR) for k, rs in matmul.items()}
         return _error(fits, rows, sms, shape), shape, fits
 
-    best = trial(Shape())
+    best = trial(start or Shape())
     for _ in range(ROUNDS):
         for name, values in GRID.items():
             best = min((trial(replace(best[1], **{name: v})) for v in values), key=lambda t: t[0])
@@ -263,9 +286,10 @@ def family(kind: str) -> str:
     return "conv" if kind.startswith("convolution") else "gemm"
 
 
-def fit_efficiency(rows: list[Row], sms: int) -> Efficiency:
+def fit_efficiency(rows: list[Row], sms: int, tf32_scale: float = 1.0) -> Efficiency:
     """Learn one GPU's efficiency from its profiled op rows (module docstring): the shape parameters per family
-    with its matmul kinds, then every other kind with enough rows."""
+    with its matmul kinds (`tf32_scale`: the GPU's half roof over its TF32 roof, Shape.of), then every other kind
+    with enough rows."""
     by_key: dict[str, list[Row]] = defaultdict(list)
     for r in rows:
         by_key[_key(r)].append(r)
@@ -274,13 +298,14 @@ def fit_efficiency(rows: list[Row], sms: int) -> Efficiency:
     for name in ("gemm", "conv"):
         mine = {k: rs for k, rs in by_key.items() if "/" in k and family(k) == name}
         if mine:
-            shapes[name], fits = fit_shape(mine, sms)
+            shapes[name], fits = fit_shape(mine, sms, Shape(tf32_scale=tf32_scale if name == "gemm" else None))
             kinds.update(fits)
     for k, rs in by_key.items():
         if k not in kinds and len(rs) >= MIN_ROWS:
             kinds[k] = fit_kind(rs, sms, Shape())
-    # the pooled figures time an unseen kind by its bytes: a native batch norm's slowdown is of its per-channel roof
-    memory = [f for k, f in kinds.items() if "/" not in k and not k.endswith(NATIVE)]
+    # the pooled figures time an unseen kind by its bytes: a native batch norm's slowdown is of its per-channel roof,
+    # a layer norm's of its per-row one (kinds.py own_roof)
+    memory = [f for k, f in kinds.items() if "/" not in k and not own_roof(k)]
     pooled = median_fit(memory) if memory else KindFit(5e-6, 2.0, 0)
     return Efficiency(sms, shapes, kinds, pooled, tuple(sorted({r.workload for r in rows})))
 

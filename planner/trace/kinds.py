@@ -43,6 +43,15 @@ NATIVE = "_native"
 # dense convolution's tensor-core roof or bytes (MobileNetV3's backward, so timed: 16 ms for 52 measured on an H200)
 DEPTHWISE = "_depthwise"
 SM_BOUND = "sm"
+# Kinds that run ATen's kernels of one block per row (planner/trace/rows.py), timed by the share of the GPU those
+# blocks fill: the layer norm's forward (its backward's kernels keep up with the wide rows' per byte)
+ROW_KINDS = frozenset({"native_layer_norm"})
+
+
+def own_roof(kind: str) -> bool:
+    """Whether a kind's learned slowdown is of a roof of its own (a native batch norm's per-channel one, a layer norm's
+    per-row one), not of its bytes at the copy roof: no family's figure, nor the pooled one, for kinds it never saw."""
+    return kind.endswith(NATIVE) or kind in ROW_KINDS
 
 
 # Kinds of one family run alike (one kernel pattern: an activation reads its input once and writes its output; a
@@ -69,8 +78,8 @@ def kind_family(kind: str) -> str | None:
     An NHWC batch norm has none: cuDNN's NHWC kernels (fp16, fp32) are no normalisation's pattern, and ResNet-50's
     held out as one ran 25-53 % slower than measured in fp16 and TF32 (timed pooled: within 23 %); nor has ATen's
     per-channel one (its figures are of another roof: planner/trace/plane.py)."""
-    if kind.endswith((NHWC, NATIVE, DEPTHWISE)):   # a native batch norm's slowdown is of its per-channel roof
-        return None
+    if kind.endswith((NHWC, DEPTHWISE)) or own_roof(kind):   # a native batch norm's slowdown is of its per-channel
+        return None                                 # roof, not its bytes' (a layer norm's of its per-row one)
     base = base_kind(kind)
     family = "activation" if base in ACTIVATIONS else "normalization" if base in NORMALIZATIONS else None
     if family is None:
@@ -111,6 +120,12 @@ class Roofs:
             dtype = "tf32"
         peak = self.flops_per_s.get(dtype) or self.flops_per_s.get("fp32")
         return flops / peak if peak else 0.0
+
+    @property
+    def half_over_tf32(self) -> float:
+        """How many times faster the half (bf16) tensor roof is than the TF32 one (1 where either is unmeasured)."""
+        half, tf32 = self.flops_per_s.get("bf16") or self.flops_per_s.get("fp16"), self.flops_per_s.get("tf32")
+        return half / tf32 if half and tf32 else 1.0
 
     def roof_s(self, flops: float | None, moved: float, dtype: str | None, precision: str) -> float:
         """The roofline's time for one call: the larger of its math and memory times."""

@@ -225,7 +225,8 @@ def learn_gpu(machine: MachineResults, traces: dict[str, TracePayload], leave_ou
     if spec is None or machine.ceilings is None:
         raise ValueError(f"{machine.folder}: not a reference GPU machine (no catalog GPU or no ceilings)")
     roofs = roofs_of(machine.ceilings)
-    efficiency = fit_efficiency(build_rows(machine_rooflines(machine), traces, roofs, leave_out), spec.sm_count or 1)
+    efficiency = fit_efficiency(build_rows(machine_rooflines(machine), traces, roofs, leave_out), spec.sm_count or 1,
+                                roofs.half_over_tf32)
     points = measured_points(machine, traces, leave_out)
     dispatch = machine.ceilings.dispatch
     op_issue_s = dispatch.op_issue_s.median if dispatch else 1e-5

@@ -59,8 +59,9 @@ class OpTime:
     seconds: float
     learned: bool
     math_s: float          # Σ math time at the roof (no efficiency)
-    memory_s: float        # Σ memory time at the roof
-    plane_s: float = 0.0   # of `seconds`, what a native batch norm's one block per channel adds (plane.py)
+    memory_s: float        # Σ memory time at the roof (a per-channel or per-row kernel's bytes too)
+    plane_s: float = 0.0   # of `seconds`, what a native batch norm's one block per channel, a layer norm's one block
+                           # per row adds (plane.py, rows.py)
 
     @property
     def op_class(self) -> str:
@@ -114,8 +115,9 @@ def op_times(run: TraceRun, efficiency: Efficiency, roofs: Roofs, fp32_scale: fl
     out = []
     for (kind, cls), groups in traced_kinds(run, roofs, phase).items():
         seconds, learned = efficiency.time_s(kind, cls, groups, fp32_scale)
+        moved = sum(g.calls * (g.memory_s + g.plane_s) for g in groups)
         out.append(OpTime(kind, cls, sum(g.calls for g in groups), seconds, learned,
-                          sum(g.calls * g.math_s for g in groups), sum(g.calls * g.memory_s for g in groups),
+                          sum(g.calls * g.math_s for g in groups), moved,
                           efficiency.plane_excess_s(kind, cls, groups)))
     return sorted(out, key=lambda o: o.seconds, reverse=True)
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from gpuplan_schema.payloads import CeilingsPayload, RooflinePayload, TracedOp, TracePayload, TraceRun
 from planner.specs import match_gpu
 from planner.trace.depthwise import depthwise_of
-from planner.trace.efficiency import ANY, Group, Row, math_class
+from planner.trace.efficiency import ANY, Blocks, Group, Row, math_class
 from planner.trace.gemm import gemm_of
 from planner.trace.kinds import (
     BATCH_NORMS,
@@ -23,6 +23,7 @@ from planner.trace.kinds import (
     MATMUL_KINDS,
     NATIVE,
     NHWC,
+    ROW_KINDS,
     SM_BOUND,
     VARIANT_SUFFIX,
     Roofs,
@@ -30,6 +31,7 @@ from planner.trace.kinds import (
     op_kind,
 )
 from planner.trace.plane import plane_of
+from planner.trace.rows import rows_of
 
 
 def roofs_of(ceilings: CeilingsPayload) -> Roofs:
@@ -55,12 +57,14 @@ def group_of(op: TracedOp, roofs: Roofs, precision: str, nhwc: bool = False) -> 
         return Group(op.calls, roofs.math_s(flops, op.dtype, precision), memory_s,
                      sm_s=depthwise.seconds(roofs.sms, roofs.clock_hz))
     native = op.variant == "native" and kind in BATCH_NORMS and not nhwc
-    plane = plane_of(op.shapes, kind == "batch_norm_backward") if native else None
+    plane: Blocks | None = plane_of(op.shapes, kind == "batch_norm_backward") if native else None
     plane_s = 0.0
     if plane is not None:   # the statistics' pass reads the input (the output's kernel fills the GPU); the fused
         forward = kind == "batch_norm"   # backward is all per-channel
         plane_s = op.read_bytes / calls / roofs.bytes_per_s if forward else memory_s
         memory_s = memory_s if forward else 0.0
+    elif kind in ROW_KINDS and (plane := rows_of(op.shapes)) is not None:   # one block a row: all its bytes
+        plane_s, memory_s = memory_s, 0.0
     return Group(op.calls, roofs.math_s(flops, op.dtype, precision), memory_s, gemm_of(kind, op.shapes, flops),
                  2 * memory_s if nchw else 0.0, plane, plane_s)
 
