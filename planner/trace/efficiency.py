@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from planner.trace.gemm import Gemm
-from planner.trace.kinds import NATIVE, NHWC, base_kind, kind_family
+from planner.trace.kinds import NATIVE, OWN_KERNELS, base_kind, kind_family
 from planner.trace.plane import PlaneGrid
 
 # The reduction depth at half efficiency (gemm.Gemm.fill): 32 to 512 were tried, and the held-out median did not move
@@ -136,8 +136,9 @@ class Efficiency:
     def key(self, kind: str, cls: str) -> str | None:
         """The learned entry for an op: its kind in its math class (matmuls; else in the nearest class), else the
         kind without its variant (an NHWC convolution no profile showed is timed as an NCHW one; an NHWC or a native
-        batch norm never as cuDNN's NCHW one: each runs kernels of its own); None: unlearned."""
-        for k in dict.fromkeys((kind,) if kind.endswith((NHWC, NATIVE)) else (kind, base_kind(kind))):
+        batch norm, per-channel or channels-last, never as cuDNN's NCHW one: each runs kernels of its own); None:
+        unlearned."""
+        for k in dict.fromkeys((kind,) if kind.endswith(OWN_KERNELS) else (kind, base_kind(kind))):
             if cls == ANY and k in self.kinds:
                 return k
             for c in (cls, "tf32" if cls == "fp32" else "half", "half") if cls != ANY else ():

@@ -15,8 +15,18 @@ from collections.abc import Iterable
 from gpuplan_schema.payloads import CeilingsPayload, RooflinePayload, TracedOp, TracePayload, TraceRun
 from planner.trace.efficiency import ANY, Group, Row, math_class
 from planner.trace.gemm import gemm_of
-from planner.trace.kinds import BATCH_NORMS, MATMUL_KINDS, NATIVE, NHWC, VARIANT_SUFFIX, Roofs, base_kind, op_kind
-from planner.trace.plane import plane_of
+from planner.trace.kinds import (
+    BATCH_NORMS,
+    CHANNELS_LAST,
+    MATMUL_KINDS,
+    NATIVE,
+    NHWC,
+    VARIANT_SUFFIX,
+    Roofs,
+    base_kind,
+    op_kind,
+)
+from planner.trace.plane import plane_of, rows_input
 
 
 def roofs_of(ceilings: CeilingsPayload) -> Roofs:
@@ -27,7 +37,8 @@ def roofs_of(ceilings: CeilingsPayload) -> Roofs:
 
 def group_of(op: TracedOp, roofs: Roofs, precision: str, nhwc: bool = False) -> Group:
     """One traced op row as a Group: its calls' per-call math and memory seconds on these roofs (`nhwc`: the op is
-    of a channels-last network, whose batch norms run NHWC kernels whatever the trace's variant says)."""
+    of a channels-last network, whose batch norms run NHWC kernels, cuDNN's or ATen's channels-last ones, whatever
+    the input's layout on the meta device)."""
     calls = max(op.calls, 1)
     flops = op.flops / calls if op.flops is not None else None
     kind = op_kind(op.name)
@@ -36,7 +47,7 @@ def group_of(op: TracedOp, roofs: Roofs, precision: str, nhwc: bool = False) -> 
     nchw = kind.startswith("convolution") and op.variant != "channels_last" and bool(op.shapes) \
         and len(op.shapes[0]) in (3, 4, 5)
     native = op.variant == "native" and kind in BATCH_NORMS and not nhwc
-    plane = plane_of(op.shapes, kind == "batch_norm_backward") if native else None
+    plane = plane_of(op.shapes, kind == "batch_norm_backward") if native else None   # None: channels-last kernels
     plane_s = 0.0
     if plane is not None:   # the statistics' pass reads the input (the output's kernel fills the GPU); the fused
         forward = kind == "batch_norm"   # backward is all per-channel
@@ -54,10 +65,10 @@ def kind_and_class(op: TracedOp, precision: str, nhwc: bool = False) -> tuple[st
     suffix = VARIANT_SUFFIX.get(op.variant or "")
     if suffix and kind.startswith("attention"):
         kind += suffix   # a convolution's layout is in its Group (the NCHW transposes)
-    if nhwc and kind in BATCH_NORMS:
+    if kind in BATCH_NORMS and op.variant == "native":   # ATen's kernels: channels-last, or one block per channel
+        kind += CHANNELS_LAST if nhwc or rows_input(op.shapes, kind == "batch_norm_backward") else NATIVE
+    elif kind in BATCH_NORMS and nhwc:                   # cuDNN's NHWC kernels
         kind += NHWC
-    elif op.variant == "native" and kind in BATCH_NORMS:
-        kind += NATIVE
     return kind, math_class(op.dtype, precision) if kind in MATMUL_KINDS else ANY
 
 
