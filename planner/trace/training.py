@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from gpuplan_schema.payloads import CeilingsPayload, RooflinePayload, TracedOp, TracePayload, TraceRun
-from planner.trace.efficiency import ANY, Group, Row, math_class
+from planner.trace.efficiency import ANY, BIAS_ADD_OPS, Group, Row, math_class
 from planner.trace.gemm import gemm_of
 from planner.trace.kinds import (
     BATCH_NORMS,
@@ -54,7 +54,19 @@ def group_of(op: TracedOp, roofs: Roofs, precision: str, nhwc: bool = False) -> 
         plane_s = op.read_bytes / calls / roofs.bytes_per_s if forward else memory_s
         memory_s = memory_s if forward else 0.0
     return Group(op.calls, roofs.math_s(flops, op.dtype, precision), memory_s, gemm_of(kind, op.shapes, flops),
-                 2 * memory_s if nchw else 0.0, plane, plane_s)
+                 2 * memory_s if nchw else 0.0, plane, plane_s, bias_add_s(op, kind, roofs))
+
+
+ELEMENT_BYTES = {"fp64": 8, "fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
+
+
+def bias_add_s(op: TracedOp, kind: str, roofs: Roofs) -> float:
+    """Per call, ATen's add of a convolution's bias to its output (efficiency.py BIAS_ADD_OPS): every output element
+    at BIAS_ADD_OPS operations at the FP32 roof, whatever its dtype; 0 without a bias (a third input shape)."""
+    peak = roofs.flops_per_s.get("fp32")
+    if kind != "convolution" or len(op.shapes) < 3 or not op.shapes[2] or not peak:
+        return 0.0
+    return op.written_bytes / max(op.calls, 1) / ELEMENT_BYTES.get(op.dtype or "", 4) * BIAS_ADD_OPS / peak
 
 
 def kind_and_class(op: TracedOp, precision: str, nhwc: bool = False) -> tuple[str, str]:
