@@ -12,7 +12,7 @@ from collectors.trace.batchnorm import NATIVE, batch_norm_variant
 from collectors.trace.collect import load_on_meta, trace_run
 from gpuplan_schema.payloads import TracedOp, TraceRun
 from planner.trace.efficiency import Efficiency, KindFit, Shape
-from planner.trace.kinds import Roofs, base_kind
+from planner.trace.kinds import Roofs, base_kind, kind_family
 from planner.trace.learn import CompileModel
 from planner.trace.plane import RESIDENT, PlaneGrid, plane_of
 from planner.trace.predict import PhaseTime, StepTime
@@ -56,10 +56,14 @@ def test_cudnn_takes_fp32_and_an_fp16_input_with_fp32_weights_aten_takes_bf16_fp
     assert decisions(nn.BatchNorm1d(8), torch.randn(4, 8, 7).bfloat16()) == both               # 1-D maps too
 
 
-def test_channels_last_2d_and_eval_batch_norms_are_not_the_per_channel_kind():
+def test_channels_last_and_2d_batch_norms_that_cudnn_does_not_take_are_atens_an_eval_forward_is_neither():
     x = torch.randn(4, 8, 5, 5).bfloat16()
-    assert decisions(nn.BatchNorm2d(8), x.to(memory_format=torch.channels_last)) == {FORWARD: None, BACKWARD: None}
-    assert decisions(nn.BatchNorm1d(8), torch.randn(4, 8).bfloat16()) == {FORWARD: None, BACKWARD: None}
+    both = {FORWARD: NATIVE, BACKWARD: NATIVE}
+    assert decisions(nn.BatchNorm2d(8), x.to(memory_format=torch.channels_last)) == both
+    assert decisions(nn.BatchNorm1d(8), torch.randn(4, 8).bfloat16()) == both
+    assert decisions(nn.BatchNorm1d(8), torch.randn(4, 8)) == both          # fp32 too: cuDNN takes 3-D and more
+    assert decisions(nn.BatchNorm2d(8), x.float().to(memory_format=torch.channels_last)) == \
+        {FORWARD: None, BACKWARD: None}                                     # cuDNN's NHWC kernels
     assert decisions(nn.BatchNorm2d(8).eval(), x, backward=False) == {FORWARD: None}   # no statistics kernel
 
 
@@ -113,12 +117,25 @@ def test_a_native_batch_norm_is_a_kind_of_its_own_timed_by_the_blocks_its_channe
     assert learned.key("batch_norm_native", "any") == "batch_norm_native"
 
 
-def test_in_a_channels_last_network_a_batch_norm_stays_nhwc_whatever_its_variant():
+def test_in_a_channels_last_network_a_batch_norm_runs_cudnns_nhwc_kernels_or_atens_channels_last_ones():
+    """bf16 autocast's NHWC batch norm runs ATen's channels-last kernels (ResNet-50's profile:
+    batch_norm_collect_statistics_channels_last_kernel), TF32's cuDNN's (batchnorm_fwtr_nhwc_semiPersist): kinds
+    apart, and the channels-last one is a 2-D input's too (mlp-stgan's BatchNorm1d runs the same kernels)."""
     conv = TracedOp("aten::convolution", "forward", 1, 1e6, 1e6, 1, "bf16", [[32, 64, 56, 56], [64, 64, 1, 1]],
                     1e9, "channels_last")
-    kinds = traced_kinds(TraceRun("bf16", 32, "ok", ops=[conv, _norm(NATIVE)]), Roofs({"bf16": 7e14}, 3e12))
-    (group,) = kinds[("batch_norm_nhwc", "any")]
-    assert group.plane is None
+    roofs = Roofs({"bf16": 7e14}, 3e12)
+    kinds = traced_kinds(TraceRun("bf16", 32, "ok", ops=[conv, _norm(NATIVE)]), roofs)
+    (group,) = kinds[("batch_norm_native_cl", "any")]
+    assert group.plane is None and group.memory_s == pytest.approx(4 * 32 * 64 * 256 * 256 / 3e12)
+    assert ("batch_norm_nhwc", "any") in traced_kinds(TraceRun("tf32", 32, "ok", ops=[conv, _norm(None)]), roofs)
+    rows = TracedOp("aten::native_batch_norm_backward", "backward", 1, 4e6, 2e6, 1, "bf16",
+                    [[4096, 512], [4096, 512], [512]], None, NATIVE)
+    assert ("batch_norm_backward_native_cl", "any") in traced_kinds(TraceRun("bf16", 32, "ok", ops=[rows]), roofs)
+    assert base_kind("batch_norm_backward_native_cl") == "batch_norm_backward"
+    fit = KindFit(1e-6, 1.5, 3)
+    others = Efficiency(132, {}, {k: fit for k in ("batch_norm", "batch_norm_nhwc", "batch_norm_native")}, fit)
+    assert others.key("batch_norm_native_cl", "any") is None    # never timed as another kind's kernels
+    assert kind_family("batch_norm_native_cl") is None
 
 
 def test_a_compiled_step_drops_the_per_channel_excess_as_inductors_own_batch_norm_kernels_fill_the_gpu():

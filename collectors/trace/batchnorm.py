@@ -16,7 +16,8 @@ TensorIterator's. The NCHW kernels that matter (Normalization.cuh): in training,
 `batch_norm_backward_kernel` (`batch_norm_backward_cuda_template`, `dim3 blocks(input.size(1))`) run ONE block of
 512 threads per channel, each looping over all N × H × W of its channel; the output's
 `batch_norm_transform_input_kernel` has a grid of (C, up to N) blocks and fills the GPU. planner/trace/plane.py times
-those per-channel kernels by how many of the SMs' block slots their C blocks fill.
+those per-channel kernels by how many of the SMs' block slots their C blocks fill; the channels-last ones (an NHWC
+network's, a 2-D input's) are a kind of their own (planner/trace/kinds.py CHANNELS_LAST).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import torch
 
 from collectors.roofline.op_accounting import named_arguments
 
-NATIVE = "native"   # TracedOp.variant of a batch norm that runs ATen's per-channel NCHW kernels
+NATIVE = "native"   # TracedOp.variant of a batch norm that runs ATen's kernels (per-channel NCHW or channels-last)
 INT32_MAX = 2**31 - 1
 TRAIN_BATCH_MAX, EVAL_BATCH_MAX = 880801, 65535
 FORWARD = frozenset({"native_batch_norm", "_native_batch_norm_legit", "_native_batch_norm_legit_functional"})
@@ -50,17 +51,11 @@ def cudnn_takes(x: torch.Tensor, weight: Any, bias: Any, running_mean: Any, runn
     return x.dim() >= 3 and x.shape[0] <= batch_max and x.numel() < INT32_MAX and torch.backends.cudnn.enabled
 
 
-def nchw(x: torch.Tensor) -> bool:
-    """An image batch ATen's NCHW batch norm takes (`batch_norm_choose_impl`): contiguous, 3-D or more. Which of its
-    kernels run is the planner's to say from the shapes (planner/trace/plane.py: a map of one pixel, whose channel
-    stride is 1, and a tensor of 2^31 elements or more take other kernels)."""
-    return x.dim() >= 3 and x.is_contiguous()
-
-
 def batch_norm_variant(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> str | None:
-    """NATIVE for a training batch norm of an NCHW batch, forward or backward, that a GPU runs with ATen's kernels,
-    not cuDNN's; None for the rest (cuDNN's, ATen's channels-last ones, an eval-mode forward whose only kernel fills
-    the GPU)."""
+    """NATIVE for a training batch norm, forward or backward, that a GPU runs with ATen's kernels, not cuDNN's (which
+    of them, the per-channel NCHW ones or the channels-last ones, is the planner's to say from the layout and the
+    shapes: the meta device does not keep a channels-last layout through every op); None for the rest (cuDNN's, an
+    eval-mode forward whose only kernel fills the GPU)."""
     name = func._schema.name.split("::")[-1]
     if name not in FORWARD and name != BACKWARD:
         return None
@@ -78,4 +73,4 @@ def batch_norm_variant(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -
             return None
     if not isinstance(x, torch.Tensor) or cudnn_takes(x, weight, bias, running_mean, running_var, training):
         return None
-    return NATIVE if nchw(x) else None
+    return NATIVE

@@ -32,8 +32,8 @@ class TracedOp:
     flops: float | None = None        # None: no FLOP formula for this op
     variant: str | None = None        # what sets its kernel apart beside its shapes: "masked" or "causal" (an
                                       # attention), "channels_last" (an NHWC image batch), "native" (a
-                                      # training batch norm on ATen's per-channel NCHW kernels, not cuDNN's:
-                                      # collectors/trace/batchnorm.py); None: nothing
+                                      # training batch norm on ATen's kernels, per-channel NCHW or channels-last,
+                                      # not cuDNN's: collectors/trace/batchnorm.py); None: nothing
 
     def check(self) -> str | None:
         if self.calls < 1 or self.launches < 0 or self.read_bytes < 0 or self.written_bytes < 0:

@@ -10,9 +10,11 @@ where roof_s is the larger of the call's math time (FLOPs at the measured matmul
 (bytes at the measured copy bandwidth). For the matrix products (gemm.py) a call's math time is first divided by
 how well its shape fills the GPU (waves of tiles, split-K) and, for a dimension off the 8-element alignment, by its
 alignment's factor: a bert-base matmul and gpt-small's 50,257-wide head are one kind, not one efficiency; an NCHW
-convolution adds its transposes. Matmul kinds are learned per math class (half: fp16 and bf16; tf32), never faster
-than the measured roof (slowdown at least 1); plain fp32 products (no profile ran them) take one slowdown learned
-from the measured fp32 steps (learn.py); the other kinds are learned across dtypes.
+convolution adds its transposes, and a convolution with a bias its bias add, timed outright at the element rate the
+profiles show for ATen's broadcast add (BIAS_ADD_OPS, the fit learning the rest). Matmul kinds are learned per math
+class (half: fp16 and bf16; tf32), never faster than the measured roof (slowdown at least 1); plain fp32 products (no
+profile ran them) take one slowdown learned from the measured fp32 steps (learn.py); the other kinds are learned
+across dtypes.
 
 The profiles aggregate each op over its calls (per name), so the fit is on sums: per kind, a non-negative least
 squares over every profiled op row (each row weighted by 1 / its profile's step, so that every profile counts
@@ -34,7 +36,7 @@ from functools import cached_property
 from typing import Protocol
 
 from planner.trace.gemm import Gemm
-from planner.trace.kinds import DEPTHWISE, NATIVE, NHWC, base_kind, kind_family, own_roof
+from planner.trace.kinds import DEPTHWISE, OWN_KERNELS, base_kind, kind_family, own_roof
 
 # The reduction depth at half efficiency (gemm.Gemm.fill): 32 to 512 were tried, and the held-out median did not move
 # once split-K was modelled; kept at 0 (no depth penalty), a grid of one
@@ -43,6 +45,14 @@ K_HALVES = (0.0,)
 # counted once each at the roof, not learned (the profiles hold one NHWC network, ResNet-50, whose held-out fit
 # could only learn the NCHW convolutions' overhead into the convolution's own efficiency)
 NCHW_TRANSPOSES = 1.0
+# cuDNN convolves without the bias: ATen adds it after (`output.add_(reshape_bias(...))`), a broadcast add that
+# TensorIterator cannot vectorise, so its legacy kernel (`elementwise_kernel<128, 4>`) is bound by the index
+# arithmetic of each element, not by the bytes: in the profiles' `kernels` it took the same time in bf16 as in fp32 and
+# on the H200 as on the H100 (conv-rollout's 17 G elements: 55 and 59 ms on the H100, 53 and 54 on the H200; vit-b16's
+# patch embedding at 512: 0.25 and 0.24 ms), 300-320 G elements/s, as the two cards' FP32 roofs (53 TFLOP/s) are
+# equal where their bandwidths are not. So it is timed outright, not learned: BIAS_ADD_OPS FP32 operations an
+# element at the card's FP32 roof (52.9 T / 308 G = 172 on the H100's vit-b16, 165-185 on the others)
+BIAS_ADD_OPS = 170.0
 EVEN = (1.0, 0.8, 0.6, 0.45, 0.3)          # the efficiency of an even, not 8-aligned product against an aligned one
 ODD = (0.5, 0.3, 0.2, 0.15, 0.1, 0.07)     # of one with an odd dimension
 MIN_ROWS = 2
@@ -109,6 +119,12 @@ class Group:
     plane: Blocks | None = None   # a native batch norm's per-channel kernels (plane.py), a layer norm's (rows.py)
     plane_s: float = 0.0      # per call: what those kernels move, at the copy roof
     sm_s: float = 0.0         # per call: the SM cycles of kernels no roof sets, at the GPU's clock (depthwise.py)
+    bias_s: float = 0.0       # per call: a cuDNN convolution's bias add (BIAS_ADD_OPS), outside the kind's slowdown
+
+    @property
+    def outright_s(self) -> float:
+        """What these calls take beside their kind's learned figures (their bias adds)."""
+        return self.calls * self.bias_s
 
     def roof_s(self, sms: int, shape: Shape) -> float:
         """Σ over the calls of the roofline time, the math time stretched by the shape's fill (matmul kinds), the
@@ -160,8 +176,9 @@ class Efficiency:
     def key(self, kind: str, cls: str) -> str | None:
         """The learned entry for an op: its kind in its math class (matmuls; else in the nearest class), else the
         kind without its variant (an NHWC convolution no profile showed is timed as an NCHW one; an NHWC or a native
-        batch norm never as cuDNN's NCHW one: each runs kernels of its own); None: unlearned."""
-        for k in dict.fromkeys((kind,) if kind.endswith((NHWC, NATIVE, DEPTHWISE)) else (kind, base_kind(kind))):
+        batch norm, per-channel or channels-last, never as cuDNN's NCHW one: each runs kernels of its own); None:
+        unlearned."""
+        for k in dict.fromkeys((kind,) if kind.endswith((*OWN_KERNELS, DEPTHWISE)) else (kind, base_kind(kind))):
             if cls == ANY and k in self.kinds:
                 return k
             for c in (cls, "tf32" if cls == "fp32" else "half", "half") if cls != ANY else ():
@@ -190,14 +207,16 @@ class Efficiency:
         groups = list(groups)
         key = self.key(kind, cls)
         if key is None and kind.endswith(DEPTHWISE):   # its kernels' cycles were measured, not learned: known
-            return sum(g.calls * self.pooled.per_call_s + g.roof_s(self.sms, Shape()) for g in groups), True
+            return sum(g.calls * self.pooled.per_call_s + g.roof_s(self.sms, Shape()) + g.outright_s
+                       for g in groups), True
         fit = self.kinds[key] if key else self.unlearned(kind)
         shape = self.shapes.get(family(kind), Shape()).of(cls)
+        calls, outright = sum(g.calls for g in groups), sum(g.outright_s for g in groups)
         if cls == "fp32":
             roof = sum(g.roof_s(self.sms, shape.unaligned) for g in groups)
-            return sum(g.calls for g in groups) * fit.per_call_s + fp32_slowdown * roof, key is not None
+            return calls * fit.per_call_s + fp32_slowdown * roof + outright, key is not None
         roof = sum(g.roof_s(self.sms, shape) for g in groups)
-        return sum(g.calls for g in groups) * fit.per_call_s + fit.slowdown * roof, key is not None
+        return calls * fit.per_call_s + fit.slowdown * roof + outright, key is not None
 
     def plane_excess_s(self, kind: str, cls: str, groups: Iterable[Group]) -> float:
         """Of time_s, what the per-channel blocks' share of the SMs adds to a native batch norm (plane.py), the per-row
@@ -231,13 +250,18 @@ def _roof(row: Row, sms: int, shape: Shape) -> float:
     return sum(g.roof_s(sms, shape.of(row.cls)) for g in row.groups)
 
 
+def _learnable(row: Row) -> float:
+    """The row's measured seconds less what is timed outright (Group.outright_s)."""
+    return max(0.0, row.measured_s - sum(g.outright_s for g in row.groups))
+
+
 def fit_kind(rows: list[Row], sms: int, shape: Shape, least: float = 0.0) -> KindFit:
     """The kind's (per_call_s, slowdown) by the weighted least squares, the slowdown at least `least` (a matrix
     product never beats the measured matmul roof: 1 for the matmul kinds; caches can serve a memory-bound op's bytes
     faster than the copy bandwidth, so 0 for the others)."""
     x1 = [float(r.calls) for r in rows]
     x2 = [_roof(r, sms, shape) for r in rows]
-    y, w = [r.measured_s for r in rows], [1.0 / (r.step_s * r.step_s) for r in rows]
+    y, w = [_learnable(r) for r in rows], [1.0 / (r.step_s * r.step_s) for r in rows]
     a, b = _nnls2(x1, x2, y, w)
     if b < least:  # held at the floor, the fixed cost refitted to what is left
         b = least
@@ -255,7 +279,7 @@ def _error(fits: dict[str, KindFit], rows: list[Row], sms: int, shape: Shape) ->
     total = 0.0
     for r in rows:
         fit = fits[_key(r)]
-        total += ((r.calls * fit.per_call_s + fit.slowdown * _roof(r, sms, shape) - r.measured_s) / r.step_s) ** 2
+        total += ((r.calls * fit.per_call_s + fit.slowdown * _roof(r, sms, shape) - _learnable(r)) / r.step_s) ** 2
     return total
 
 

@@ -1,8 +1,8 @@
 """What kind of work an op is, and the time it would take at a GPU's roofs.
 
 The kind is the op's aten name, with the names that one GPU kernel family goes by on different paths folded
-together: cuDNN's and the native batch norm (the profile's names; the trace tells them apart by its variant: an NHWC
-and a native per-channel batch norm are kinds of their own), the attention kernels (cuDNN's,
+together: cuDNN's and the native batch norm (the profile's names; the trace tells them apart by its variant: an NHWC,
+a native per-channel and a native channels-last batch norm are kinds of their own), the attention kernels (cuDNN's,
 the memory-efficient and flash ones), and the in-place and out-of-place forms of one elementwise op. The per-op
 efficiency (planner/trace/efficiency.py) is learned per kind.
 """
@@ -52,6 +52,14 @@ def own_roof(kind: str) -> bool:
     """Whether a kind's learned slowdown is of a roof of its own (a native batch norm's per-channel one, a layer norm's
     per-row one), not of its bytes at the copy roof: no family's figure, nor the pooled one, for kinds it never saw."""
     return kind.endswith(NATIVE) or kind in ROW_KINDS
+# One that runs ATen's channels-last kernels (an NHWC network's under bf16 autocast or with fp16 weights, a 2-D
+# input's: `batch_norm_choose_impl`): a kind of its own, as neither cuDNN's NHWC kernels nor the
+# per-channel ones run alike. Its statistics (`batch_norm_collect_statistics_channels_last_kernel`, a Welford update
+# per element) are set by the SMs' arithmetic, not the bandwidth: ResNet-50's bf16 forward took 3.8x its bytes' time
+# on the H100 and 5.1x on the H200 (the same 9 ms for the statistics on both), mlp-stgan's BatchNorm1d 3.7x and 4.5x
+# (the same 0.26 ms), where cuDNN's NHWC kernels took 1.7-2x (results/*/roofline-resnet50*.json `kernels`)
+CHANNELS_LAST = "_native_cl"
+OWN_KERNELS = (NHWC, CHANNELS_LAST, NATIVE)   # batch-norm variants never timed as cuDNN's NCHW kind
 
 
 # Kinds of one family run alike (one kernel pattern: an activation reads its input once and writes its output; a
@@ -76,10 +84,11 @@ NORMALIZATIONS = frozenset({"batch_norm", "native_layer_norm", "native_group_nor
 def kind_family(kind: str) -> str | None:
     """'native_group_norm' → 'normalization'; 'silu_backward' → 'activation_backward'; None: a kind of no family.
     An NHWC batch norm has none: cuDNN's NHWC kernels (fp16, fp32) are no normalisation's pattern, and ResNet-50's
-    held out as one ran 25-53 % slower than measured in fp16 and TF32 (timed pooled: within 23 %); nor has ATen's
-    per-channel one (its figures are of another roof: planner/trace/plane.py)."""
-    if kind.endswith((NHWC, DEPTHWISE)) or own_roof(kind):   # a native batch norm's slowdown is of its per-channel
-        return None                                 # roof, not its bytes' (a layer norm's of its per-row one)
+    held out as one ran 25-53 % slower than measured in fp16 and TF32 (timed pooled: within 23 %); nor have ATen's
+    per-channel one (its figures are of another roof: planner/trace/plane.py) and its channels-last one (a
+    statistics pass set by the SMs' arithmetic: CHANNELS_LAST)."""
+    if kind.endswith((*OWN_KERNELS, DEPTHWISE)) or own_roof(kind):   # figures of another roof than its bytes'
+        return None
     base = base_kind(kind)
     family = "activation" if base in ACTIVATIONS else "normalization" if base in NORMALIZATIONS else None
     if family is None:
@@ -89,7 +98,7 @@ def kind_family(kind: str) -> str | None:
 
 def base_kind(kind: str) -> str:
     """The kind without its variant: what the profile's one row per op name covers."""
-    for v in (*VARIANTS, NHWC, NATIVE, DEPTHWISE):
+    for v in (*VARIANTS, *OWN_KERNELS, DEPTHWISE):
         kind = kind.removesuffix(v)
     return kind
 

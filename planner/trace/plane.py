@@ -47,11 +47,23 @@ class PlaneGrid:
         return max(1e-3, lanes * self.channels / (math.ceil(self.channels / slots) * slots))
 
 
+def _input(shapes: list[list[int]], backward: bool) -> list[int]:
+    """A native batch norm's input shape ((N, C, ...): a backward's is its second)."""
+    return shapes[1 if backward else 0] if len(shapes) > (1 if backward else 0) else []
+
+
+def rows_input(shapes: list[list[int]], backward: bool) -> bool:
+    """Whether a native batch norm's input is 2-D (N, C): ATen runs it with its channels-last kernels
+    (`batch_norm_choose_impl`), as an NHWC network's."""
+    return 0 < len(_input(shapes, backward)) < 3
+
+
 def plane_of(shapes: list[list[int]], backward: bool) -> PlaneGrid | None:
-    """The launch of a native NCHW batch norm from its input's shape ((N, C, ...): a backward's is its second); None
-    where ATen takes other kernels (`batch_norm_choose_impl`): a map of one pixel (the channel stride is 1: the
-    channels-last kernels) or 2^31 elements or more (no 32-bit indices: TensorIterator's reductions)."""
-    x = shapes[1 if backward else 0] if len(shapes) > (1 if backward else 0) else []
+    """The launch of a native NCHW batch norm from its input's shape; None where ATen takes other kernels
+    (`batch_norm_choose_impl`): a map of one pixel (the channel stride is 1: the channels-last kernels; timed within
+    the per-channel kind by its bytes, as a profile lists both under one name: SSD300's last 1 x 1 maps) or 2^31
+    elements or more (no 32-bit indices: TensorIterator's reductions)."""
+    x = _input(shapes, backward)
     if len(x) < 3 or math.prod(x[2:]) == 1 or math.prod(x) > INT32_MAX:
         return None
     return PlaneGrid(x[1], x[0], math.prod(x[2:]))

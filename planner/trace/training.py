@@ -14,11 +14,12 @@ from collections.abc import Iterable
 
 from gpuplan_schema.payloads import CeilingsPayload, RooflinePayload, TracedOp, TracePayload, TraceRun
 from planner.specs import match_gpu
-from planner.trace.depthwise import depthwise_of
-from planner.trace.efficiency import ANY, Blocks, Group, Row, math_class
+from planner.trace.depthwise import ATEN, depthwise_of
+from planner.trace.efficiency import ANY, BIAS_ADD_OPS, Blocks, Group, Row, math_class
 from planner.trace.gemm import gemm_of
 from planner.trace.kinds import (
     BATCH_NORMS,
+    CHANNELS_LAST,
     DEPTHWISE,
     MATMUL_KINDS,
     NATIVE,
@@ -30,7 +31,7 @@ from planner.trace.kinds import (
     base_kind,
     op_kind,
 )
-from planner.trace.plane import plane_of
+from planner.trace.plane import plane_of, rows_input
 from planner.trace.rows import rows_of
 
 
@@ -44,7 +45,8 @@ def roofs_of(ceilings: CeilingsPayload) -> Roofs:
 
 def group_of(op: TracedOp, roofs: Roofs, precision: str, nhwc: bool = False) -> Group:
     """One traced op row as a Group: its calls' per-call math and memory seconds on these roofs (`nhwc`: the op is
-    of a channels-last network, whose batch norms run NHWC kernels whatever the trace's variant says)."""
+    of a channels-last network, whose batch norms run NHWC kernels, cuDNN's or ATen's channels-last ones, whatever
+    the input's layout on the meta device)."""
     calls = max(op.calls, 1)
     flops = op.flops / calls if op.flops is not None else None
     kind = op_kind(op.name)
@@ -53,11 +55,12 @@ def group_of(op: TracedOp, roofs: Roofs, precision: str, nhwc: bool = False) -> 
     nchw = kind.startswith("convolution") and op.variant != "channels_last" and bool(op.shapes) \
         and len(op.shapes[0]) in (3, 4, 5)
     depthwise = depthwise_of(op)
-    if depthwise is not None:   # ATen's kernels in NCHW: no transposes, no tensor-core product (depthwise.py)
+    if depthwise is not None:   # no transposes, no tensor-core product (depthwise.py); ATen's kernel adds the bias
+        bias_s = 0.0 if depthwise.library == ATEN else bias_add_s(op, kind, roofs)   # inside, cuDNN's apart
         return Group(op.calls, roofs.math_s(flops, op.dtype, precision), memory_s,
-                     sm_s=depthwise.seconds(roofs.sms, roofs.clock_hz))
+                     sm_s=depthwise.seconds(roofs.sms, roofs.clock_hz), bias_s=bias_s)
     native = op.variant == "native" and kind in BATCH_NORMS and not nhwc
-    plane: Blocks | None = plane_of(op.shapes, kind == "batch_norm_backward") if native else None
+    plane: Blocks | None = plane_of(op.shapes, kind == "batch_norm_backward") if native else None   # None: NHWC
     plane_s = 0.0
     if plane is not None:   # the statistics' pass reads the input (the output's kernel fills the GPU); the fused
         forward = kind == "batch_norm"   # backward is all per-channel
@@ -66,7 +69,19 @@ def group_of(op: TracedOp, roofs: Roofs, precision: str, nhwc: bool = False) -> 
     elif kind in ROW_KINDS and (plane := rows_of(op.shapes)) is not None:   # one block a row: all its bytes
         plane_s, memory_s = memory_s, 0.0
     return Group(op.calls, roofs.math_s(flops, op.dtype, precision), memory_s, gemm_of(kind, op.shapes, flops),
-                 2 * memory_s if nchw else 0.0, plane, plane_s)
+                 2 * memory_s if nchw else 0.0, plane, plane_s, bias_s=bias_add_s(op, kind, roofs))
+
+
+ELEMENT_BYTES = {"fp64": 8, "fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
+
+
+def bias_add_s(op: TracedOp, kind: str, roofs: Roofs) -> float:
+    """Per call, ATen's add of a convolution's bias to its output (efficiency.py BIAS_ADD_OPS): every output element
+    at BIAS_ADD_OPS operations at the FP32 roof, whatever its dtype; 0 without a bias (a third input shape)."""
+    peak = roofs.flops_per_s.get("fp32")
+    if kind != "convolution" or len(op.shapes) < 3 or not op.shapes[2] or not peak:
+        return 0.0
+    return op.written_bytes / max(op.calls, 1) / ELEMENT_BYTES.get(op.dtype or "", 4) * BIAS_ADD_OPS / peak
 
 
 def kind_and_class(op: TracedOp, precision: str, nhwc: bool = False) -> tuple[str, str]:
@@ -79,10 +94,10 @@ def kind_and_class(op: TracedOp, precision: str, nhwc: bool = False) -> tuple[st
     suffix = VARIANT_SUFFIX.get(op.variant or "")
     if suffix and kind.startswith("attention"):
         kind += suffix   # a convolution's layout is in its Group (the NCHW transposes)
-    if nhwc and kind in BATCH_NORMS:
+    if kind in BATCH_NORMS and op.variant == "native":   # ATen's kernels: channels-last, or one block per channel
+        kind += CHANNELS_LAST if nhwc or rows_input(op.shapes, kind == "batch_norm_backward") else NATIVE
+    elif kind in BATCH_NORMS and nhwc:                   # cuDNN's NHWC kernels
         kind += NHWC
-    elif op.variant == "native" and kind in BATCH_NORMS:
-        kind += NATIVE
     return kind, math_class(op.dtype, precision) if kind in MATMUL_KINDS else ANY
 
 
