@@ -3,7 +3,8 @@ resnext101-32x4d (grouped convolutions) and decoder-lm (a 16-layer decoder-only 
 segmenter), lstm-lm (an LSTM language model) and convnext-tiny (ConvNeXt-T), held-out models for the cross-GPU bands
 and the CPU trace (issues 39, 41), and three more held out, llama-mini (LLaMA's layout: RMSNorm, rotary embeddings,
 SwiGLU), ddpm-unet (a diffusion UNet, its noise drawn in the step) and mobilenet-v3 (MobileNetV3-Large: hard-swish,
-depthwise convolutions, bf16 batch norms of few channels). Each loads through the user-workload interface,
+depthwise convolutions, bf16 batch norms of few channels), and resnet18 (ResNet-18 left NCHW, as most users leave it,
+where the reference ResNet-50 runs channels-last). Each loads through the user-workload interface,
 has the parameter count its docstring states (counted on the meta device, no memory), trains a step at its tiny size
 on the CPU, and one collects through the real CLI; the first held-out three trace on the CPU with every op kind one a
 profile showed, the other three with the op kinds no profile showed named exactly."""
@@ -35,8 +36,10 @@ EXAMPLES = {"efficientnet-b0": ("examples/efficientnet_b0.py", 5_288_548, "image
             "convnext-tiny": ("examples/convnext_tiny.py", 28_589_128, "images"),
             "llama-mini": ("examples/llama_mini.py", 134_105_856, "sequences"),
             "ddpm-unet": ("examples/ddpm_unet.py", 18_536_323, "images"),
-            "mobilenet-v3": ("examples/mobilenet_v3.py", 5_483_032, "images")}
-HELD_OUT = ("unet-seg", "lstm-lm", "convnext-tiny")  # issues 39 and 41: families no reference workload is
+            "mobilenet-v3": ("examples/mobilenet_v3.py", 5_483_032, "images"),
+            "resnet18": ("examples/resnet18.py", 11_689_512, "images")}
+# issues 39 and 41: families no reference workload is (ResNet-18: the NCHW layout the reference ResNet-50 is not)
+HELD_OUT = ("unet-seg", "lstm-lm", "convnext-tiny", "resnet18")
 # ... and two whose ops the reference profiles did not all show: the op kinds `gpuplan trace` times by their bytes
 # alone (no kernel of that kind was profiled), as it reports them; a profile that adds one changes this on purpose
 UNKNOWN_OPS = {"llama-mini": {"pow", "rsqrt", "silu", "silu_backward"},
@@ -184,3 +187,16 @@ def test_an_example_collects_through_the_cli(tmp_path, capsys):
     payload = load_document(out / "m" / "workload-efficientnet-b0-cpu.json").payload
     assert payload.complete and payload.source_sha256 and [p.status for p in payload.points] == ["ok"]
     assert [s.name for s in payload.stages if s.status == "done"][:2] == ["knee", "compile"]
+
+
+def test_resnet18_traces_nchw_with_atens_per_channel_batch_norms_in_bf16():
+    """Left NCHW, ResNet-18's convolutions trace without the channels-last variant (cuDNN's NCHW transposes) and its
+    bf16 batch norms as ATen's one-block-per-channel kernels; none of its convolutions is depthwise."""
+    from collectors.trace.collect import load_on_meta, trace_run
+    from planner.trace.depthwise import depthwise_of
+    run = trace_run(load_on_meta(f"{EXAMPLES['resnet18'][0]}:build_tiny"), "bf16", 2)
+    convolutions = [op for op in run.ops if "convolution" in op.name]
+    norms = [op for op in run.ops if "batch_norm" in op.name]
+    assert run.status == "ok" and sum(op.calls for op in convolutions) == 2 * 20   # 20 forward, 20 backward
+    assert {op.variant for op in convolutions} == {None} and not any(map(depthwise_of, convolutions))
+    assert {op.variant for op in norms} == {"native"} and sum(op.calls for op in norms) == 2 * 20
