@@ -46,3 +46,21 @@ def test_the_bias_add_is_timed_outside_the_slowdown_and_the_fit_learns_the_rest(
             for g in groups]
     found = fit_kind(rows, 132, Shape())
     assert (found.per_call_s, found.slowdown) == pytest.approx((1e-5, 2.0), rel=1e-6)
+
+
+def test_a_compiled_step_drops_the_bias_adds_inductor_fuses_into_the_next_pointwise_kernel():
+    """Inductor peels the bias off a convolution (torch/_inductor/kernel/conv.py) and adds it in a pointwise kernel it
+    fuses: the compiled step keeps the convolution's own time, not its bias add."""
+    from gpuplan_schema.payloads import TraceRun
+    from planner.trace.learn import CompileModel
+    from planner.trace.predict import HostModel, predict_step
+    fit = KindFit(1e-5, 2.0, 3)
+    efficiency = Efficiency(132, {}, {"convolution/half": fit}, fit)
+    host = HostModel({"forward": 0.0}, 0.0)
+    steps = {bias: predict_step(TraceRun("bf16", 40, "ok", ops=[_conv("bf16", bias)]), efficiency, ROOFS, host)
+             for bias in (True, False)}
+    (phase,) = [p for p in steps[True].phases if p.gpu_s]
+    assert phase.bias_s > 0 and phase.bias_s == pytest.approx(3 * group_of(_conv("bf16", True), ROOFS, "bf16").bias_s)
+    assert steps[True].gpu_s - steps[False].gpu_s == pytest.approx(phase.bias_s)   # eager: the add is paid
+    compiled = CompileModel(0.5, 1.0)
+    assert compiled.step_s(steps[True], 4.0) == pytest.approx(compiled.step_s(steps[False], 4.0))

@@ -17,7 +17,9 @@ not been measured (benchmarks/trace_leave_one_out.py), which is how the bands ar
 - compile: a compiled step is its eager prediction with the ops of the matmul kinds kept, the others × `fused`
   (fusion removes their memory traffic) and the host × `host` (a graph issues fewer calls), both from a grid over
   the measured compiled/eager pairs; a native batch norm's per-channel excess (plane.py) is dropped first (Inductor
-  lowers batch norm to reductions of its own, not ATen's one block per channel);
+  lowers batch norm to reductions of its own, not ATen's one block per channel), and so are the convolutions' bias
+  adds (Inductor peels the bias off a convolution and fuses its add into the next pointwise kernel:
+  torch/_inductor/kernel/conv.py; conv-rollout's compiled step was predicted +108 % with them kept);
 - memory: the allocator's own bytes (`offset`: cuBLAS's workspace, the context's allocations) = median of measured
   peak − traced peak; the room fragmentation takes (`fragmentation`, in largest blocks: a grid), which of the
   replayed reservations sets a boundary (`replay`: the allocator keeping its empty segments, or the lesser of that
@@ -63,8 +65,9 @@ class CompileModel:
     host: float = 1.0
 
     def step_s(self, eager: StepTime, sharpness: float) -> float:
-        return pipeline(tuple(replace(p, gpu_s=p.matmul_s + self.fused * (p.gpu_s - p.matmul_s - p.plane_s),
-                                      host_s=p.host_s * self.host) for p in eager.phases), sharpness)
+        kept = (replace(p, gpu_s=p.matmul_s - p.bias_s + self.fused * (p.gpu_s - p.matmul_s - p.plane_s),
+                        host_s=p.host_s * self.host) for p in eager.phases)
+        return pipeline(tuple(kept), sharpness)
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,7 @@ class OpTime:
     memory_s: float        # Σ memory time at the roof (a per-channel or per-row kernel's bytes too)
     plane_s: float = 0.0   # of `seconds`, what a native batch norm's one block per channel, a layer norm's one block
                            # per row adds (plane.py, rows.py)
+    bias_s: float = 0.0    # of `seconds`, a cuDNN convolution's bias add (efficiency.py BIAS_ADD_OPS)
 
     @property
     def op_class(self) -> str:
@@ -71,14 +72,17 @@ class OpTime:
 
 @dataclass(frozen=True)
 class PhaseTime:
-    """One phase of a step: the host's seconds to issue it, the GPU's to run it, and of those the matmul kinds' and
-    what native batch norms' per-channel blocks add (`plane_s`: a compiled step's Inductor kernels fill the GPU)."""
+    """One phase of a step: the host's seconds to issue it, the GPU's to run it, and of those the matmul kinds', what
+    native batch norms' per-channel blocks add (`plane_s`: a compiled step's Inductor kernels fill the GPU) and the
+    convolutions' bias adds (`bias_s`: Inductor peels the bias off a convolution and fuses its add into the next
+    pointwise kernel, torch/_inductor/kernel/conv.py)."""
 
     name: str
     host_s: float
     gpu_s: float
     matmul_s: float
     plane_s: float = 0.0
+    bias_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -118,7 +122,7 @@ def op_times(run: TraceRun, efficiency: Efficiency, roofs: Roofs, fp32_scale: fl
         moved = sum(g.calls * (g.memory_s + g.plane_s) for g in groups)
         out.append(OpTime(kind, cls, sum(g.calls for g in groups), seconds, learned,
                           sum(g.calls * g.math_s for g in groups), moved,
-                          efficiency.plane_excess_s(kind, cls, groups)))
+                          efficiency.plane_excess_s(kind, cls, groups), sum(g.outright_s for g in groups)))
     return sorted(out, key=lambda o: o.seconds, reverse=True)
 
 
@@ -156,7 +160,8 @@ def step_phases(run: TraceRun, efficiency: Efficiency, roofs: Roofs, host: HostM
         ops = op_times(run, efficiency, roofs, fp32_scale, name)
         share = calls.get(name, 0) / aten if name else 1.0
         out.append(PhaseTime(name or "forward", issue * share, sum(o.seconds for o in ops),
-                             sum(o.seconds for o in ops if o.cls != "any"), sum(o.plane_s for o in ops)))
+                             sum(o.seconds for o in ops if o.cls != "any"), sum(o.plane_s for o in ops),
+                             sum(o.bias_s for o in ops)))
     return tuple(out)
 
 
