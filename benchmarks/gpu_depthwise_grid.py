@@ -31,6 +31,7 @@ spread). The sweep stops at --budget-s and lists what it skipped. Writes ONE fil
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
 import os
@@ -41,8 +42,18 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gpu_batchnorm_grid import Timer, _stats, copy_bandwidth, environment  # noqa: E402
+
+def _sibling(name: str):  # noqa: ANN202 - a module
+    """A benchmark script beside this one, loaded from its file (benchmarks/ is scripts, not a package)."""
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parent / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# the batch-norm grid's timer, statistics, copy bandwidth and environment: one method for both grids
+_grid = _sibling("gpu_batchnorm_grid")
+Timer, _stats, copy_bandwidth, environment = _grid.Timer, _grid._stats, _grid.copy_bandwidth, _grid.environment
 
 SETTINGS = {   # name: (dtype, memory format)
     "bf16": (torch.bfloat16, torch.contiguous_format), "fp16": (torch.float16, torch.contiguous_format),
