@@ -52,6 +52,26 @@ class Gemm:
         return max(1e-3, min(1.0, used)) * self.k / (self.k + k_half)
 
 
+# A product with an odd dimension (gemm.py alignment 1) that reuses little of what it loads (a batch of tiny
+# products: DLRM's feature interaction, a million 9 x 9 products over 64) is set by its kernels' element-by-element
+# loads, not by its bytes at the bandwidth nor its tensor-core FLOPs: one element a cycle on each SM. dlrm-small's
+# bmm took 0.96-1.06 SM cycles per element read and written on the H100 and on the H200 alike (the same 15.3 ms at
+# 1,048,576 where their bandwidths differ 1.43x), in bf16 (cuBLAS's magma_sgemmEx and align1 wmma kernels) and in
+# TF32 (xmma kernels), at batches 4,096 to 1,048,576 (results/*/roofline-dlrm-small*.json `kernels`); its bytes at
+# the bandwidth were 2.5 (H100) to 3.4 (H200) ms of the 15.3. A large odd product (an LM head over a 50,257 vocabulary)
+# reuses each element across a tile, and an odd plain product's kernels (cuBLAS's align1 tiles, its GEMV for a
+# dimension of 1) are the `odd` factor's (efficiency.py): batched products alone take the element rate.
+UNALIGNED_CYCLES = 1.0
+
+
+def unaligned_s(gemm: Gemm | None, elements: float, sms: int, clock_hz: float) -> float:
+    """Per call, an odd batched product's element loads at UNALIGNED_CYCLES an element on each SM (0: aligned, not
+    batched, or the GPU's SMs or clock unknown)."""
+    if gemm is None or gemm.batch == 1 or gemm.alignment != 1 or sms <= 0 or clock_hz <= 0:
+        return 0.0
+    return elements * UNALIGNED_CYCLES / (sms * clock_hz)
+
+
 def _tile(dim: int) -> int:
     """The tile side a library picks for a dimension: TILE, or for a smaller dimension the power of two that covers
     it (at least 16): cuBLAS has kernels with small tiles for small products, and a batched 27 x 27 product does not

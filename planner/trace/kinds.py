@@ -79,10 +79,20 @@ glu_backward threshold_backward
 NORMALIZATIONS = frozenset({"batch_norm", "native_layer_norm", "native_group_norm", "_fused_rms_norm",
                             "batch_norm_backward", "native_layer_norm_backward", "native_group_norm_backward",
                             "_fused_rms_norm_backward"})
+# An embedding's and an embedding bag's backward run one kernel pattern (ATen's EmbeddingBackwardKernel.cu
+# `embedding_backward_cuda_kernel`: a radix sort of the indices, then `compute_grad_weight` or
+# `compute_grad_weight_bags` and `sum_and_scatter`, a segment reduction per unique index), set by the SMs' sort and
+# per-index loop, not by the bytes: dlrm-small's bag backward took the same 14.3-14.7 + 9.7 ms in those two kernels
+# on the H100 and the H200 (results/*/roofline-dlrm-small.json `kernels`, bf16 at 1,048,576), 2.1-2.6x its bytes'
+# time, as the references' embedding_dense_backward takes 2.8-3.8x (20+ rows). Timed pooled (1.3-1.4x), a held-out
+# bag backward was 2.6x fast.
+GATHER_BACKWARDS = frozenset({"embedding_dense_backward", "_embedding_bag_backward", "_embedding_bag_dense_backward",
+                              "embedding_backward", "_embedding_bag_per_sample_weights_backward"})
 
 
 def kind_family(kind: str) -> str | None:
-    """'native_group_norm' → 'normalization'; 'silu_backward' → 'activation_backward'; None: a kind of no family.
+    """'native_group_norm' → 'normalization'; 'silu_backward' → 'activation_backward'; '_embedding_bag_backward' →
+    'gather_backward'; None: a kind of no family.
     An NHWC batch norm has none: cuDNN's NHWC kernels (fp16, fp32) are no normalisation's pattern, and ResNet-50's
     held out as one ran 25-53 % slower than measured in fp16 and TF32 (timed pooled: within 23 %); nor have ATen's
     per-channel one (its figures are of another roof: planner/trace/plane.py) and its channels-last one (a
@@ -90,6 +100,8 @@ def kind_family(kind: str) -> str | None:
     if kind.endswith((*OWN_KERNELS, DEPTHWISE)) or own_roof(kind):   # figures of another roof than its bytes'
         return None
     base = base_kind(kind)
+    if base in GATHER_BACKWARDS:
+        return "gather_backward"
     family = "activation" if base in ACTIVATIONS else "normalization" if base in NORMALIZATIONS else None
     if family is None:
         return None

@@ -16,7 +16,7 @@ from gpuplan_schema.payloads import CeilingsPayload, RooflinePayload, TracedOp, 
 from planner.specs import match_gpu
 from planner.trace.depthwise import ATEN, depthwise_of
 from planner.trace.efficiency import ANY, BIAS_ADD_OPS, Blocks, Group, Row, math_class
-from planner.trace.gemm import gemm_of
+from planner.trace.gemm import gemm_of, unaligned_s
 from planner.trace.kinds import (
     BATCH_NORMS,
     CHANNELS_LAST,
@@ -68,8 +68,11 @@ def group_of(op: TracedOp, roofs: Roofs, precision: str, nhwc: bool = False) -> 
         memory_s = memory_s if forward else 0.0
     elif kind in ROW_KINDS and (plane := rows_of(op.shapes)) is not None:   # one block a row: all its bytes
         plane_s, memory_s = memory_s, 0.0
-    return Group(op.calls, roofs.math_s(flops, op.dtype, precision), memory_s, gemm_of(kind, op.shapes, flops),
-                 2 * memory_s if nchw else 0.0, plane, plane_s, bias_s=bias_add_s(op, kind, roofs))
+    gemm = gemm_of(kind, op.shapes, flops)
+    elements = op.bytes / calls / ELEMENT_BYTES.get(op.dtype or "", 4)
+    sm_s = 0.0 if kind.startswith("convolution") else unaligned_s(gemm, elements, roofs.sms, roofs.clock_hz)
+    return Group(op.calls, roofs.math_s(flops, op.dtype, precision), memory_s, gemm, 2 * memory_s if nchw else 0.0,
+                 plane, plane_s, sm_s, bias_add_s(op, kind, roofs))
 
 
 ELEMENT_BYTES = {"fp64": 8, "fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
