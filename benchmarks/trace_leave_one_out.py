@@ -44,12 +44,17 @@ from gpuplan_schema.schema import build_document, document_to_dict, load_documen
 from planner.check.bands import gpu_set, host_spread  # noqa: E402
 from planner.check.crossarch import build_crosscheck  # noqa: E402
 from planner.model.split import machine_rooflines  # noqa: E402
+from planner.specs import match_gpu  # noqa: E402
 from planner.trace.bands import sides  # noqa: E402
-from planner.trace.learn import learn_gpu  # noqa: E402
-from planner.trace.loo import MIN_STEP_S, BatchResidual, StepResidual, leave_one_out  # noqa: E402
+from planner.trace.learn import (  # noqa: E402
+    GpuModel,
+    learn_gpu,  # noqa: E402
+    measured_points,
+)
+from planner.trace.loo import MIN_STEP_S, BatchResidual, StepResidual, leave_one_out, model_steps  # noqa: E402
 from planner.trace.machine import trace_machine  # noqa: E402
 from planner.trace.model_file import LEARNED, Learned, Residuals, learned_to_dict  # noqa: E402
-from planner.trace.references import REFERENCE_MACHINES, REFERENCE_SPECS  # noqa: E402
+from planner.trace.references import HELD_OUT_MEASURED, HELD_OUT_SPECS, REFERENCE_MACHINES, REFERENCE_SPECS  # noqa: E402
 
 OUT_NAME = "trace-leave-one-out.json"
 
@@ -67,9 +72,10 @@ def measured_configs(name: str, machines: list[MachineResults]) -> set[tuple[str
     return out
 
 
-def trace_references(folder: Path, machines: list[MachineResults], retrace: bool) -> dict[str, TracePayload]:
+def trace_references(folder: Path, machines: list[MachineResults], retrace: bool,
+                     specs: dict[str, str] = REFERENCE_SPECS) -> dict[str, TracePayload]:
     traces = {}
-    for name, spec in REFERENCE_SPECS.items():
+    for name, spec in specs.items():
         path = folder / f"trace-{name}.json"
         if path.exists() and not retrace:
             traces[name] = load_document(path).payload
@@ -87,6 +93,18 @@ def trace_references(folder: Path, machines: list[MachineResults], retrace: bool
     return traces
 
 
+def held_out_models(model: GpuModel, measured: list[MachineResults], traces: dict[str, TracePayload]
+                    ) -> list[StepResidual]:
+    """The residuals of the held-out models measured on this model's GPU type, predicted by the model learned from
+    every reference workload (none of them was learned from)."""
+    out = []
+    for m in measured:
+        if (spec := match_gpu(m.gpu_name or "")) and spec.name == model.gpu:
+            for variants, label in ((("default", "no_cudnn_benchmark"), "eager"), (("compile",), "compile")):
+                out += list(model_steps(model, measured_points(m, traces, variants=variants), label))
+    return out
+
+
 def in_band(residuals: list[StepResidual], error: float, workload: str) -> bool:
     """Whether the measurement lay inside the band a trace-only plan gives (planner/trace/bands.py's sides), made
     from the OTHER workloads' residuals."""
@@ -96,11 +114,19 @@ def in_band(residuals: list[StepResidual], error: float, workload: str) -> bool:
     return 1 - low <= measured_over_predicted <= 1 + high
 
 
-def summarise(machine: str, steps: list[StepResidual], batches: list[BatchResidual]) -> dict:
+def summarise(machine: str, steps: list[StepResidual], batches: list[BatchResidual],
+              held: list[StepResidual] = ()) -> dict:
+    """The acceptance figures of the references held out one at a time; each band is made of the other workloads'
+    residuals, the held-out models' among them (as the plan's is), and the held-out models' own figures apart."""
     eager = [s for s in steps if s.variant == "eager" and s.measured_s >= MIN_STEP_S]
     compiled = [s for s in steps if s.variant == "compile" and s.measured_s >= MIN_STEP_S]
-    inside = [in_band(eager, s.error, s.workload) for s in eager] + \
-        [in_band(compiled, s.error, s.workload) for s in compiled]
+    held_eager = [s for s in held if s.variant == "eager" and s.measured_s >= MIN_STEP_S]
+    held_compiled = [s for s in held if s.variant == "compile" and s.measured_s >= MIN_STEP_S]
+    pool, pool_compiled = eager + held_eager, compiled + held_compiled
+    inside = [in_band(pool, s.error, s.workload) for s in eager] + \
+        [in_band(pool_compiled, s.error, s.workload) for s in compiled]
+    held_inside = [in_band(pool, s.error, s.workload) for s in held_eager] + \
+        [in_band(pool_compiled, s.error, s.workload) for s in held_compiled]
     workloads = {}
     for w in sorted({s.workload for s in eager}):
         mine = [abs(s.error) for s in eager if s.workload == w]
@@ -113,6 +139,9 @@ def summarise(machine: str, steps: list[StepResidual], batches: list[BatchResidu
         "compiled_median_abs_error": statistics.median(abs(s.error) for s in compiled) if compiled else None,
         "batches": len(batches), "batches_within_5": sum(abs(b.error) <= 0.05 for b in batches),
         "inside_band": sum(inside), "banded": len(inside), "workloads": workloads,
+        "held_out_models": {"steps": len(held_eager), "models": len({s.workload for s in held_eager}),
+                            "median_abs_error": statistics.median(abs(s.error) for s in held_eager) if held_eager
+                            else None, "inside_band": sum(held_inside), "banded": len(held_inside)},
     }
 
 
@@ -123,6 +152,11 @@ def print_summary(s: dict) -> None:
           f"{s['batches']}; inside the band: {s['inside_band']} of {s['banded']}")
     for w, row in s["workloads"].items():
         print(f"  {w:22s} n={row['n']:3d}  median {row['median_abs_error']:6.1%}  largest {row['max_abs_error']:6.1%}")
+    held = s["held_out_models"]
+    if held["steps"]:
+        print(f"  held-out models: {held['models']}, {held['steps']} plain steps, median |error| "
+              f"{held['median_abs_error']:.1%}; inside the band (made without each model's own): "
+              f"{held['inside_band']} of {held['banded']}")
 
 
 def published_check(machine: MachineResults, traces: dict[str, TracePayload], base: Learned) -> list[dict]:
@@ -159,18 +193,22 @@ def main(argv: list[str] | None = None) -> int:
     folder = args.traces or Path(tempfile.mkdtemp(prefix="gpuplan-traces-"))
     folder.mkdir(parents=True, exist_ok=True)
     traces = trace_references(folder, machines, args.retrace)
+    measured = [load_machine(args.results / d) for d in HELD_OUT_MEASURED]
+    held_traces = trace_references(folder / "held-out", measured, args.retrace, HELD_OUT_SPECS)
     eager: list[StepResidual] = []
     compiled: list[StepResidual] = []
     models = {}
     for machine in machines:
         steps, batches = leave_one_out(machine, traces)
-        summary = summarise(machine.machine, steps, batches)
-        print_summary(summary)
-        eager += [s for s in steps if s.variant == "eager" and s.measured_s >= MIN_STEP_S]
-        compiled += [s for s in steps if s.variant == "compile"]
         models[machine.machine] = learn_gpu(machine, traces)
+        held = held_out_models(models[machine.machine], measured, held_traces)
+        summary = summarise(machine.machine, steps, batches, held)
+        print_summary(summary)
+        eager += [s for s in steps + held if s.variant == "eager" and s.measured_s >= MIN_STEP_S]
+        compiled += [s for s in steps + held if s.variant == "compile"]
         if args.write:
-            out = {"summary": summary, "steps": [s.to_dict() for s in steps], "batches": [b.to_dict() for b in batches]}
+            out = {"summary": summary, "steps": [s.to_dict() for s in steps], "batches": [b.to_dict() for b in batches],
+                   "held_out_models": [s.to_dict() for s in held]}
             write_text_atomic(machine.folder / "diagnostics" / OUT_NAME, json.dumps(out, indent=1) + "\n")
     residuals = Residuals([s.error for s in eager], [s.error for s in compiled], cross_residuals(machines[0]),
                           host_spread(machines), [s.workload for s in eager], [s.workload for s in compiled])

@@ -55,7 +55,8 @@ class BatchResidual:
         return {**self.__dict__, "error": self.error}
 
 
-def _steps(model: GpuModel, points: list[Measured], variant: str) -> Iterator[StepResidual]:
+def model_steps(model: GpuModel, points: list[Measured], variant: str) -> Iterator[StepResidual]:
+    """The residual of each measured point predicted by `model` ("eager", or "compile": its compiled prediction)."""
     for m in points:
         step = model.step(m.run)
         predicted = step.step_s if variant == "eager" else model.compile.step_s(step, model.host.sharpness)
@@ -69,8 +70,8 @@ def held_out(machine: MachineResults, traces: dict[str, TracePayload], workload:
     """The residuals of one workload, predicted by a model that never saw its measurements."""
     model = learn_gpu(machine, traces, leave_out=workload)
     mine = {workload: traces[workload]}
-    steps = [*_steps(model, measured_points(machine, mine), "eager"),
-             *_steps(model, measured_points(machine, mine, variants=("compile",)), "compile")]
+    steps = [*model_steps(model, measured_points(machine, mine), "eager"),
+             *model_steps(model, measured_points(machine, mine, variants=("compile",)), "compile")]
     spec = match_gpu(machine.gpu_name or "")
     batches = []
     payload = next(w for w in machine.workloads if w.workload == workload)
