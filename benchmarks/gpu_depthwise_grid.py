@@ -31,10 +31,10 @@ spread). The sweep stops at --budget-s and lists what it skipped. Writes ONE fil
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import math
 import os
+import runpy
 import sys
 import time
 from pathlib import Path
@@ -42,18 +42,11 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-
-def _sibling(name: str):  # noqa: ANN202 - a module
-    """A benchmark script beside this one, loaded from its file (benchmarks/ is scripts, not a package)."""
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parent / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-# the batch-norm grid's timer, statistics, copy bandwidth and environment: one method for both grids
-_grid = _sibling("gpu_batchnorm_grid")
-Timer, _stats, copy_bandwidth, environment = _grid.Timer, _grid._stats, _grid.copy_bandwidth, _grid.environment
+# the batch-norm grid's timer, statistics, copy bandwidth and environment (one method for every grid), run from its
+# file: benchmarks/ is scripts, not a package
+_grid = runpy.run_path(str(Path(__file__).with_name("gpu_batchnorm_grid.py")))
+Timer, _stats = _grid["Timer"], _grid["_stats"]
+copy_bandwidth, environment = _grid["copy_bandwidth"], _grid["environment"]
 
 SETTINGS = {   # name: (dtype, memory format)
     "bf16": (torch.bfloat16, torch.contiguous_format), "fp16": (torch.float16, torch.contiguous_format),

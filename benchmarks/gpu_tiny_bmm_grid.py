@@ -18,14 +18,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import runpy
 import sys
 import time
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gpu_batchnorm_grid import Timer, _stats, copy_bandwidth, environment  # noqa: E402
+# the batch-norm grid's timer, statistics, copy bandwidth and environment (one method for every grid), run from its
+# file: benchmarks/ is scripts, not a package
+_grid = runpy.run_path(str(Path(__file__).with_name("gpu_batchnorm_grid.py")))
+Timer, _stats = _grid["Timer"], _grid["_stats"]
+copy_bandwidth, environment = _grid["copy_bandwidth"], _grid["environment"]
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 WARMUP, REPEATS = 3, 10
