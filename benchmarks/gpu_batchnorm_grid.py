@@ -235,23 +235,34 @@ def table(doc: dict) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
+def grid_main(argv: list[str] | None, doc: str, out_name: str, budget_s: float, run, table,  # noqa: ANN001
+              tf32: bool = False) -> int:
+    """The command line every GPU grid benchmark shares (this one, gpu_depthwise_grid.py, gpu_tiny_bmm_grid.py):
+    --small (the CPU check of the script), --out ($OUT), --budget-s; `run(small, budget_s, device)` makes the
+    document, written as ONE file `out_name`, and `table(doc)` what is printed. Exit 2 without a GPU (and no
+    --small), 1 where a float64 check failed. `tf32`: TF32 on, as the collectors' TF32 runs."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--small", action="store_true", help="tiny sizes on the CPU: a check of the script")
-    ap.add_argument("--out", default=os.environ.get("OUT", "."), help="where batchnorm-grid.json goes ($OUT)")
-    ap.add_argument("--budget-s", type=float, default=75.0, help="stop timing new points after this many seconds")
+    ap.add_argument("--out", default=os.environ.get("OUT", "."), help=f"where {out_name} goes ($OUT)")
+    ap.add_argument("--budget-s", type=float, default=budget_s, help="stop timing new points after this many seconds")
     args = ap.parse_args(argv)
     device = torch.device("cpu" if args.small or not torch.cuda.is_available() else "cuda")
     if device.type == "cpu" and not args.small:
         print("no CUDA device: run with --small for the CPU check of the script", file=sys.stderr)
         return 2
-    doc = run(args.small, args.budget_s, device)
+    if tf32:
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+    result = run(args.small, args.budget_s, device)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / OUT_NAME).write_text(json.dumps(doc, indent=1))
-    print(table(doc))
-    print(f"wrote {out / OUT_NAME}")
-    return 0 if all(c["ok"] for c in doc["checks"].values()) else 1
+    (out / out_name).write_text(json.dumps(result, indent=1))
+    print(table(result))
+    print(f"wrote {out / out_name}")
+    return 0 if all(c["ok"] for c in result.get("checks", {}).values()) else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    return grid_main(argv, __doc__, OUT_NAME, 75.0, run, table)
 
 
 if __name__ == "__main__":

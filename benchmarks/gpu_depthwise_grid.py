@@ -30,10 +30,7 @@ spread). The sweep stops at --budget-s and lists what it skipped. Writes ONE fil
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import os
 import runpy
 import sys
 import time
@@ -209,23 +206,7 @@ def table(doc: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--small", action="store_true", help="tiny sizes on the CPU: a check of the script")
-    ap.add_argument("--out", default=os.environ.get("OUT", "."), help="where depthwise-grid.json goes ($OUT)")
-    ap.add_argument("--budget-s", type=float, default=150.0, help="stop timing new points after this many seconds")
-    args = ap.parse_args(argv)
-    device = torch.device("cpu" if args.small or not torch.cuda.is_available() else "cuda")
-    if device.type == "cpu" and not args.small:
-        print("no CUDA device: run with --small for the CPU check of the script", file=sys.stderr)
-        return 2
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True   # as the collectors' TF32 runs
-    doc = run(args.small, args.budget_s, device)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / OUT_NAME).write_text(json.dumps(doc, indent=1))
-    print(table(doc))
-    print(f"wrote {out / OUT_NAME}")
-    return 0 if all(c["ok"] for c in doc["checks"].values()) else 1
+    return _grid["grid_main"](argv, __doc__, OUT_NAME, 150.0, run, table, tf32=True)
 
 
 if __name__ == "__main__":

@@ -15,9 +15,6 @@ points. Writes ONE file, $OUT/tiny-bmm-grid.json (or --out DIR).
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import runpy
 import sys
 import time
@@ -96,26 +93,14 @@ def run(small: bool, budget_s: float, device: torch.device) -> dict:
     return doc
 
 
+def table(doc: dict) -> str:
+    """Every point's forward / first / second backward product milliseconds."""
+    return "\n".join(f"{r['sweep']:<6} B {r['batch']:>8} side {r['side']:>3} k {r['k']:>4} {r['dtype']:<5} "
+                     + " / ".join(f"{r[x]['median_s'] * 1e3:.3f}" for x in PARTS) + " ms" for r in doc["points"])
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--small", action="store_true", help="tiny sizes on the CPU: a check of the script")
-    ap.add_argument("--out", default=os.environ.get("OUT", "."), help="where tiny-bmm-grid.json goes ($OUT)")
-    ap.add_argument("--budget-s", type=float, default=150.0, help="stop timing new points after this many seconds")
-    args = ap.parse_args(argv)
-    device = torch.device("cpu" if args.small or not torch.cuda.is_available() else "cuda")
-    if device.type == "cpu" and not args.small:
-        print("no CUDA device: run with --small for the CPU check of the script", file=sys.stderr)
-        return 2
-    torch.backends.cuda.matmul.allow_tf32 = True   # as the collectors' TF32 runs
-    doc = run(args.small, args.budget_s, device)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / OUT_NAME).write_text(json.dumps(doc, indent=1))
-    for r in doc["points"]:
-        print(f"{r['sweep']:<6} B {r['batch']:>8} side {r['side']:>3} k {r['k']:>4} {r['dtype']:<5} "
-              + " / ".join(f"{r[x]['median_s'] * 1e3:.3f}" for x in PARTS) + " ms")
-    print(f"wrote {out / OUT_NAME}")
-    return 0
+    return _grid["grid_main"](argv, __doc__, OUT_NAME, 150.0, run, table, tf32=True)
 
 
 if __name__ == "__main__":
