@@ -41,12 +41,12 @@ import math
 from dataclasses import dataclass
 
 from gpuplan_schema.payloads import TracedOp
+from planner.trace.kinds import ELEMENT_BYTES
 
 WARP = 32
 THREADS_PER_SM = 2048      # Volta to Hopper: the most resident threads an SM holds
 BLOCKS_PER_SM = 32         # and blocks
 GRAD_WEIGHT_THREADS = 256  # getGradParamsNumThreads: a warp an image, at most 256 threads a block
-ITEMSIZE = {"bf16": 2, "fp16": 2, "fp32": 4, "fp64": 8}
 PARTS = ("forward", "grad_input", "grad_weight")
 ATEN = "aten"
 # cuDNN's depthwise kernels, by the layout and dtype that pick them: channels-last batches in bf16/fp16 and in fp32
@@ -185,7 +185,7 @@ def depthwise_of(op: TracedOp) -> DepthwiseConv | None:
     name = op.name.split("::")[-1]
     backward = name == "convolution_backward"
     if name not in ("convolution", "convolution_backward") or len(op.shapes) < (3 if backward else 2) \
-            or op.dtype not in ITEMSIZE:
+            or op.dtype not in ELEMENT_BYTES:
         return None
     x, w = op.shapes[1 if backward else 0], op.shapes[2 if backward else 1]
     if len(x) not in (3, 4) or len(w) != len(x) or w[1] != 1 or x[1] < 2 or w[0] % x[1]:
@@ -193,7 +193,7 @@ def depthwise_of(op: TracedOp) -> DepthwiseConv | None:
     n, c = x[0], w[0]
     h, wd = (x[2], x[3]) if len(x) == 4 else (1, x[2])
     kh, kw = (w[2], w[3]) if len(w) == 4 else (1, w[2])
-    calls, item = max(op.calls, 1), ITEMSIZE[op.dtype]
+    calls, item = max(op.calls, 1), ELEMENT_BYTES[op.dtype]
     if backward:
         out_map = math.prod(op.shapes[0][2:])
         input_grad = op.written_bytes / calls >= math.prod(x) * item   # the first layer's input needs none

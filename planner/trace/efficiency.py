@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Protocol
 
-from planner.trace.gemm import Gemm
+from planner.trace.gemm import ALIGN, Gemm
 from planner.trace.kinds import DEPTHWISE, OWN_KERNELS, base_kind, kind_family, own_roof
 
 # The reduction depth at half efficiency (gemm.Gemm.fill): 32 to 512 were tried, and the held-out median did not move
@@ -57,7 +57,6 @@ EVEN = (1.0, 0.8, 0.6, 0.45, 0.3)          # the efficiency of an even, not 8-al
 ODD = (0.5, 0.3, 0.2, 0.15, 0.1, 0.07)     # of one with an odd dimension
 MIN_ROWS = 2
 ANY = "any"   # the class of a kind learned across dtypes
-ALIGN = 8     # the elements of a half type in one 16-byte load (gemm.py)
 
 
 def math_class(dtype: str | None, precision: str) -> str:
@@ -178,7 +177,7 @@ class Efficiency:
         kind without its variant (an NHWC convolution no profile showed is timed as an NCHW one; an NHWC or a native
         batch norm, per-channel or channels-last, never as cuDNN's NCHW one: each runs kernels of its own); None:
         unlearned."""
-        for k in dict.fromkeys((kind,) if kind.endswith((*OWN_KERNELS, DEPTHWISE)) else (kind, base_kind(kind))):
+        for k in dict.fromkeys((kind,) if kind.endswith(OWN_KERNELS) else (kind, base_kind(kind))):
             if cls == ANY and k in self.kinds:
                 return k
             for c in (cls, "tf32" if cls == "fp32" else "half", "half") if cls != ANY else ():

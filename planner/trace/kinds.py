@@ -38,11 +38,20 @@ BATCH_NORMS = frozenset({"batch_norm", "batch_norm_backward"})
 # collectors/trace/batchnorm.py; bf16 autocast, an InstanceNorm): a kind of its own, timed by the share of the SMs its
 # one block per channel fills (planner/trace/plane.py)
 NATIVE = "_native"
+# One that runs ATen's channels-last kernels (an NHWC network's under bf16 autocast or with fp16 weights, a 2-D
+# input's: `batch_norm_choose_impl`): a kind of its own, as neither cuDNN's NHWC kernels nor the
+# per-channel ones run alike. Its statistics (`batch_norm_collect_statistics_channels_last_kernel`, a Welford update
+# per element) are set by the SMs' arithmetic, not the bandwidth: ResNet-50's bf16 forward took 3.8x its bytes' time
+# on the H100 and 5.1x on the H200 (the same 9 ms for the statistics on both), mlp-stgan's BatchNorm1d 3.7x and 4.5x
+# (the same 0.26 ms), where cuDNN's NHWC kernels took 1.7-2x (results/*/roofline-resnet50*.json `kernels`)
+CHANNELS_LAST = "_native_cl"
 # A depthwise convolution on ATen's own kernels (planner/trace/depthwise.py: every dtype but cuDNN's fp16 shapes, NCHW):
 # a kind of its own in a class of its own, timed by the SM cycles the kernels were measured to take, not by a
 # dense convolution's tensor-core roof or bytes (MobileNetV3's backward, so timed: 16 ms for 52 measured on an H200)
 DEPTHWISE = "_depthwise"
 SM_BOUND = "sm"
+# The variants with kernels of their own: never timed as their base kind, nor with a family's figures
+OWN_KERNELS = (NHWC, CHANNELS_LAST, NATIVE, DEPTHWISE)
 # Kinds that run ATen's kernels of one block per row (planner/trace/rows.py), timed by the share of the GPU those
 # blocks fill: the layer norm's forward (its backward's kernels keep up with the wide rows' per byte)
 ROW_KINDS = frozenset({"native_layer_norm"})
@@ -52,14 +61,6 @@ def own_roof(kind: str) -> bool:
     """Whether a kind's learned slowdown is of a roof of its own (a native batch norm's per-channel one, a layer norm's
     per-row one), not of its bytes at the copy roof: no family's figure, nor the pooled one, for kinds it never saw."""
     return kind.endswith(NATIVE) or kind in ROW_KINDS
-# One that runs ATen's channels-last kernels (an NHWC network's under bf16 autocast or with fp16 weights, a 2-D
-# input's: `batch_norm_choose_impl`): a kind of its own, as neither cuDNN's NHWC kernels nor the
-# per-channel ones run alike. Its statistics (`batch_norm_collect_statistics_channels_last_kernel`, a Welford update
-# per element) are set by the SMs' arithmetic, not the bandwidth: ResNet-50's bf16 forward took 3.8x its bytes' time
-# on the H100 and 5.1x on the H200 (the same 9 ms for the statistics on both), mlp-stgan's BatchNorm1d 3.7x and 4.5x
-# (the same 0.26 ms), where cuDNN's NHWC kernels took 1.7-2x (results/*/roofline-resnet50*.json `kernels`)
-CHANNELS_LAST = "_native_cl"
-OWN_KERNELS = (NHWC, CHANNELS_LAST, NATIVE)   # batch-norm variants never timed as cuDNN's NCHW kind
 
 
 # Kinds of one family run alike (one kernel pattern: an activation reads its input once and writes its output; a
@@ -97,7 +98,7 @@ def kind_family(kind: str) -> str | None:
     held out as one ran 25-53 % slower than measured in fp16 and TF32 (timed pooled: within 23 %); nor have ATen's
     per-channel one (its figures are of another roof: planner/trace/plane.py) and its channels-last one (a
     statistics pass set by the SMs' arithmetic: CHANNELS_LAST)."""
-    if kind.endswith((*OWN_KERNELS, DEPTHWISE)) or own_roof(kind):   # figures of another roof than its bytes'
+    if kind.endswith(OWN_KERNELS) or own_roof(kind):   # figures of another roof than its bytes'
         return None
     base = base_kind(kind)
     if base in GATHER_BACKWARDS:
@@ -110,7 +111,7 @@ def kind_family(kind: str) -> str | None:
 
 def base_kind(kind: str) -> str:
     """The kind without its variant: what the profile's one row per op name covers."""
-    for v in (*VARIANTS, *OWN_KERNELS, DEPTHWISE):
+    for v in (*VARIANTS, *OWN_KERNELS):
         kind = kind.removesuffix(v)
     return kind
 
@@ -123,6 +124,9 @@ def op_kind(name: str) -> str:
         base = base[:-1]
     return base
 
+
+# Bytes an element of each traced dtype (TracedOp.dtype)
+ELEMENT_BYTES = {"fp64": 8, "fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 
 @dataclass(frozen=True)
 class Roofs:

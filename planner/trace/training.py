@@ -21,6 +21,7 @@ from planner.trace.kinds import (
     BATCH_NORMS,
     CHANNELS_LAST,
     DEPTHWISE,
+    ELEMENT_BYTES,
     MATMUL_KINDS,
     NATIVE,
     NHWC,
@@ -74,8 +75,6 @@ def group_of(op: TracedOp, roofs: Roofs, precision: str, nhwc: bool = False) -> 
     return Group(op.calls, roofs.math_s(flops, op.dtype, precision), memory_s, gemm, 2 * memory_s if nchw else 0.0,
                  plane, plane_s, sm_s, bias_add_s(op, kind, roofs))
 
-
-ELEMENT_BYTES = {"fp64": 8, "fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 
 
 def bias_add_s(op: TracedOp, kind: str, roofs: Roofs) -> float:
