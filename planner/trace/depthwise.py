@@ -42,9 +42,9 @@ from dataclasses import dataclass
 
 from gpuplan_schema.payloads import TracedOp
 from planner.trace.kinds import ELEMENT_BYTES
+from planner.trace.plane import THREADS_PER_SM
 
 WARP = 32
-THREADS_PER_SM = 2048      # Volta to Hopper: the most resident threads an SM holds
 BLOCKS_PER_SM = 32         # and blocks
 GRAD_WEIGHT_THREADS = 256  # getGradParamsNumThreads: a warp an image, at most 256 threads a block
 PARTS = ("forward", "grad_input", "grad_weight")
