@@ -25,6 +25,7 @@ from planner.trace.kinds import (
     MATMUL_KINDS,
     NATIVE,
     NHWC,
+    RNN_KINDS,
     ROW_KINDS,
     SM_BOUND,
     VARIANT_SUFFIX,
@@ -73,8 +74,14 @@ def group_of(op: TracedOp, roofs: Roofs, precision: str, nhwc: bool = False) -> 
     elements = op.bytes / calls / ELEMENT_BYTES.get(op.dtype or "", 4)
     sm_s = 0.0 if kind.startswith("convolution") else unaligned_s(gemm, elements, roofs.sms, roofs.clock_hz)
     return Group(op.calls, roofs.math_s(flops, op.dtype, precision), memory_s, gemm, 2 * memory_s if nchw else 0.0,
-                 plane, plane_s, sm_s, bias_add_s(op, kind, roofs))
+                 plane, plane_s, sm_s, bias_add_s(op, kind, roofs), launches_of(op, kind))
 
+
+
+def launches_of(op: TracedOp, kind: str) -> int | None:
+    """The kernels the op's calls launch where the trace counts more than one a call (efficiency.py): a cuDNN RNN's
+    per time step (collectors/trace/rnn.py); None for the others (one a call)."""
+    return op.launches if kind in RNN_KINDS else None
 
 
 def bias_add_s(op: TracedOp, kind: str, roofs: Roofs) -> float:
