@@ -77,7 +77,6 @@ def group_of(op: TracedOp, roofs: Roofs, precision: str, nhwc: bool = False) -> 
                  plane, plane_s, sm_s, bias_add_s(op, kind, roofs), launches_of(op, kind))
 
 
-
 def launches_of(op: TracedOp, kind: str) -> int | None:
     """The kernels the op's calls launch where the trace counts more than one a call (efficiency.py): a cuDNN RNN's
     per time step (collectors/trace/rnn.py); None for the others (one a call)."""
