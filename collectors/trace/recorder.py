@@ -25,6 +25,7 @@ from collectors.trace.inplace import GpuInPlace
 from collectors.trace.kernels import argument, internal_temporaries, result_storage
 from collectors.trace.memory import PHASE_CATEGORY, LiveMemory
 from collectors.trace.rnn import PERSISTENT, algorithm, rnn_call, rnn_launches
+from collectors.trace.workspace import CUBLAS_WORKSPACE, blas_thread, conv_workspaces
 
 MULTI_TENSOR_CHUNK = 36   # multi_tensor_apply's tensors per launch at depth 4 (params, grads, two moments)
 MAX_SHAPES = 4            # the shapes of an op's first tensor arguments kept (a foreach op has hundreds)
@@ -132,13 +133,15 @@ def launches_of(func: torch._ops.OpOverload, args: tuple, kwargs: dict, flops: f
 class TraceRecorder(TorchDispatchMode):
     """Records the calls of the ops run under it into `calls` (set `phase` as the step goes) and counts memory."""
 
-    def __init__(self, memory: LiveMemory) -> None:
+    def __init__(self, memory: LiveMemory, precision: str = "fp32") -> None:
         super().__init__()
+        self.precision = precision   # TF32 convolutions run cuDNN's transposing kernels, fp32 ones not (workspace.py)
         self.calls: list[TracedCall] = []
         self.phase = "forward"
         self.memory = memory
         self.recording = True
         self.in_place = GpuInPlace(memory)   # what the GPU writes in place and meta does not (inplace.py)
+        self.blas_threads: set[str] = set()   # the threads whose cuBLAS workspace is allocated (workspace.py)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001 - torch's signature
         kwargs = kwargs or {}
@@ -155,6 +158,13 @@ class TraceRecorder(TorchDispatchMode):
         self.in_place.made(name, self.phase, out)
         for t in internal_temporaries(func, args, kwargs):  # allocated and freed inside the op on a GPU
             self.memory.add(t, category)
+        if (thread := blas_thread(name, self.phase)) and thread not in self.blas_threads:
+            self.blas_threads.add(thread)   # its handle's workspace, allocated at its first product and kept
+            self.memory.hold(CUBLAS_WORKSPACE)
+        if name in CONVOLUTIONS:   # cuDNN's workspaces, allocated and freed inside the call (workspace.py)
+            layout = any(_channels_last(t) for t in _tensors((args, kwargs)))
+            for plans in conv_workspaces(func, args, kwargs, out, self.precision, layout):
+                self.memory.workspace(plans)
         self.memory.mark()
         if self.recording:
             read, written = count_bytes(func, args, kwargs, out)

@@ -22,13 +22,15 @@ not been measured (benchmarks/trace_leave_one_out.py), which is how the bands ar
   lowers batch norm to reductions of its own, not ATen's one block per channel), and so are the convolutions' bias
   adds (Inductor peels the bias off a convolution and fuses its add into the next pointwise kernel:
   torch/_inductor/kernel/conv.py; conv-rollout's compiled step was predicted +108 % with them kept);
-- memory: the allocator's own bytes (`offset`: cuBLAS's workspace, the context's allocations) = median of measured
-  peak − traced peak; the room fragmentation takes (`fragmentation`, in largest blocks: a grid), which of the
-  replayed reservations sets a boundary (`replay`: the allocator keeping its empty segments, or the lesser of that
-  and returning them; collectors/trace/allocator.py) and the usable share of the card (`usable`: what the replay
-  needs, or the traced peak and that room, with the offset, at the measured boundary over the memory its search had,
-  median over the workloads and precisions whose boundary was found) minimising the boundaries' squared log error.
-  The memory a search had is the card less what other processes held on it (planner/trace/boundary.py).
+- memory: the allocator's own bytes (`offset`: the context's allocations; cuBLAS's workspaces are traced since
+  collectors/trace/workspace.py) = median of measured peak − traced peak; the room fragmentation takes
+  (`fragmentation`, in largest blocks: a grid), which of the replays sets a boundary (`replay`: the allocator keeping
+  its empty segments, or the lesser of that and returning them, collectors/trace/allocator.py; or the least capacity
+  the step runs in, cuDNN's workspaces shrinking to fit, either way, collectors/trace/capacity.py) and the usable
+  share of the card (`usable`: what the replay needs, or the traced peak and that room, with the offset, at the
+  measured boundary over the memory its search had, median over the workloads and precisions whose boundary was
+  found) minimising the boundaries' squared log error. The memory a search had is the card less what other
+  processes held on it (planner/trace/boundary.py).
 """
 
 from __future__ import annotations
