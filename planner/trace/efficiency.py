@@ -13,8 +13,8 @@ alignment's factor: a bert-base matmul and gpt-small's 50,257-wide head are one 
 convolution adds its transposes, and a convolution with a bias its bias add, timed outright at the element rate the
 profiles show for ATen's broadcast add (BIAS_ADD_OPS, the fit learning the rest). Matmul kinds are learned per math
 class (half: fp16 and bf16; tf32), never faster than the measured roof (slowdown at least 1); plain fp32 products (no
-profile ran them) take one slowdown learned from the measured fp32 steps (learn.py); the other kinds are learned
-across dtypes.
+profile ran them) take a slowdown per family learned from the measured fp32 steps (Fp32Scale, learn.py); the other
+kinds are learned across dtypes.
 
 The profiles aggregate each op over its calls (per name), so the fit is on sums: per kind, a non-negative least
 squares over every profiled op row (each row weighted by 1 / its profile's step, so that every profile counts
@@ -57,6 +57,32 @@ EVEN = (1.0, 0.8, 0.6, 0.45, 0.3)          # the efficiency of an even, not 8-al
 ODD = (0.5, 0.3, 0.2, 0.15, 0.1, 0.07)     # of one with an odd dimension
 MIN_ROWS = 2
 ANY = "any"   # the class of a kind learned across dtypes
+
+
+@dataclass(frozen=True)
+class Fp32Scale:
+    """Plain fp32's slowdown over the card's FP32 roof: cuBLAS's SIMT SGEMM (`gemm`), cuDNN's fp32 implicit-GEMM
+    convolutions (`conv`) and those it runs as FFT or Winograd transforms (`transform`: 3x3 stride 1, fewer
+    multiplications than the direct product counted, so well under 1). No profile ran fp32, and one slowdown for all
+    left them apart in the leave-one-out (H100: ResNet-50's fp32 steps -37 %, SSD300's -20 %, where BERT-base's were
+    +16 %, gpt-small's +19 %, mlp-stgan's +41 %)."""
+
+    gemm: float = 1.0
+    conv: float = 1.0
+    transform: float = 1.0
+
+    def of(self, kind: str, group: Group) -> float:
+        if family(kind) != "conv":
+            return self.gemm
+        return self.transform if group.transform else self.conv
+
+
+AT_ROOF = Fp32Scale()   # fp32 products at the FP32 roof: what a model with no fp32 step measured takes
+# The convolutions' fp32 slowdowns, measured (benchmarks/conv_fp32_fit.py on the grid of
+# results/h200/diagnostics/conv-fp32-grid-2026-11-28), not learned: learned from the reference workloads' fp32 steps
+# the implicit GEMMs' slowdown was whatever their few badly filled layers needed (conv-rollout's 64 -> 3 channels at
+# 60x its roof), ResNet-50's held out +47 %
+FP32_CONV = Fp32Scale(1.0, 1.98, 1.05)
 
 
 def math_class(dtype: str | None, precision: str) -> str:
@@ -119,6 +145,7 @@ class Group:
     plane_s: float = 0.0      # per call: what those kernels move, at the copy roof
     sm_s: float = 0.0         # per call: the SM cycles of kernels no roof sets, at the GPU's clock (depthwise.py)
     bias_s: float = 0.0       # per call: a cuDNN convolution's bias add (BIAS_ADD_OPS), outside the kind's slowdown
+    transform: bool = False   # an fp32 convolution cuDNN runs as an FFT or Winograd transform (training.transformed)
 
     @property
     def outright_s(self) -> float:
@@ -199,10 +226,11 @@ class Efficiency:
         name = kind_family(kind)
         return self.families.get(name, self.pooled) if name else self.pooled
 
-    def time_s(self, kind: str, cls: str, groups: Iterable[Group], fp32_slowdown: float = 1.0) -> tuple[float, bool]:
+    def time_s(self, kind: str, cls: str, groups: Iterable[Group], fp32: Fp32Scale = AT_ROOF
+               ) -> tuple[float, bool]:
         """(predicted seconds of these calls, whether the kind was learned). No profile ran plain fp32: an fp32
-        product takes its kind's fixed cost per call and `fp32_slowdown` (learned from the measured fp32 steps,
-        learn.py) times its roof, the alignment factors left out (SIMT kernels)."""
+        product takes its kind's fixed cost per call and its family's fp32 slowdown (learned from the measured fp32
+        steps, learn.py) times its roof, the alignment factors left out (SIMT kernels)."""
         groups = list(groups)
         key = self.key(kind, cls)
         if key is None and kind.endswith(DEPTHWISE):   # its kernels' cycles were measured, not learned: known
@@ -212,8 +240,8 @@ class Efficiency:
         shape = self.shapes.get(family(kind), Shape()).of(cls)
         calls, outright = sum(g.calls for g in groups), sum(g.outright_s for g in groups)
         if cls == "fp32":
-            roof = sum(g.roof_s(self.sms, shape.unaligned) for g in groups)
-            return calls * fit.per_call_s + fp32_slowdown * roof + outright, key is not None
+            roof = sum(fp32.of(kind, g) * g.roof_s(self.sms, shape.unaligned) for g in groups)
+            return calls * fit.per_call_s + roof + outright, key is not None
         roof = sum(g.roof_s(self.sms, shape) for g in groups)
         return calls * fit.per_call_s + fit.slowdown * roof + outright, key is not None
 

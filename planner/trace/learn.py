@@ -12,8 +12,9 @@ not been measured (benchmarks/trace_leave_one_out.py), which is how the bands ar
   taking those steps too (dlrm-small's, BERT's at large batches) brought the held-out median from 13.9 % to 12.7 %
   (H100) and 15.5 % to 14.2 % (H200). An inference step's calls cost the dispatch benchmark's measured issue time
   of one op (ceilings.json), which no reference training step can teach;
-- sharpness (how the GPU's and the host's times join, predict.py), fp32_scale: a grid, each minimising the squared
-  log error of the predicted plain steps (every plain point; fp32's points for its scale);
+- sharpness (how the GPU's and the host's times join, predict.py), fp32_scale: grids, each minimising the squared
+  log error of the predicted plain steps (every plain point; fp32's points for its matrix products' scale: its
+  convolutions' are measured, efficiency.FP32_CONV);
 - compile: a compiled step is its eager prediction with the ops of the matmul kinds kept, the others × `fused`
   (fusion removes their memory traffic) and the host × `host` (a graph issues fewer calls), both from a grid over
   the measured compiled/eager pairs; a native batch norm's per-channel excess (plane.py) is dropped first (Inductor
@@ -43,7 +44,7 @@ from gpuplan_schema.results import MachineResults
 from planner.model.split import machine_rooflines
 from planner.specs import match_gpu
 from planner.trace.boundary import others_during
-from planner.trace.efficiency import Efficiency, fit_efficiency
+from planner.trace.efficiency import FP32_CONV, Efficiency, Fp32Scale, fit_efficiency
 from planner.trace.kinds import Roofs
 from planner.trace.memory import REPLAYS, MemoryLine, memory_line
 from planner.trace.predict import PHASES, HostModel, StepTime, phase_calls, pipeline, predict_step
@@ -90,7 +91,7 @@ class GpuModel:
     roofs: Roofs
     efficiency: Efficiency
     host: HostModel
-    fp32_scale: float
+    fp32_scale: Fp32Scale
     compile: CompileModel
     memory: MemoryModel
 
@@ -156,13 +157,18 @@ def fit_sharpness(points: list[Measured], steps: list[StepTime]) -> float:
     return min(SHARPNESS, key=error)
 
 
-def fit_fp32(points: list[Measured], efficiency: Efficiency, roofs: Roofs, host: HostModel) -> float:
+def fit_fp32(points: list[Measured], efficiency: Efficiency, roofs: Roofs, host: HostModel) -> Fp32Scale:
+    """fp32's matrix products' slowdown (Fp32Scale.gemm) from the measured fp32 steps, a grid; the convolutions'
+    are measured, not learned (efficiency.FP32_CONV)."""
     fp32 = [m for m in points if m.point.precision == "fp32"]
     if not fp32:
-        return 1.0
-    return min(FP32_SCALES, key=lambda s: sum(
-        _log_error(predict_step(m.run, efficiency, roofs, host, s).step_s, m.point.step_s.median)  # type: ignore
-        for m in fp32))
+        return FP32_CONV
+
+    def error(gemm: float) -> float:
+        scale = replace(FP32_CONV, gemm=gemm)
+        return sum(_log_error(predict_step(m.run, efficiency, roofs, host, scale).step_s, m.point.step_s.median)
+                   for m in fp32)  # type: ignore[union-attr]
+    return replace(FP32_CONV, gemm=min(FP32_SCALES, key=error))
 
 
 def compile_pairs(machine: MachineResults, traces: dict[str, TracePayload], leave_out: str | None

@@ -17,13 +17,13 @@ from pathlib import Path
 
 from gpuplan_schema.payloads import CeilingsPayload
 from gpuplan_schema.schema import from_dict
-from planner.trace.efficiency import efficiency_from_dict, efficiency_to_dict
+from planner.trace.efficiency import Fp32Scale, efficiency_from_dict, efficiency_to_dict
 from planner.trace.kinds import Roofs
 from planner.trace.learn import CompileModel, GpuModel, MemoryModel
 from planner.trace.predict import HostModel
 
 LEARNED = Path(__file__).with_name("learned.json")
-MODEL_VERSION = 1
+MODEL_VERSION = 2
 REFERENCE = "h100-80gb"   # the plan's source: the GPU with the most profiles (nanoGPT's too)
 
 
@@ -53,13 +53,13 @@ def model_to_dict(m: GpuModel) -> dict:
     return {"machine": m.machine, "gpu": m.gpu,
             "roofs": {"flops_per_s": m.roofs.flops_per_s, "bytes_per_s": m.roofs.bytes_per_s, "sms": m.roofs.sms,
                       "clock_hz": m.roofs.clock_hz},
-            "efficiency": efficiency_to_dict(m.efficiency), "host": m.host.to_dict(), "fp32_scale": m.fp32_scale,
-            "compile": m.compile.__dict__, "memory": m.memory.__dict__}
+            "efficiency": efficiency_to_dict(m.efficiency), "host": m.host.to_dict(),
+            "fp32_scale": m.fp32_scale.__dict__, "compile": m.compile.__dict__, "memory": m.memory.__dict__}
 
 
 def model_from_dict(d: dict) -> GpuModel:
     return GpuModel(d["machine"], d["gpu"], Roofs(**d["roofs"]),
-                    efficiency_from_dict(d["efficiency"]), HostModel(**d["host"]), d["fp32_scale"],
+                    efficiency_from_dict(d["efficiency"]), HostModel(**d["host"]), Fp32Scale(**d["fp32_scale"]),
                     CompileModel(**d["compile"]), MemoryModel(**d["memory"]))
 
 

@@ -1,7 +1,8 @@
 """A traced step's time on a GPU whose per-op efficiency and host were learned (planner/trace/learn.py).
 
     gpu busy  = Σ over the step's ops of their predicted time (efficiency.py: per kind, calls × fixed cost +
-                slowdown × roof); fp32 matmuls (no profile runs them: the profiles are bf16 and TF32) × fp32_scale
+                slowdown × roof); fp32 products (no profile runs them: the profiles are bf16 and TF32) × their family's
+                fp32 scale (efficiency.Fp32Scale)
     host      = Σ over the phases (forward, backward, optimizer) of the step's aten calls × the host's seconds per
                 call in that phase, + its nn.Module calls × seconds per module call, + a fixed cost per step
     step      = the phases (forward, backward, optimizer) in turn, each joining the GPU's work left over from the
@@ -24,7 +25,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from gpuplan_schema.payloads import TraceRun
-from planner.trace.efficiency import Efficiency
+from planner.trace.efficiency import AT_ROOF, Efficiency, Fp32Scale
 from planner.trace.kinds import Roofs
 from planner.trace.training import STEP_PHASES, traced_kinds
 
@@ -113,7 +114,7 @@ def phase_calls(run: TraceRun) -> dict[str, int]:
     return dict(out)
 
 
-def op_times(run: TraceRun, efficiency: Efficiency, roofs: Roofs, fp32_scale: float = 1.0,
+def op_times(run: TraceRun, efficiency: Efficiency, roofs: Roofs, fp32_scale: Fp32Scale = AT_ROOF,
              phase: str | None = None) -> list[OpTime]:
     """The step's ops (those of `phase` alone if given) with their predicted seconds, the slowest first."""
     out = []
@@ -146,7 +147,7 @@ def pipeline(phases: tuple[PhaseTime, ...], sharpness: float) -> float:
 
 
 def step_phases(run: TraceRun, efficiency: Efficiency, roofs: Roofs, host: HostModel,
-                fp32_scale: float = 1.0) -> tuple[PhaseTime, ...]:
+                fp32_scale: Fp32Scale = AT_ROOF) -> tuple[PhaseTime, ...]:
     """The step's phases in their order, its issue time shared among them by their aten calls (the measured issue
     times are of whole steps: they cannot tell what a phase's call costs apart, so each call is taken to cost alike);
     an inference step is one phase."""
@@ -166,7 +167,7 @@ def step_phases(run: TraceRun, efficiency: Efficiency, roofs: Roofs, host: HostM
 
 
 def predict_step(run: TraceRun, efficiency: Efficiency, roofs: Roofs, host: HostModel,
-                 fp32_scale: float = 1.0) -> StepTime:
+                 fp32_scale: Fp32Scale = AT_ROOF) -> StepTime:
     ops = op_times(run, efficiency, roofs, fp32_scale)
     phases = step_phases(run, efficiency, roofs, host, fp32_scale)
     return StepTime(sum(o.seconds for o in ops), sum(p.host_s for p in phases), pipeline(phases, host.sharpness), ops,

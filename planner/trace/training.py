@@ -9,6 +9,7 @@ not list took no measurable time there: a row of zero.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable
 
@@ -52,9 +53,12 @@ def group_of(op: TracedOp, roofs: Roofs, precision: str, nhwc: bool = False) -> 
     flops = op.flops / calls if op.flops is not None else None
     kind = op_kind(op.name)
     memory_s = op.bytes / calls / roofs.bytes_per_s
-    # cuDNN runs a channels-first convolution (1-D ones too, as 2-D of height 1) through NHWC transposes
-    nchw = kind.startswith("convolution") and op.variant != "channels_last" and bool(op.shapes) \
-        and len(op.shapes[0]) in (3, 4, 5)
+    # cuDNN runs a channels-first convolution (1-D ones too, as 2-D of height 1) through NHWC transposes; in plain
+    # fp32 the other way round: its fp32 kernels are NCHW ones, a channels-last convolution transposed in and back
+    # (nhwcToNchwKernel / nchwToNhwcKernel in results/h200/diagnostics/conv-fp32-grid-2026-11-28)
+    plain = math_class(op.dtype, precision) == "fp32"
+    conv = kind.startswith("convolution") and bool(op.shapes) and len(op.shapes[0]) in (3, 4, 5)
+    nchw = conv and (op.variant == "channels_last") == plain
     depthwise = depthwise_of(op)
     if depthwise is not None:   # no transposes, no tensor-core product (depthwise.py); ATen's kernel adds the bias
         bias_s = 0.0 if depthwise.library == ATEN else bias_add_s(op, kind, roofs)   # inside, cuDNN's apart
@@ -73,7 +77,30 @@ def group_of(op: TracedOp, roofs: Roofs, precision: str, nhwc: bool = False) -> 
     elements = op.bytes / calls / ELEMENT_BYTES.get(op.dtype or "", 4)
     sm_s = 0.0 if kind.startswith("convolution") else unaligned_s(gemm, elements, roofs.sms, roofs.clock_hz)
     return Group(op.calls, roofs.math_s(flops, op.dtype, precision), memory_s, gemm, 2 * memory_s if nchw else 0.0,
-                 plane, plane_s, sm_s, bias_add_s(op, kind, roofs))
+                 plane, plane_s, sm_s, bias_add_s(op, kind, roofs), plain and conv and transformed(op))
+
+
+# The fewest channels a transformed convolution was seen with: 3 never, 64 always; 32 between, unmeasured
+TRANSFORM_CHANNELS = 32
+
+
+def transformed(op: TracedOp) -> bool:
+    """Whether cuDNN's heuristics run this fp32 convolution as a transform (FFT, Winograd) that does fewer
+    multiplications than the direct product the trace counts: a 3x3 stride-1 2-D one of TRANSFORM_CHANNELS input
+    and output channels or more (the kernels named in results/h200/diagnostics/conv-fp32-grid-2026-11-28:
+    fft2d_r2c / winograd_nonfused at every 3x3 stride-1 point of 64 channels and more, but the forward of some;
+    implicit GEMMs at every 1x1, stride-2 and 7x7 one and at conv-rollout's 3-channel input layer)."""
+    backward = op.name.endswith("convolution_backward")
+    if len(op.shapes) < (3 if backward else 2):
+        return False
+    x, w = op.shapes[1 if backward else 0], op.shapes[2 if backward else 1]
+    if len(x) != 4 or len(w) != 4 or tuple(w[2:]) != (3, 3) or min(w[:2]) < TRANSFORM_CHANNELS \
+            or not (backward or op.flops):
+        return False
+    if backward:   # (grad of the output, input, weight): the output's map as large as the input's
+        return math.prod(op.shapes[0][2:]) >= 0.8 * x[2] * x[3]
+    out_map = op.flops / max(op.calls, 1) / (2 * x[0] * w[0] * w[1] * 9)   # type: ignore[operator]
+    return out_map >= 0.8 * x[2] * x[3]   # stride 1: an output as large as the input (padding 1)
 
 
 
