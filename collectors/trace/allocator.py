@@ -8,8 +8,9 @@ allocator's rules and returns the most that ever needed:
 
 - a request is rounded up to 512 bytes; up to 1 MiB it comes from the small pool (2 MiB segments), larger from the
   large pool (20 MiB segments up to 10 MiB, else its size rounded up to 2 MiB);
-- the smallest free block of its pool that holds it is used (best fit), split where the rest is at least 512 bytes
-  (small pool) or more than 1 MiB (large pool); a freed block merges with free neighbours of its segment;
+- the smallest free block of its pool that holds it is used (best fit; of equal ones the newer segment's, Block.key),
+  split where the rest is at least 512 bytes (small pool) or more than 1 MiB (large pool); a freed block merges with
+  free neighbours of its segment;
 - without a free block a segment is allocated: needed = the bytes of the segments holding a live block + the new one.
 
 PyTorch's defaults (no max_split_size, no expandable segments, no garbage collection threshold).
@@ -21,7 +22,9 @@ it does not hold. `release_empty` replays the second from the start. Measured at
 reproduces gpt-small's reservation (83.3 GB replayed, 83.5 GB reserved, where the second needs 91.0) and the second
 Transformer-XL's (80.3 GB against 80.4 GB at batch 96 in fp32, where the first needs 97.6) and dlrm-small's (80.7
 against 81.4 GB, the first 85.7): where between them a workload falls is not known from its allocations alone (the
-planner learns which of the two to read from the measured boundaries, planner/trace/learn.py).
+planner learns which of the two to read from the measured boundaries, planner/trace/learn.py). Both leave cuDNN's
+workspaces out (workspace.py): capacity.py replays the allocator at a capacity with them (`capacity`: the bytes its
+segments may take, OutOfMemory past them), the replay the planner reads where a trace has it.
 """
 
 from __future__ import annotations
@@ -35,6 +38,11 @@ SMALL_BUFFER = 2 << 20        # kSmallBuffer: a small-pool segment
 LARGE_BUFFER = 20 << 20       # kLargeBuffer: a segment for requests of 1 to 10 MiB
 MIN_LARGE_ALLOC = 10 << 20    # kMinLargeAlloc
 ROUND_LARGE = 2 << 20         # kRoundLarge
+NEWEST = 1 << 62              # above any segment's index: where a pool's search for a size starts
+
+
+class OutOfMemory(Exception):  # noqa: N818 - named as torch's OutOfMemoryError, which it stands for
+    """No segment of `size` bytes fits the allocator's capacity, even after it returned its cached ones."""
 
 
 def round_size(size: int) -> int:
@@ -58,7 +66,11 @@ class Block:
 
     @property
     def key(self) -> tuple[int, int, int]:
-        return self.size, self.segment, self.offset
+        """Best fit's order: by size, then by address. The allocator compares addresses; CUDA gives each new large
+        segment a lower address than the last (every H100 record: 0x7f53d0…, 0x7f4b5c…, 0x7f4958…), so of two
+        equal free blocks the newer segment's is taken (sensor-cnn's second convolution's output went into the
+        norm's cached fp32 copy, not into an older segment's equal hole)."""
+        return self.size, -self.segment, self.offset
 
 
 @dataclass
@@ -76,7 +88,7 @@ class Pool:
         del self.by_key[key]
 
     def best_fit(self, size: int) -> Block | None:
-        i = bisect.bisect_left(self.free, (size, -1, -1))
+        i = bisect.bisect_left(self.free, (size, -NEWEST, -1))
         return self.by_key[self.free[i]] if i < len(self.free) else None
 
 
@@ -92,6 +104,8 @@ class Allocator:
     needed: int = 0                                         # the most `held` + a new segment ever came to
     release_empty: bool = False   # return the cached empty segments before each new one (module docstring)
     empty: set[int] = field(default_factory=set)            # the segments with no live block (cached)
+    capacity: int | None = None   # the bytes its segments may take (capacity.py); None: as many as it needs
+    reserved: int = 0             # bytes of the segments it holds, live or cached
 
     def malloc(self, key: int, nbytes: int) -> None:
         size = round_size(nbytes)
@@ -121,6 +135,11 @@ class Allocator:
         self.needed = max(self.needed, self.held + size)
         if self.release_empty:
             self._release_cached()
+        if self.capacity is not None and self.reserved + size > self.capacity:
+            self._release_cached()   # at its limit the allocator returns its cached segments and tries again
+            if self.reserved + size > self.capacity:
+                raise OutOfMemory(size)
+        self.reserved += size
         self.segments.append(size)
         self.in_small.append(small)
         self.used.append(0)
@@ -131,7 +150,8 @@ class Allocator:
         the pools, and what is allocated next takes a fresh segment or a hole in a held one."""
         for segment in self.empty:
             pool = self.small if self.in_small[segment] else self.large
-            pool.remove(pool.by_key[(self.segments[segment], segment, 0)])
+            pool.remove(pool.by_key[(self.segments[segment], -segment, 0)])
+            self.reserved -= self.segments[segment]
             self.segments[segment] = 0
         self.empty.clear()
 
@@ -163,10 +183,14 @@ def _merge(block: Block, other: Block) -> Block:
     return first
 
 
-def replay(events: list[tuple[int, int]], release_empty: bool = False) -> Allocator:
-    """Replay `events` ((storage key, bytes) an allocation, (key, -1) a free: the weights, the batch, both steps)."""
+def replay(events: list[tuple[int, int]], release_empty: bool = False,
+           workspaces: frozenset[int] = frozenset()) -> Allocator:
+    """Replay `events` ((storage key, bytes) an allocation, (key, -1) a free: the weights, the batch, both steps),
+    leaving out the convolutions' workspaces (`workspaces`: their keys; capacity.py replays them)."""
     allocator = Allocator(release_empty=release_empty)
     for key, nbytes in events:
+        if key in workspaces:
+            continue
         if nbytes < 0:
             allocator.release(key)
         else:
@@ -174,8 +198,9 @@ def replay(events: list[tuple[int, int]], release_empty: bool = False) -> Alloca
     return allocator
 
 
-def reserved_peak(events: list[tuple[int, int]], release_empty: bool = False) -> int:
+def reserved_peak(events: list[tuple[int, int]], release_empty: bool = False,
+                  workspaces: frozenset[int] = frozenset()) -> int:
     """The most the allocator needed over `events`: the segments holding a live block and the one a request had to
     add. `release_empty`: returning its empty segments before each new one, as it does when the GPU is full."""
-    allocator = replay(events, release_empty)
+    allocator = replay(events, release_empty, workspaces)
     return max(allocator.needed, allocator.held)

@@ -18,6 +18,7 @@ import torch
 
 from collectors.core import profiles
 from collectors.trace.allocator import reserved_peak
+from collectors.trace.capacity import least_capacity
 from collectors.trace.memory import thin
 from collectors.trace.recorder import TracedCall
 from collectors.trace.step import trace_step
@@ -85,10 +86,14 @@ def trace_run(workload: Workload, precision: str, batch: int) -> TraceRun:
                         trace_s=time.perf_counter() - started)
     mem = step.memory
     part = mem.at_peak
+    workspaces = frozenset(mem.workspaces)   # the kept and released replays leave cuDNN's workspaces out
     memory = TraceMemory(mem.peak, part.get("parameters", 0), part.get("inputs", 0), part.get("gradients", 0),
                          part.get("optimizer", 0), part.get("activations", 0) + part.get("other", 0),
-                         [list(p) for p in thin(mem.timeline)], mem.largest, reserved_peak(mem.events),
-                         reserved_peak(mem.events, release_empty=True))
+                         [list(p) for p in thin(mem.timeline)], mem.largest,
+                         reserved_peak(mem.events, workspaces=workspaces),
+                         reserved_peak(mem.events, release_empty=True, workspaces=workspaces),
+                         least_capacity(mem.events, mem.workspaces, mem.peak),
+                         least_capacity(mem.events, mem.workspaces, mem.peak, release_empty=True))
     return TraceRun(precision, batch, "ok", None, aggregate(step.calls), memory, time.perf_counter() - started,
                     step.module_calls)
 

@@ -43,6 +43,8 @@ class LiveMemory:
     owner: dict[int, int] = field(default_factory=dict)    # a live storage (its _cdata) → its allocation
     storages: dict[int, int] = field(default_factory=dict)  # allocation → how many live storages are on it
     allocations: int = 0
+    workspaces: dict[int, tuple[int, ...]] = field(default_factory=dict)   # cuDNN's workspaces → their plans'
+                                                                            # sizes, in turn (workspace.py)
 
     @property
     def total(self) -> int:
@@ -70,6 +72,28 @@ class LiveMemory:
         if self.total > self.peak:
             self.peak = self.total
             self.at_peak = dict(self.live)
+
+    def hold(self, nbytes: int, category: str = "other") -> None:
+        """An allocation no tensor stands for, kept to the end, that a step run before this one made (a cuBLAS
+        handle's workspace): live from now on, first in the allocator's replay."""
+        self.allocations += 1
+        size = rounded(nbytes)
+        self.events.insert(0, (self.allocations, nbytes))
+        self.seen[self.allocations] = (category, size)
+        self.live[category] += size
+        if self.total > self.peak:
+            self.peak = self.total
+            self.at_peak = dict(self.live)
+
+    def workspace(self, plans: tuple[int, ...]) -> None:
+        """A workspace allocated and freed inside one call, of the first of `plans` that fits: an allocation of the
+        allocator's replay (capacity.py), not of the live bytes (at the largest batch that fits, it is what is
+        left over)."""
+        if not plans or plans[0] <= 0:
+            return
+        self.allocations += 1
+        self.workspaces[self.allocations] = plans
+        self.events += [(self.allocations, plans[0]), (self.allocations, -1)]
 
     def allocation(self, t: object) -> int | None:
         """The allocation a live tensor's storage is on (None: not a strided tensor this counted)."""

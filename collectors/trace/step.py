@@ -124,7 +124,7 @@ def trace_step(workload: Workload, precision: str, batch: int) -> TracedStep:
     inputs, targets = workload.make_batch(batch, META)
     memory.adopt((inputs, targets), "inputs")
     optimizer = AdamWState(params)
-    recorder = TraceRecorder(memory)
+    recorder = TraceRecorder(memory, precision)
     run: Callable[[], None] = (lambda: train_step(workload, inputs, targets, precision, optimizer, recorder)) \
         if workload.training else (lambda: infer_step(workload, inputs, precision, recorder))
     with recorder, ModuleCounter() as modules:

@@ -65,6 +65,10 @@ class TraceMemory:
                                       # allocator.py: live blocks, the holes between them, a new segment); 0: not run
     released_bytes: int = 0           # the same, the allocator returning its empty segments before each new one (as
                                       # when the GPU is full); 0: a trace made before it was replayed so
+    capacity_bytes: int = 0           # the least memory the step runs in: the allocator replayed at a capacity, its
+                                      # cached segments returned when full, cuDNN's workspaces shrinking to fit
+                                      # (collectors/trace/capacity.py); 0: a trace made before it was replayed so
+    capacity_released_bytes: int = 0  # the same, the empty segments returned before each new one, full or not
 
     def check(self) -> str | None:
         parts = (self.parameters_bytes, self.inputs_bytes, self.gradients_bytes, self.optimizer_bytes,

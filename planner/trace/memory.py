@@ -21,7 +21,7 @@ from planner.model.memory import least_squares
 # has 192 GB, and a replayed reservation is not linear across sizes no GPU has (nanoGPT's at batch 1,024 and 2,048,
 # 0.9 and 1.8 TB, pulled its line 4.6 GB above its own replay at the H100's boundary, 76).
 FIT_BYTES = 256 << 30
-REPLAYS = ("kept", "lesser")   # the replayed reservations a boundary may read (MemoryLine.reserved_lines)
+REPLAYS = ("kept", "lesser", "capacity")   # the replays a boundary may read (MemoryLine.reserved_lines)
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,10 @@ class MemoryLine:
     reserved_per_sample: float = 0.0  # batch; 0: a trace made before it was replayed
     released_fixed: float = 0.0      # the same with its empty segments returned before each new one (allocator.py);
     released_per_sample: float = 0.0  # 0: a trace made before that replay
+    capacity_fixed: float = 0.0      # the least memory the step runs in, the allocator replayed at a capacity
+    capacity_per_sample: float = 0.0  # (collectors/trace/capacity.py); 0: a trace made before that replay
+    capacity_released_fixed: float = 0.0      # the same, its empty segments returned before each new one
+    capacity_released_per_sample: float = 0.0
 
     @property
     def replayed(self) -> bool:
@@ -48,10 +52,15 @@ class MemoryLine:
 
     def reserved_lines(self, replay: str = "kept") -> list[tuple[float, float]]:
         """(fixed, per sample) of the replayed reservations a boundary reads: the allocator keeping its empty
-        segments ("kept"), returning them ("released"), or either, whichever fits more ("lesser"); the kept one where
-        the trace has no released replay."""
+        segments ("kept"), returning them ("released"), or either, whichever fits more ("lesser"); or the least
+        capacity the step runs in, cuDNN's workspaces in it, either way ("capacity"); the kept one where the trace
+        has not the replay asked for (for "capacity": "lesser")."""
         kept = (self.reserved_fixed, self.reserved_per_sample)
         released = (self.released_fixed, self.released_per_sample)
+        if replay == "capacity" and self.capacity_per_sample > 0:   # either, whichever fits more (as "lesser")
+            return [(self.capacity_fixed, self.capacity_per_sample)] + \
+                ([(self.capacity_released_fixed, self.capacity_released_per_sample)]
+                 if self.capacity_released_per_sample > 0 else [])
         if replay == "kept" or self.released_per_sample <= 0:
             return [kept]
         return [released] if replay == "released" else [kept, released]
@@ -97,4 +106,4 @@ def memory_line(trace: TracePayload, precision: str) -> MemoryLine | None:
     if per_sample <= 0:
         return None
     return MemoryLine(fixed, per_sample, len(runs), *line("largest_bytes"), *line("reserved_bytes"),
-                      *line("released_bytes"))
+                      *line("released_bytes"), *line("capacity_bytes"), *line("capacity_released_bytes"))
