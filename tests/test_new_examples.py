@@ -7,8 +7,9 @@ depthwise convolutions, bf16 batch norms of few channels), and resnet18 (ResNet-
 where the reference ResNet-50 runs channels-last). Each loads through the user-workload interface,
 has the parameter count its docstring states (counted on the meta device, no memory), trains a step at its tiny size
 on the CPU, and one collects through the real CLI; the first held-out three trace on the CPU with every op kind one a
-profile showed, the other three with the op kinds no profile showed named exactly. Two more, not yet measured (so not
-held out: out-of-sample checks until a GPU collects them), of families no example was: audio-encoder (a wav2vec2-style
+profile showed, the other three with the op kinds no profile showed named exactly. Two more, out-of-sample checks
+(their predictions frozen before an H200 measured them; not held out: nothing learned from them), of families no
+example was: audio-encoder (a wav2vec2-style
 speech encoder: seven Conv1d layers over raw audio, GroupNorm, a Transformer, CTC) and seq2seq-transformer
 (nn.Transformer's encoder-decoder with padding and causal masks, label smoothing), traced with their unknown op
 kinds named too."""
@@ -52,9 +53,9 @@ UNKNOWN_OPS = {"llama-mini": {"pow", "rsqrt", "silu", "silu_backward"},
                "ddpm-unet": {"exp", "native_group_norm", "native_group_norm_backward", "randint", "randn_like", "silu",
                              "silu_backward", "upsample_nearest2d", "upsample_nearest2d_backward"},
                "mobilenet-v3": {"hardswish", "hardswish_backward", "hardsigmoid", "hardsigmoid_backward"},
-               # two families still unmeasured (out-of-sample until a GPU collects them, not held out): CTC's
-               # kernels, its zero_infinity and mean reduction (where, scalar_tensor, clamp_min) and GroupNorm;
-               # the padding masks' negation (bitwise_not)
+               # two out-of-sample families (no reference profile has their kinds): CTC's kernels, its
+               # zero_infinity and mean reduction (where, scalar_tensor, clamp_min) and GroupNorm; the padding
+               # masks' negation (bitwise_not)
                "audio-encoder": {"_ctc_loss", "_ctc_loss_backward", "clamp_min", "native_group_norm",
                                  "native_group_norm_backward", "scalar_tensor", "where"},
                "seq2seq-transformer": {"bitwise_not"}}
