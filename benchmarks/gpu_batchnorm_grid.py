@@ -156,12 +156,17 @@ def check(setting: str, device: torch.device) -> dict:
 
 def kernels(setting: str, p: dict, device: torch.device) -> list[dict]:
     """The kernels one forward + backward launches, with their device time, from torch.profiler."""
-    from torch.profiler import ProfilerActivity, profile
     data = inputs(setting, p, device, 1)[0]
     step(setting, data, True)
+    return profiled_kernels(lambda: step(setting, data, True), device)
+
+
+def profiled_kernels(fn, device: torch.device) -> list[dict]:  # noqa: ANN001 - a callable of no arguments
+    """What one call of `fn` launches, by name, with its device time, from torch.profiler (every grid's kernels)."""
+    from torch.profiler import ProfilerActivity, profile
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     with profile(activities=activities) as prof:
-        step(setting, data, True)
+        fn()
         if device.type == "cuda":
             torch.cuda.synchronize()
     rows = []
@@ -170,6 +175,20 @@ def kernels(setting: str, p: dict, device: torch.device) -> list[dict]:
         if device.type != "cuda" or device_us > 0:
             rows.append({"name": e.key, "calls": e.count, "device_us": device_us})
     return rows
+
+
+def sweep(doc: dict, points: list[dict], settings, key: str, time_one, label, started: float,  # noqa: ANN001
+          budget_s: float) -> None:
+    """Every point in every setting into doc["points"] (`time_one(setting, point)`), those past --budget-s into
+    doc["skipped"] with the setting under `key`; `label(point)` (or None) printed after each point's settings."""
+    for p in points:
+        for setting in settings:
+            if time.monotonic() - started > budget_s:
+                doc["skipped"].append({**p, key: setting})
+                continue
+            doc["points"].append(time_one(setting, p))
+        if label is not None:
+            print(f"{label(p)}: {time.monotonic() - started:5.1f} s", file=sys.stderr)
 
 
 def copy_bandwidth(device: torch.device, timer: Timer) -> float | None:
@@ -204,14 +223,8 @@ def run(small: bool, budget_s: float, device: torch.device) -> dict:
         doc["repeat_spread"][setting] = [time_point(setting, profiled, device, timer)["forward_backward"]
                                          for _ in range(2)]   # the same point timed twice
         doc["kernels"][setting] = kernels(setting, profiled, device)
-    for p in grid(small):
-        for setting in SETTINGS:
-            if time.monotonic() - started > budget_s:
-                doc["skipped"].append({**p, "setting": setting})
-                continue
-            doc["points"].append(time_point(setting, p, device, timer))
-        print(f"{p['sweep']:<22} N {p['n']:>4} C {p['c']:>5} {p['h']}×{p['w']}: "
-              f"{time.monotonic() - started:5.1f} s", file=sys.stderr)
+    sweep(doc, grid(small), SETTINGS, "setting", lambda s, p: time_point(s, p, device, timer),
+          lambda p: f"{p['sweep']:<22} N {p['n']:>4} C {p['c']:>5} {p['h']}×{p['w']}", started, budget_s)
     doc["elapsed_s"] = time.monotonic() - started
     return doc
 

@@ -39,6 +39,7 @@ import torch.nn.functional as F
 _grid = runpy.run_path(str(Path(__file__).with_name("gpu_batchnorm_grid.py")))
 Timer, _stats = _grid["Timer"], _grid["_stats"]
 copy_bandwidth, environment = _grid["copy_bandwidth"], _grid["environment"]
+profiled_kernels, sweep = _grid["profiled_kernels"], _grid["sweep"]
 
 SETTINGS = {   # name: (TF32 on, memory format)
     "fp32": (False, torch.contiguous_format), "fp32-channels_last": (False, torch.channels_last),
@@ -109,18 +110,7 @@ def flops(p: dict) -> float:
 
 def kernel_names(name: str, data: tuple, p: dict, device: torch.device) -> list[dict]:
     """The kernels one call of a direction launches and their device time, from torch.profiler."""
-    from torch.profiler import ProfilerActivity, profile
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
-    with profile(activities=activities) as prof:
-        part(name, data, p)
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-    out = []
-    for e in prof.key_averages():
-        device_us = getattr(e, "self_device_time_total", None) or getattr(e, "self_cuda_time_total", 0)
-        if device.type != "cuda" or device_us > 0:
-            out.append({"name": e.key, "calls": e.count, "device_us": device_us})
-    return out
+    return profiled_kernels(lambda: part(name, data, p), device)
 
 
 def time_point(setting: str, p: dict, device: torch.device, timer: Timer, names: bool = True) -> dict:
@@ -165,14 +155,9 @@ def run(small: bool, budget_s: float, device: torch.device) -> dict:
         doc["checks"][setting] = check(setting, device)
         doc["repeat_spread"][setting] = [{n: time_point(setting, spread, device, timer, False)[n] for n in PARTS}
                                          for _ in range(2)]   # the same point timed twice
-    for p in grid(small):
-        for setting in SETTINGS:
-            if time.monotonic() - started > budget_s:
-                doc["skipped"].append({**p, "setting": setting})
-                continue
-            doc["points"].append(time_point(setting, p, device, timer))
-        print(f"{p['sweep']:<7} {p['model']:<13} N {p['n']:>3} C {p['c_in']:>4}->{p['c_out']:<4} {p['h']}² "
-              f"k {p['k']} s {p['stride']}: {time.monotonic() - started:5.1f} s", file=sys.stderr)
+    sweep(doc, grid(small), SETTINGS, "setting", lambda s, p: time_point(s, p, device, timer),
+          lambda p: f"{p['sweep']:<7} {p['model']:<13} N {p['n']:>3} C {p['c_in']:>4}->{p['c_out']:<4} {p['h']}² "
+                    f"k {p['k']} s {p['stride']}", started, budget_s)
     doc["elapsed_s"] = time.monotonic() - started
     return doc
 

@@ -44,6 +44,7 @@ import torch.nn.functional as F
 _grid = runpy.run_path(str(Path(__file__).with_name("gpu_batchnorm_grid.py")))
 Timer, _stats = _grid["Timer"], _grid["_stats"]
 copy_bandwidth, environment = _grid["copy_bandwidth"], _grid["environment"]
+profiled_kernels, sweep = _grid["profiled_kernels"], _grid["sweep"]
 
 SETTINGS = {   # name: (dtype, memory format)
     "bf16": (torch.bfloat16, torch.contiguous_format), "fp16": (torch.float16, torch.contiguous_format),
@@ -145,21 +146,11 @@ def check(setting: str, device: torch.device) -> dict:
 
 def kernels(setting: str, p: dict, device: torch.device) -> dict[str, list[dict]]:
     """Per part, the kernels it launches and their device time, from torch.profiler."""
-    from torch.profiler import ProfilerActivity, profile
     data = inputs(setting, p, device, 1)[0]
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     out = {}
     for name in PARTS:
         part(name, data, p)
-        with profile(activities=activities) as prof:
-            part(name, data, p)
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-        out[name] = []
-        for e in prof.key_averages():
-            device_us = getattr(e, "self_device_time_total", None) or getattr(e, "self_cuda_time_total", 0)
-            if device.type != "cuda" or device_us > 0:
-                out[name].append({"name": e.key, "calls": e.count, "device_us": device_us})
+        out[name] = profiled_kernels(lambda n=name: part(n, data, p), device)
     return out
 
 
@@ -177,14 +168,9 @@ def run(small: bool, budget_s: float, device: torch.device) -> dict:
         spread = {"n": 2 if small else 64, "c": 8 if small else 256, "h": 8 if small else 28, "k": 3, "stride": 1}
         doc["repeat_spread"][setting] = [{n: time_point(setting, spread, device, timer)[n] for n in PARTS}
                                          for _ in range(2)]   # the same point timed twice
-    for p in grid(small):
-        for setting in SETTINGS:
-            if time.monotonic() - started > budget_s:
-                doc["skipped"].append({**p, "setting": setting})
-                continue
-            doc["points"].append(time_point(setting, p, device, timer))
-        print(f"{p['sweep']:<9} N {p['n']:>4} C {p['c']:>5} {p['h']}² k {p['k']} s {p['stride']}: "
-              f"{time.monotonic() - started:5.1f} s", file=sys.stderr)
+    sweep(doc, grid(small), SETTINGS, "setting", lambda s, p: time_point(s, p, device, timer),
+          lambda p: f"{p['sweep']:<9} N {p['n']:>4} C {p['c']:>5} {p['h']}² k {p['k']} s {p['stride']}", started,
+          budget_s)
     doc["elapsed_s"] = time.monotonic() - started
     return doc
 

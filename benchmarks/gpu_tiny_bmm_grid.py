@@ -27,6 +27,7 @@ import torch
 _grid = runpy.run_path(str(Path(__file__).with_name("gpu_batchnorm_grid.py")))
 Timer, _stats = _grid["Timer"], _grid["_stats"]
 copy_bandwidth, environment = _grid["copy_bandwidth"], _grid["environment"]
+profiled_kernels, sweep = _grid["profiled_kernels"], _grid["sweep"]
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 WARMUP, REPEATS = 3, 10
@@ -63,16 +64,8 @@ def time_point(p: dict, name: str, device: torch.device, timer: Timer) -> dict:
 
 
 def kernels(p: dict, name: str, device: torch.device) -> list[dict]:
-    from torch.profiler import ProfilerActivity, profile
-    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     fns = parts(p, DTYPES[name], device)
-    with profile(activities=acts) as prof:
-        for fn in fns.values():
-            fn()
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-    return [{"name": e.key, "calls": e.count, "device_us": getattr(e, "self_device_time_total", 0)}
-            for e in prof.key_averages() if device.type != "cuda" or getattr(e, "self_device_time_total", 0) > 0]
+    return profiled_kernels(lambda: [fn() for fn in fns.values()], device)
 
 
 def run(small: bool, budget_s: float, device: torch.device) -> dict:
@@ -83,12 +76,8 @@ def run(small: bool, budget_s: float, device: torch.device) -> dict:
     doc["repeat_spread"] = [time_point(probe, "bf16", device, timer)["forward"] for _ in range(2)]
     for name in DTYPES:
         doc["kernels"][name] = {f"side{p['side']}": kernels(p, name, device) for p in grid(small)[:3]}
-    for p in grid(small):
-        for name in DTYPES:
-            if time.monotonic() - started > budget_s:
-                doc["skipped"].append({**p, "dtype": name})
-                continue
-            doc["points"].append(time_point(p, name, device, timer))
+    sweep(doc, grid(small), DTYPES, "dtype", lambda name, p: time_point(p, name, device, timer), None, started,
+          budget_s)
     doc["elapsed_s"] = time.monotonic() - started
     return doc
 

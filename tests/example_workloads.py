@@ -29,3 +29,16 @@ def loaders(path: str) -> tuple[Callable[[], Workload], Callable[[], Workload], 
         return sys.modules[type(tiny().model).__module__]
 
     return tiny, real_on_meta, module
+
+
+def image_classifier(name: str, model: torch.nn.Module, channels_last: bool = False) -> Workload:
+    """A small image classifier of the tests' own (a network over 3 x 16 x 16 images into 10 classes), its model and
+    its images channels-last if asked, as a user's ResNet-50 is."""
+    if channels_last:
+        model = model.to(memory_format=torch.channels_last)
+
+    def make_batch(n: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        x = torch.randn(n, 3, 16, 16, device=device)
+        labels = torch.randint(0, 10, (n,), device=device)
+        return x.to(memory_format=torch.channels_last) if channels_last else x, labels
+    return Workload(name, model, make_batch, torch.nn.functional.cross_entropy, "images")

@@ -8,6 +8,7 @@ import json
 
 import pytest
 import torch
+from example_workloads import image_classifier
 from paths import REPO, load_script
 from torch import nn
 
@@ -27,14 +28,7 @@ def network(channels_last: bool) -> Workload:
         model = nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.Conv2d(32, 64, 3, padding=1, bias=False),
                               nn.Conv2d(64, 64, 3, stride=2, padding=1), nn.Conv2d(64, 8, 1), nn.Flatten(),
                               nn.Linear(8 * 8 * 8, 10))
-    if channels_last:
-        model = model.to(memory_format=torch.channels_last)
-
-    def make_batch(n: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-        x = torch.randn(n, 3, 16, 16, device=device)
-        labels = torch.randint(0, 10, (n,), device=device)
-        return x.to(memory_format=torch.channels_last) if channels_last else x, labels
-    return Workload("three-convs", model, make_batch, nn.functional.cross_entropy, "images")
+    return image_classifier("three-convs", model, channels_last)
 
 
 def convolutions(precision: str, channels_last: bool = False) -> list:
