@@ -24,11 +24,12 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from gpuplan_schema.results import load_machine  # noqa: E402
+from gpuplan_schema.payloads import WorkloadPayload, WorkloadPoint  # noqa: E402
+from gpuplan_schema.results import MachineResults, load_machine  # noqa: E402
 from planner.specs import match_gpu  # noqa: E402
 from planner.trace.bands import sides  # noqa: E402
 from planner.trace.machine import trace_machine  # noqa: E402
-from planner.trace.model_file import Residuals, load_learned  # noqa: E402
+from planner.trace.model_file import Learned, Residuals, load_learned  # noqa: E402
 
 PLAIN = ("default", "no_cudnn_benchmark")
 
@@ -41,22 +42,19 @@ def compare(trace_dir: Path, measured_dir: Path) -> tuple[list[dict], list[dict]
     if machine is None:
         raise SystemExit(f"{measured_dir}: its GPU ({measured.gpu_name}) is none the trace model was learned on "
                          f"({', '.join(m.gpu for m in learned.models.values())})")
-    predicted = trace_machine(load_machine(trace_dir), replace(learned, reference=machine)).machine
+    predicted = predicted_on(trace_dir, learned, machine)
     steps, batches = [], []
     for w in predicted.workloads:
         mine = next((x for x in measured.workloads if x.workload == w.workload), None)
         if mine is None:
             continue
         for p in w.points:
-            for m in mine.points:
-                plain = p.variant in PLAIN and m.variant in PLAIN or p.variant == m.variant == "compile"
-                if plain and (m.precision, m.batch, m.seq_len) == (p.precision, p.batch, None) and m.status == "ok" \
-                        and m.step_s and m.sweep != "probe":
-                    steps.append({"workload": w.workload, "precision": p.precision, "batch": p.batch,
-                                  "variant": p.variant, "measured_s": m.step_s.median, "predicted_s": p.step_s.median,
-                                  "error": p.step_s.median / m.step_s.median - 1,
-                                  "inside_band": inside_band(learned.residuals, p.variant == "compile",
-                                                             m.step_s.median / p.step_s.median, w.workload)})
+            for m in measured_points(mine, p.precision, p.batch, p.variant):
+                steps.append({"workload": w.workload, "precision": p.precision, "batch": p.batch,
+                              "variant": p.variant, "measured_s": m.step_s.median, "predicted_s": p.step_s.median,
+                              "error": p.step_s.median / m.step_s.median - 1,
+                              "inside_band": inside_band(learned.residuals, p.variant == "compile",
+                                                         m.step_s.median / p.step_s.median, w.workload)})
         for b in w.boundaries:
             real = mine.boundary(b.precision)
             if real and real.status == "ok" and real.max_batch and b.max_batch and not real.capped:
@@ -65,8 +63,28 @@ def compare(trace_dir: Path, measured_dir: Path) -> tuple[list[dict], list[dict]
     return steps, batches
 
 
+def measured_points(measured: WorkloadPayload, precision: str, batch: int, variant: str) -> list[WorkloadPoint]:
+    """The measured steps a predicted configuration is compared with: the same precision and batch at the full
+    sequence, eager beside eager (cuDNN autotuned or not) or compiled beside compiled, timed (not a boundary probe)."""
+    def plain(m: WorkloadPoint) -> bool:
+        return variant in PLAIN and m.variant in PLAIN or variant == m.variant == "compile"
+    return [m for m in measured.points if plain(m) and (m.precision, m.batch, m.seq_len) == (precision, batch, None)
+            and m.status == "ok" and m.step_s and m.sweep != "probe"]
+
+
+def predicted_on(trace_dir: Path, learned: Learned, machine: str) -> MachineResults:
+    """The trace folder's workloads predicted with the model learned on `machine` (a learned.json machine)."""
+    return trace_machine(load_machine(trace_dir), replace(learned, reference=machine)).machine
+
+
 def inside_band(residuals: Residuals, compiled: bool, measured_over_predicted: float, workload: str = "") -> bool:
-    """Whether the measurement lay inside the trace-only band on a GPU of the reference's architecture, the band made
+    """Whether the measurement lay inside the trace-only band on a GPU of the reference's architecture."""
+    low, high = band_sides(residuals, compiled, workload)
+    return 1 - low <= measured_over_predicted <= 1 + high
+
+
+def band_sides(residuals: Residuals, compiled: bool, workload: str = "") -> tuple[float, float]:
+    """The trace-only band's (low, high) sides of measured / predicted on a GPU of the reference's architecture, made
     without the workload's own residuals where learned.json holds them (a held-out model calibrates the bands too:
     planner/trace/references.py HELD_OUT_SPECS)."""
     errors, groups = (residuals.compiled, residuals.compiled_workloads) if compiled and residuals.compiled else \
@@ -74,8 +92,7 @@ def inside_band(residuals: Residuals, compiled: bool, measured_over_predicted: f
     if len(groups) == len(errors) and workload in groups:
         keep = [(e, g) for e, g in zip(errors, groups, strict=True) if g != workload]
         errors, groups = [e for e, _ in keep], [g for _, g in keep]
-    low, high = sides(list(errors), list(groups) if len(groups) == len(errors) else None)
-    return 1 - low <= measured_over_predicted <= 1 + high
+    return sides(list(errors), list(groups) if len(groups) == len(errors) else None)
 
 
 def main(argv: list[str] | None = None) -> int:

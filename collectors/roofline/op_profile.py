@@ -61,10 +61,10 @@ def _own_kernels(evt: object) -> Iterator[tuple[str, float]]:
             yield k.name, float(k.duration)
 
 
-def _kernels_below(evt: object) -> Iterator[tuple[str, float]]:
+def kernels_below(evt: object) -> Iterator[tuple[str, float]]:
     yield from _own_kernels(evt)
     for child in evt.cpu_children:
-        yield from _kernels_below(child)
+        yield from kernels_below(child)
 
 
 def attribute(events: list, calls: list[OpCall], cuda: bool) -> float:
@@ -82,7 +82,7 @@ def attribute(events: list, calls: list[OpCall], cuda: bool) -> float:
             continue
         call = calls[index]
         if cuda:
-            kernels = list(_kernels_below(evt))
+            kernels = list(kernels_below(evt))
             call.time_s = sum(us for _, us in kernels) * US
             call.kernels = tuple((name, us * US) for name, us in kernels)
         else:

@@ -29,6 +29,8 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_leaves, tree_map
 
+from collectors.trace import ctc
+
 AUTOCAST_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 
 # CUDA autocast's lists (by function name: F.linear and Tensor.matmul alike); einsum reaches bmm, which casts.
@@ -270,9 +272,10 @@ def _rnn_backward_meta(input: torch.Tensor, weight: list[torch.Tensor], weight_s
 
 
 def register_meta_kernels() -> None:
-    """Teach the meta device cuDNN's LSTM backward; idempotent (a kernel already there is kept)."""
+    """Teach the meta device cuDNN's LSTM backward and CTC's kernels; idempotent (a kernel already there is kept)."""
     if not torch._C._dispatch_has_kernel_for_dispatch_key("aten::_cudnn_rnn_backward", "Meta"):
         _LIBRARY.impl("_cudnn_rnn_backward", _rnn_backward_meta, "Meta")
+    ctc.register(_LIBRARY)
 
 
 _LIBRARY = torch.library.Library("aten", "IMPL")  # kept alive: a Library drops its kernels when it is freed

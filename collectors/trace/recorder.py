@@ -5,7 +5,8 @@ with its shapes, its phase and the kernels it would launch, and the memory it le
 Launches: an op that moves or computes nothing (a view, an allocation, a metadata op) launches no kernel on a GPU and
 issues none; a multi-tensor op (`_foreach_*`, `_fused_adamw_`, `_amp_foreach_*`) launches one kernel per
 MULTI_TENSOR_CHUNK tensors of its first list, as CUDA's multi_tensor_apply does for the depths the optimizers use;
-any other op one. The planner learns how many kernels each op really launches from the GPU profiles.
+a cuDNN RNN call (`_cudnn_rnn`, `_cudnn_rnn_backward`) two kernels per time step, layer and direction, or one
+persistent kernel per layer, and a few per layer beside (collectors/trace/rnn.py); any other op one.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from collectors.trace.batchnorm import batch_norm_variant
 from collectors.trace.inplace import GpuInPlace
 from collectors.trace.kernels import argument, internal_temporaries, result_storage
 from collectors.trace.memory import PHASE_CATEGORY, LiveMemory
+from collectors.trace.rnn import PERSISTENT, algorithm, rnn_call, rnn_launches
 from collectors.trace.workspace import CUBLAS_WORKSPACE, blas_thread, conv_workspaces
 
 MULTI_TENSOR_CHUNK = 36   # multi_tensor_apply's tensors per launch at depth 4 (params, grads, two moments)
@@ -55,13 +57,16 @@ def variant_of(func: torch._ops.OpOverload, args: tuple, kwargs: dict, tensors: 
     """What sets a kernel apart beside its shapes: an attention's mask ("masked": an attention bias, forward or
     backward) or causality ("causal"), an image batch stored NHWC ("channels_last": cuDNN runs an NCHW convolution
     through transposes, and batch norm has kernels of its own for each layout), a training batch norm that runs
-    ATen's per-channel NCHW kernels instead of cuDNN's ("native": batchnorm.py); None for the rest."""
+    ATen's per-channel NCHW kernels instead of cuDNN's ("native": batchnorm.py), a cuDNN RNN whose layers each run
+    as one persistent kernel ("persistent": rnn.py); None for the rest."""
     if native := batch_norm_variant(func, args, kwargs):
         return native
     if "scaled_dot_product" in func._schema.name:
         if isinstance(argument(func, args, kwargs, "attn_bias"), torch.Tensor):
             return "masked"
         return "causal" if argument(func, args, kwargs, "is_causal") else None
+    if (rnn := rnn_call(func, args, kwargs)) is not None:
+        return PERSISTENT if algorithm(rnn) == PERSISTENT else None
     # a convolution runs NHWC where its input or its weight is channels_last (cuDNN's suggested memory format), and
     # meta's batch norm returns contiguous outputs whatever its input was: a convolution looks at all its images
     images = tensors if "convolution" in func._schema.name else tensors[:1]
@@ -114,10 +119,12 @@ def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
-def launches_of(name: str, args: tuple, flops: float | None, moved: int) -> int:
+def launches_of(func: torch._ops.OpOverload, args: tuple, kwargs: dict, flops: float | None, moved: int) -> int:
     if not moved and not flops:
         return 0
-    base = name.split("::")[-1]
+    if (rnn := rnn_call(func, args, kwargs)) is not None:
+        return rnn_launches(rnn)
+    base = func._schema.name.split("::")[-1]
     if base.startswith(("_foreach_", "_fused_", "_amp_foreach_")) and args and isinstance(args[0], (list, tuple)):
         return max(1, math.ceil(len(args[0]) / MULTI_TENSOR_CHUNK))
     return 1
@@ -168,5 +175,5 @@ class TraceRecorder(TorchDispatchMode):
                 flops /= 2  # a causal kernel skips the blocks above the diagonal, as FlashAttention counts it
             shapes = tuple(tuple(t.shape) for t in tensors[:MAX_SHAPES])
             self.calls.append(TracedCall(name, self.phase, compute_dtype(args, kwargs, out), shapes, flops, read,
-                                         written, launches_of(name, args, flops, read + written), variant))
+                                         written, launches_of(func, args, kwargs, flops, read + written), variant))
         return out

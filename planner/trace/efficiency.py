@@ -1,12 +1,17 @@
 """Per-operation efficiency on one GPU, learned from its measured per-op profiles (results/<gpu>/roofline-*.json).
 
-Each op kind (planner/trace/kinds.py) gets two numbers: a fixed cost per call (`per_call_s`: launch, tail,
-synchronisation inside the kernel) and how much slower than its roofline time it runs (`slowdown` = 1 /
+Each op kind (planner/trace/kinds.py) gets two numbers: a fixed cost per kernel launch (`per_call_s`: launch,
+tail, synchronisation inside the kernel) and how much slower than its roofline time it runs (`slowdown` = 1 /
 efficiency), so that an op's time on that GPU is
 
-    time = calls × per_call_s + slowdown × Σ_calls roof_s(call)
+    time = launches × per_call_s + slowdown × Σ_calls roof_s(call)
 
-where roof_s is the larger of the call's math time (FLOPs at the measured matmul roof of its dtype) and memory time
+An op launches one kernel a call but a cuDNN RNN (kinds.py RNN_KINDS), which launches two a time step, layer and
+direction (collectors/trace/rnn.py: GNMT's eight LSTMs 577 a forward, a 2-layer LSTM over 128 tokens 518 a call), so
+its fixed cost grows with its sequences, not its calls: learned per call from GNMT, the held-out LSTM's bf16
+recurrent ops were timed 40-73 % fast on both GPUs, per launch 0-43 % (benchmarks/rnn_launches.py has the counts).
+
+roof_s is the larger of the call's math time (FLOPs at the measured matmul roof of its dtype) and memory time
 (bytes at the measured copy bandwidth). For the matrix products (gemm.py) a call's math time is first divided by
 how well its shape fills the GPU (waves of tiles, split-K) and, for a dimension off the 8-element alignment, by its
 alignment's factor: a bert-base matmul and gpt-small's 50,257-wide head are one kind, not one efficiency; an NCHW
@@ -146,6 +151,12 @@ class Group:
     sm_s: float = 0.0         # per call: the SM cycles of kernels no roof sets, at the GPU's clock (depthwise.py)
     bias_s: float = 0.0       # per call: a cuDNN convolution's bias add (BIAS_ADD_OPS), outside the kind's slowdown
     transform: bool = False   # an fp32 convolution cuDNN runs as an FFT or Winograd transform (training.transformed)
+    launches: int | None = None   # the kernels these calls launch (None: one a call)
+
+    @property
+    def kernels(self) -> int:
+        """What the kind's fixed cost is paid for: its kernel launches."""
+        return self.calls if self.launches is None else self.launches
 
     @property
     def outright_s(self) -> float:
@@ -177,6 +188,10 @@ class Row:
     @property
     def calls(self) -> int:
         return sum(g.calls for g in self.groups)
+
+    @property
+    def kernels(self) -> int:
+        return sum(g.kernels for g in self.groups)
 
 
 @dataclass(frozen=True)
@@ -234,16 +249,16 @@ class Efficiency:
         groups = list(groups)
         key = self.key(kind, cls)
         if key is None and kind.endswith(DEPTHWISE):   # its kernels' cycles were measured, not learned: known
-            return sum(g.calls * self.pooled.per_call_s + g.roof_s(self.sms, Shape()) + g.outright_s
+            return sum(g.kernels * self.pooled.per_call_s + g.roof_s(self.sms, Shape()) + g.outright_s
                        for g in groups), True
         fit = self.kinds[key] if key else self.unlearned(kind)
         shape = self.shapes.get(family(kind), Shape()).of(cls)
-        calls, outright = sum(g.calls for g in groups), sum(g.outright_s for g in groups)
+        kernels, outright = sum(g.kernels for g in groups), sum(g.outright_s for g in groups)
         if cls == "fp32":
             roof = sum(fp32.of(kind, g) * g.roof_s(self.sms, shape.unaligned) for g in groups)
-            return calls * fit.per_call_s + roof + outright, key is not None
+            return kernels * fit.per_call_s + roof + outright, key is not None
         roof = sum(g.roof_s(self.sms, shape) for g in groups)
-        return calls * fit.per_call_s + fit.slowdown * roof + outright, key is not None
+        return kernels * fit.per_call_s + fit.slowdown * roof + outright, key is not None
 
     def plane_excess_s(self, kind: str, cls: str, groups: Iterable[Group]) -> float:
         """Of time_s, what the per-channel blocks' share of the SMs adds to a native batch norm (plane.py), the per-row
@@ -282,13 +297,17 @@ def _learnable(row: Row) -> float:
     return max(0.0, row.measured_s - sum(g.outright_s for g in row.groups))
 
 
-def fit_kind(rows: list[Row], sms: int, shape: Shape, least: float = 0.0) -> KindFit:
+def fit_kind(rows: list[Row], sms: int, shape: Shape, least: float = 0.0, per_call: float | None = None) -> KindFit:
     """The kind's (per_call_s, slowdown) by the weighted least squares, the slowdown at least `least` (a matrix
     product never beats the measured matmul roof: 1 for the matmul kinds; caches can serve a memory-bound op's bytes
-    faster than the copy bandwidth, so 0 for the others)."""
-    x1 = [float(r.calls) for r in rows]
+    faster than the copy bandwidth, so 0 for the others); the slowdown alone where `per_call` is given."""
+    x1 = [float(r.kernels) for r in rows]
     x2 = [_roof(r, sms, shape) for r in rows]
     y, w = [_learnable(r) for r in rows], [1.0 / (r.step_s * r.step_s) for r in rows]
+    if per_call is not None:   # the slowdown's weighted least squares, the fixed cost given
+        b = max(least, sum(wi * zi * (yi - per_call * xi) for wi, xi, yi, zi in zip(w, x1, y, x2, strict=True))
+                / max(sum(wi * zi * zi for wi, zi in zip(w, x2, strict=True)), 1e-300))
+        return KindFit(per_call, b if b > 0 else 1.0, len(rows))
     a, b = _nnls2(x1, x2, y, w)
     if b < least:  # held at the floor, the fixed cost refitted to what is left
         b = least
@@ -306,7 +325,7 @@ def _error(fits: dict[str, KindFit], rows: list[Row], sms: int, shape: Shape) ->
     total = 0.0
     for r in rows:
         fit = fits[_key(r)]
-        total += ((r.calls * fit.per_call_s + fit.slowdown * _roof(r, sms, shape) - _learnable(r)) / r.step_s) ** 2
+        total += ((r.kernels * fit.per_call_s + fit.slowdown * _roof(r, sms, shape) - _learnable(r)) / r.step_s) ** 2
     return total
 
 
@@ -321,7 +340,7 @@ def fit_shape(matmul: dict[str, list[Row]], sms: int, start: Shape | None = None
     rows = [r for rs in matmul.values() for r in rs]
 
     def trial(shape: Shape) -> tuple[float, Shape, dict[str, KindFit]]:
-        fits = {k: fit_kind(rs, sms, shape, FLOOR) for k, rs in matmul.items()}
+        fits = fit_matmul_kinds(matmul, sms, shape)
         return _error(fits, rows, sms, shape), shape, fits
 
     best = trial(start or Shape())
@@ -329,6 +348,19 @@ def fit_shape(matmul: dict[str, list[Row]], sms: int, start: Shape | None = None
         for name, values in GRID.items():
             best = min((trial(replace(best[1], **{name: v})) for v in values), key=lambda t: t[0])
     return best[1], best[2]
+
+
+def fit_matmul_kinds(matmul: dict[str, list[Row]], sms: int, shape: Shape) -> dict[str, KindFit]:
+    """Each matmul kind's figures in its class. One profile row cannot tell a fixed cost from a slowdown (its two-number
+    fit is any split of the row's time: the H100's TF32 LSTMs took no fixed cost, the H200's no slowdown), so a kind
+    of one row takes the fixed cost per launch its other class learned from more rows (the same kernels launched:
+    GNMT's TF32 LSTMs, profiled at one batch, beside its bf16 ones at three) and learns its slowdown alone."""
+    fits = {k: fit_kind(rs, sms, shape, FLOOR) for k, rs in matmul.items() if len(rs) >= MIN_ROWS}
+    for k, rs in matmul.items():
+        if k not in fits:
+            sibling = next((f for o, f in fits.items() if o.split("/")[0] == k.split("/")[0]), None)
+            fits[k] = fit_kind(rs, sms, shape, FLOOR, sibling.per_call_s if sibling else None)
+    return fits
 
 
 def family(kind: str) -> str:

@@ -21,9 +21,11 @@ FOLDED = {
     "_scaled_dot_product_efficient_attention_backward": "attention_backward",
     "_scaled_dot_product_flash_attention_backward": "attention_backward",
 }
+# cuDNN's RNNs: one call, two kernels a time step, layer and direction (collectors/trace/rnn.py)
+RNN_KINDS = frozenset({"_cudnn_rnn", "_cudnn_rnn_backward"})
 # Kinds whose time is set by tensor-core math at their size: their efficiency is learned per kind and size.
 MATMUL_BASE = frozenset({"mm", "addmm", "bmm", "baddbmm", "convolution", "convolution_backward", "attention",
-                         "attention_backward", "_cudnn_rnn", "_cudnn_rnn_backward"})
+                         "attention_backward", *RNN_KINDS})
 # The attention variants with kernels of their own (TracedOp.variant; planner/trace/training.py kind_and_class)
 VARIANT_SUFFIX = {"masked": "_masked", "causal": "_causal"}
 VARIANTS = tuple(VARIANT_SUFFIX.values())

@@ -1,10 +1,12 @@
 """A traced step's time on a GPU whose per-op efficiency and host were learned (planner/trace/learn.py).
 
-    gpu busy  = Σ over the step's ops of their predicted time (efficiency.py: per kind, calls × fixed cost +
+    gpu busy  = Σ over the step's ops of their predicted time (efficiency.py: per kind, launches × fixed cost +
                 slowdown × roof); fp32 products (no profile runs them: the profiles are bf16 and TF32) × their family's
                 fp32 scale (efficiency.Fp32Scale)
     host      = Σ over the phases (forward, backward, optimizer) of the step's aten calls × the host's seconds per
-                call in that phase, + its nn.Module calls × seconds per module call, + a fixed cost per step
+                call in that phase, + its nn.Module calls × seconds per module call, + a fixed cost per step, + the
+                kernels its ops launch beyond one a call (a cuDNN RNN's per time step) × the measured cost of
+                issuing one op (the dispatch benchmark's `op_issue_s`)
     step      = the phases (forward, backward, optimizer) in turn, each joining the GPU's work left over from the
                 phases before (`lag`) and its own with its host time: H + (lag + gpu^p + host^p)… (pipeline below)
 
@@ -26,8 +28,8 @@ from dataclasses import dataclass
 
 from gpuplan_schema.payloads import TraceRun
 from planner.trace.efficiency import AT_ROOF, Efficiency, Fp32Scale
-from planner.trace.kinds import Roofs
-from planner.trace.training import STEP_PHASES, traced_kinds
+from planner.trace.kinds import RNN_KINDS, Roofs, op_kind
+from planner.trace.training import STEP_PHASES, phase_of, traced_kinds
 
 PHASES = ("forward", "backward", "optimizer", "modules")
 
@@ -114,6 +116,16 @@ def phase_calls(run: TraceRun) -> dict[str, int]:
     return dict(out)
 
 
+def extra_launches(run: TraceRun) -> dict[str, int]:
+    """Per phase, the kernels the step's ops launch beyond one a call: a cuDNN RNN's per time step, layer and direction
+    (collectors/trace/rnn.py), each a launch its library issues from the host."""
+    out: dict[str, int] = defaultdict(int)
+    for op in run.ops:
+        if op_kind(op.name) in RNN_KINDS:
+            out[phase_of(op)] += max(0, op.launches - op.calls)
+    return dict(out)
+
+
 def op_times(run: TraceRun, efficiency: Efficiency, roofs: Roofs, fp32_scale: Fp32Scale = AT_ROOF,
              phase: str | None = None) -> list[OpTime]:
     """The step's ops (those of `phase` alone if given) with their predicted seconds, the slowest first."""
@@ -149,9 +161,9 @@ def pipeline(phases: tuple[PhaseTime, ...], sharpness: float) -> float:
 def step_phases(run: TraceRun, efficiency: Efficiency, roofs: Roofs, host: HostModel,
                 fp32_scale: Fp32Scale = AT_ROOF) -> tuple[PhaseTime, ...]:
     """The step's phases in their order, its issue time shared among them by their aten calls (the measured issue
-    times are of whole steps: they cannot tell what a phase's call costs apart, so each call is taken to cost alike);
-    an inference step is one phase."""
-    calls = phase_calls(run)
+    times are of whole steps: they cannot tell what a phase's call costs apart, so each call is taken to cost alike),
+    each phase with the kernels its ops launch beyond one a call (extra_launches); an inference step is one phase."""
+    calls, extra = phase_calls(run), extra_launches(run)
     training = any(op.phase == "backward" for op in run.ops)
     issue = host.issue_s(calls, training)
     names = STEP_PHASES if training else (None,)
@@ -160,7 +172,8 @@ def step_phases(run: TraceRun, efficiency: Efficiency, roofs: Roofs, host: HostM
     for name in names:
         ops = op_times(run, efficiency, roofs, fp32_scale, name)
         share = calls.get(name, 0) / aten if name else 1.0
-        out.append(PhaseTime(name or "forward", issue * share, sum(o.seconds for o in ops),
+        launched = host.op_issue_s * (extra.get(name, 0) if name else sum(extra.values()))
+        out.append(PhaseTime(name or "forward", issue * share + launched, sum(o.seconds for o in ops),
                              sum(o.seconds for o in ops if o.cls != "any"), sum(o.plane_s for o in ops),
                              sum(o.bias_s for o in ops)))
     return tuple(out)

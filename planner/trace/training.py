@@ -26,6 +26,7 @@ from planner.trace.kinds import (
     MATMUL_KINDS,
     NATIVE,
     NHWC,
+    RNN_KINDS,
     ROW_KINDS,
     SM_BOUND,
     VARIANT_SUFFIX,
@@ -77,7 +78,8 @@ def group_of(op: TracedOp, roofs: Roofs, precision: str, nhwc: bool = False) -> 
     elements = op.bytes / calls / ELEMENT_BYTES.get(op.dtype or "", 4)
     sm_s = 0.0 if kind.startswith("convolution") else unaligned_s(gemm, elements, roofs.sms, roofs.clock_hz)
     return Group(op.calls, roofs.math_s(flops, op.dtype, precision), memory_s, gemm, 2 * memory_s if nchw else 0.0,
-                 plane, plane_s, sm_s, bias_add_s(op, kind, roofs), plain and conv and transformed(op))
+                 plane, plane_s, sm_s, bias_add_s(op, kind, roofs), plain and conv and transformed(op),
+                 launches_of(op, kind))
 
 
 # The fewest channels a transformed convolution was seen with: 3 never, 64 always; 32 between, unmeasured
@@ -102,6 +104,11 @@ def transformed(op: TracedOp) -> bool:
     out_map = op.flops / max(op.calls, 1) / (2 * x[0] * w[0] * w[1] * 9)   # type: ignore[operator]
     return out_map >= 0.8 * x[2] * x[3]   # stride 1: an output as large as the input (padding 1)
 
+
+def launches_of(op: TracedOp, kind: str) -> int | None:
+    """The kernels the op's calls launch where the trace counts more than one a call (efficiency.py): a cuDNN RNN's
+    per time step (collectors/trace/rnn.py); None for the others (one a call)."""
+    return op.launches if kind in RNN_KINDS else None
 
 
 def bias_add_s(op: TracedOp, kind: str, roofs: Roofs) -> float:
