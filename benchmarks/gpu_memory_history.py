@@ -13,7 +13,8 @@ probe's own). Per case, $OUT/memory-history/<case>.json keeps:
   made it and `op`, the outermost and the innermost non-allocating aten op the profiler saw running it, matched
   by address and order), the peak allocated and reserved bytes, and whether the two steps fit;
 - trace: the same step traced on the meta device here (collectors/trace): its allocations and frees in order (bytes,
-  op) and its replayed allocator's peak;
+  op, whether it is a cuDNN workspace), its replayed allocator's peak and the least capacity it runs in
+  (collectors/trace/capacity.py: compare with the card less the context where a case fits or fails);
 - a summary: both sequences' blocks of 64 MiB and more side by side (the order that sets fragmentation), the
   per-sample bytes the GPU allocated that the trace did not, and each side's blocks held at its peak summed by op
   (`gpu_peak_by_op`, `trace_peak_by_op`: bytes a sample).
@@ -180,7 +181,9 @@ def gpu_blocks(events: list[dict]) -> list[tuple[int, int, str]]:
 
 
 def trace_blocks(events: list[dict]) -> list[tuple[int, int, str]]:
-    return [(e["key"], e["bytes"], e["op"]) for e in events]
+    """The trace's live blocks: cuDNN's workspaces left out (the trace's live peak leaves them out: they shrink to
+    what fits, collectors/trace/capacity.py)."""
+    return [(e["key"], e["bytes"], e["op"]) for e in events if not e.get("workspace")]
 
 
 def live_peak(blocks: list[tuple[int, int, str]]) -> tuple[int, dict[int, tuple[int, str]]]:
@@ -215,15 +218,19 @@ def trace_events(name: str, precision: str, batch: int) -> dict:
 
     from collectors.trace import recorder
     from collectors.trace.allocator import replay
+    from collectors.trace.capacity import least_capacity
     from collectors.trace.collect import load_on_meta
     from collectors.trace.step import trace_step
-    ops: dict[int, str] = {}
+    ops: dict[tuple[int, bool], str] = {}   # (allocation, freed) → the op it happened in
     dispatch = recorder.TraceRecorder.__torch_dispatch__
 
     def named(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN202 - torch's signature
-        first = len(self.memory.events)
+        first, threads = len(self.memory.events), len(self.blas_threads)
         out = dispatch(self, func, types, args, kwargs)
-        ops.update(dict.fromkeys(range(first, len(self.memory.events)), f"{func._schema.name} {self.phase}"))
+        held = len(self.blas_threads) - threads   # a cuBLAS workspace goes first in the events (workspace.py)
+        op = f"{func._schema.name} {self.phase}"
+        ops.update({(k, n < 0): op for k, n in self.memory.events[first + held:]})
+        ops.update({(k, False): f"{op} (its thread's cuBLAS workspace)" for k, _ in self.memory.events[:held]})
         return out
     recorder.TraceRecorder.__torch_dispatch__ = named
     try:
@@ -232,10 +239,12 @@ def trace_events(name: str, precision: str, batch: int) -> dict:
                           precision, batch)
     finally:
         recorder.TraceRecorder.__torch_dispatch__ = dispatch
-    events = step.memory.events
-    allocator = replay(events)
-    return {"live_peak_bytes": step.memory.peak, "replayed_bytes": max(allocator.needed, allocator.held),
-            "events": [{"key": k, "bytes": n, "op": ops.get(i, "before the step")} for i, (k, n) in enumerate(events)]}
+    memory = step.memory
+    allocator = replay(memory.events, workspaces=frozenset(memory.workspaces))
+    return {"live_peak_bytes": memory.peak, "replayed_bytes": max(allocator.needed, allocator.held),
+            "capacity_bytes": least_capacity(memory.events, memory.workspaces, memory.peak),
+            "events": [{"key": k, "bytes": n, "op": ops.get((k, n < 0), "before the step"),
+                        "workspace": k in memory.workspaces} for k, n in memory.events]}
 
 
 def summary(gpu: dict, trace: dict, batch: int) -> dict:
@@ -269,7 +278,8 @@ def one_case(case: str, folder: Path, real: bool = True) -> str:
     ops = (lambda rows: "; ".join(f"{op or '?'} {n:,.0f}" for op, n in rows[:6]))  # noqa: E731
     return (f"{case}: fits {gpu['fits']}; GPU allocated {gb(gpu.get('peak_allocated_bytes'))}, reserved "
             f"{gb(s['gpu_peak_reserved_bytes'])}; trace live {gb(trace['live_peak_bytes'])}, replayed "
-            f"{gb(s['trace_replayed_bytes'])}; GPU − trace a sample: {s['allocated_gap_per_sample'] or 0:.0f} B\n"
+            f"{gb(s['trace_replayed_bytes'])}, least capacity {gb(trace['capacity_bytes'])}; GPU − trace a sample: "
+            f"{s['allocated_gap_per_sample'] or 0:.0f} B\n"
             f"  at the GPU's peak, B a sample by op: {ops(s['gpu_peak_by_op'])}\n"
             f"  at the trace's peak: {ops(s['trace_peak_by_op'])}")
 
