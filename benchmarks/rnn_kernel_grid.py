@@ -161,6 +161,9 @@ def persistent(measured: list[Call]) -> dict[str, float]:
         bwd = [(c.launches - c.families["fill"] - c.families["fp32_copy"] - c.families["accumulate"])
                / c.call.layer_directions for c in rows if not c.call.forward]
         out[f"{label} forward"], out[f"{label} backward"] = most_common(fwd), most_common(bwd)
+    out["PERSISTENT_BIDIRECTIONAL_BACKWARD"] = most_common(
+        [c.families["accumulate"] / c.call.layers for c in measured
+         if c.persistent and not c.call.forward and c.call.directions == 2])
     return out
 
 
@@ -207,6 +210,7 @@ def in_rule() -> dict[str, float]:
             "PERSISTENT_SMALL_H backward": rnn.PERSISTENT_SMALL_H[1],
             "PERSISTENT_STATIC forward": rnn.PERSISTENT_STATIC[0],
             "PERSISTENT_STATIC backward": rnn.PERSISTENT_STATIC[1],
+            "PERSISTENT_BIDIRECTIONAL_BACKWARD": rnn.PERSISTENT_BIDIRECTIONAL_BACKWARD,
             "SPLIT_DEPTH fp16": rnn.SPLIT_DEPTH[True], "SPLIT_DEPTH tf32": rnn.SPLIT_DEPTH[False]}
 
 
