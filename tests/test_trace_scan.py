@@ -5,6 +5,7 @@ as such (collectors/trace/recorder.py outer_scan) and timed by its dependent ste
 from __future__ import annotations
 
 import json
+import statistics
 
 import pytest
 import torch
@@ -16,6 +17,7 @@ from collectors.workloads import Workload
 from planner.trace.efficiency import Efficiency, KindFit
 from planner.trace.kinds import Roofs
 from planner.trace.predict import op_times
+from planner.trace.roll import ROLL_CYCLES
 from planner.trace.scan import CYCLES_FEW, CYCLES_MANY, MANY_COLUMNS, outer_scan
 from planner.trace.training import kind_and_class
 
@@ -89,3 +91,34 @@ def test_the_grid_benchmark_times_every_sweep_on_the_cpu_and_writes_one_json(tmp
     assert {p["sweep"] for p in doc["points"]} == {"scan_outer", "scan_inner", "roll", "bmm49"} and not doc["skipped"]
     assert all(p["time"]["median_s"] > 0 and p["time"]["n"] == bench.REPEATS for p in doc["points"])
     assert "ns/element" in capsys.readouterr().out
+
+
+class Shift(nn.Module):
+    """Swin's shifted windows: a channels-last map rolled by (-3, -3) over its height and width."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.proj(torch.roll(x, shifts=(-3, -3), dims=(1, 2))).sum()
+
+
+def test_a_roll_takes_its_elements_measured_cycles_and_the_constant_is_the_grids_median():
+    with torch.device("meta"):
+        model = Shift()
+    run = trace_run(Workload("shift", model, lambda n, d: (torch.randn(n, 56, 56, 8, device=d), None),
+                             lambda out, _: out), "fp32", 64)
+    assert run.status == "ok", run.reason
+    rolls = [op for op in run.ops if op.name == "aten::roll"]   # the input needs no gradient: the forward's alone
+    assert [op.phase for op in rolls] == ["forward"]
+    efficiency = Efficiency(ROOFS.sms, {}, {}, KindFit(2e-6, 1.0, 0))
+    timed = [o for o in op_times(run, efficiency, ROOFS) if o.kind == "roll"]
+    elements = 64 * 56 * 56 * 8   # a call's, fp32
+    assert all(o.learned for o in timed)
+    assert sum(o.seconds for o in timed) == pytest.approx(
+        sum(op.calls for op in rolls) * (elements * ROLL_CYCLES / (ROOFS.sms * ROOFS.clock_hz) + 2e-6), rel=1e-6)
+    grid = json.loads((REPO / "results/h200/diagnostics/scan-grid-2026-11-28/scan-grid.json").read_text())
+    cycles = [p["time"]["median_s"] * 1.98e9 * grid["environment"]["sms"] / p["elements"]
+              for p in grid["points"] if p["sweep"] == "roll"]
+    assert round(statistics.median(cycles), 2) == ROLL_CYCLES

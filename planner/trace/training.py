@@ -36,6 +36,7 @@ from planner.trace.kinds import (
     op_kind,
 )
 from planner.trace.plane import plane_of, rows_input
+from planner.trace.roll import ROLL, roll_s
 from planner.trace.rows import rows_of
 from planner.trace.scan import outer_scan, scan_s
 
@@ -69,6 +70,8 @@ def group_of(op: TracedOp, roofs: Roofs, precision: str, nhwc: bool = False) -> 
                      sm_s=depthwise.seconds(roofs.sms, roofs.clock_hz), bias_s=bias_s)
     if outer_scan(op) is not None:   # its dependent steps, whatever its bytes (scan.py)
         return Group(op.calls, 0.0, memory_s, sm_s=scan_s(op, roofs.clock_hz))
+    if kind == ROLL:                  # its index arithmetic an element (roll.py)
+        return Group(op.calls, 0.0, memory_s, sm_s=roll_s(op, roofs.sms, roofs.clock_hz))
     native = op.variant == "native" and kind in BATCH_NORMS and not nhwc
     plane: Blocks | None = plane_of(op.shapes, kind == "batch_norm_backward") if native else None   # None: NHWC
     plane_s = 0.0
