@@ -108,6 +108,7 @@ class Shape:
     nchw: float = NCHW_TRANSPOSES
     vector: int = ALIGN          # the elements of one 16-byte load: a product aligned to them is aligned
     tf32_scale: float | None = None   # the half (bf16) roof over the TF32 roof, measured (`of`; None: alike)
+    split_waves: bool = False    # a deep reduction split along K whatever its waves (gemm.Gemm.fill; `simt`)
 
     def aligned(self, alignment: int, vector: int | None = None) -> float:
         return 1.0 if alignment >= (vector or self.vector) else self.odd if alignment == 1 else self.even
@@ -128,6 +129,16 @@ class Shape:
     def unaligned(self) -> Shape:
         """The same without the alignment factors: plain fp32 products run on SIMT kernels, which take any."""
         return Shape(self.k_half, 1.0, 1.0, self.nchw)
+
+    @property
+    def simt(self) -> Shape:
+        """A plain fp32 cuBLAS product's: unaligned, and its deep reductions split along K even where its tiles
+        fill more than one wave. Measured on an H200 (benchmarks/gpu_gemm_grid.py,
+        results/h200/diagnostics/gemm-grid-2026-11-28): cuBLAS's SIMT SGEMM ran weight gradients of 144 tiles (3000 x
+        700, 768 x 3072 over 65,536-131,072 rows) at 0.85-0.99 of the fp32 roof, with split-K kernels (a memset or
+        `splitKreduce_kernel`), where two waves of whole tiles would be 0.49-0.55; TF32's tensor-core kernels did
+        not split them (0.61 of the TF32 roof)."""
+        return replace(self.unaligned, split_waves=True)
 
 
 class Blocks(Protocol):
@@ -169,7 +180,8 @@ class Group:
         measured (`sm_s`) takes at least those."""
         math_s = self.math_s
         if self.gemm is not None and math_s:
-            math_s /= self.gemm.fill(sms, shape.k_half) * shape.aligned(self.gemm.alignment, self.gemm.vector)
+            math_s /= (self.gemm.fill(sms, shape.k_half, shape.split_waves)
+                       * shape.aligned(self.gemm.alignment, self.gemm.vector))
         plane_s = self.plane_s / self.plane.fill(sms) if self.plane is not None else 0.0
         return self.calls * (max(math_s, self.memory_s, self.sm_s) + shape.nchw * self.nchw_s + plane_s)
 
@@ -264,7 +276,8 @@ class Efficiency:
         shape = self.shapes.get(family(kind), Shape()).of(cls)
         kernels, outright = sum(g.kernels for g in groups), sum(g.outright_s for g in groups)
         if cls == "fp32":
-            roof = sum(fp32.of(kind, g) * g.roof_s(self.sms, shape.unaligned) for g in groups)
+            simt = shape.unaligned if family(kind) == "conv" else shape.simt   # cuDNN's fp32 scale is measured as is
+            roof = sum(fp32.of(kind, g) * g.roof_s(self.sms, simt) for g in groups)
             return kernels * fit.per_call_s + roof + outright, key is not None
         roof = sum(g.roof_s(self.sms, shape) for g in groups)
         return kernels * fit.per_call_s + fit.slowdown * roof + outright, key is not None

@@ -41,14 +41,14 @@ class Gemm:
         leading dimension is M, so all three count)."""
         return next(a for a in (ALIGN, 4, 2, 1) if self.m % a == 0 and self.n % a == 0 and self.k % a == 0)
 
-    def fill(self, sms: int, k_half: float) -> float:
+    def fill(self, sms: int, k_half: float, split_waves: bool = False) -> float:
         """The share of the roof the tiles and the reduction depth allow (0-1). Too few tiles for the SMs and a
         deep reduction (a weight gradient: 768 x 768 over 61,440 tokens) are split along K as cuBLAS's split-K
         kernels do: into the number of pieces (each at least SPLIT_DEPTH deep) whose waves leave the fewest SMs
         idle."""
         tm, tn = _tile(self.m), _tile(self.n)
         tiles = self.batch * math.ceil(self.m / tm) * math.ceil(self.n / tn)
-        splits = range(1, min(MAX_SPLIT, max(1, self.k // SPLIT_DEPTH)) + 1) if tiles < sms else (1,)
+        splits = range(1, min(MAX_SPLIT, max(1, self.k // SPLIT_DEPTH)) + 1) if tiles < sms or split_waves else (1,)
         busy = max(tiles * s / (math.ceil(tiles * s / sms) * sms) for s in splits)   # the best split's waves
         used = (self.m * self.n * self.batch) / (tiles * tm * tn) * busy
         return max(1e-3, min(1.0, used)) * self.k / (self.k + k_half)
