@@ -111,11 +111,13 @@ def transformed(op: TracedOp) -> bool:
 def pointwise(op: TracedOp) -> bool:
     """Whether a convolution is 1x1 of stride 1 over a 2-D map, groups 1: a matrix product per image, weight x input,
     that cuDNN runs on NCHW tensors as they are (cuBLAS's `xmma_gemm` nn/tn/nt kernels in TF32, CUTLASS's
-    `s16816gemm` in bf16), with none of the NHWC transposes its other tensor-core kernels need. In the profiles of
-    the NCHW networks about as many convolutions are transposed back (`nhwcToNchwKernel`) as are not 1x1 of stride 1:
-    SSD300 35 (bf16) and 41 (TF32) of 65 where 32 are not, ResNet-50 24 of 53 where 20 are not, ResNeXt-101 42 of
-    104 (H200, results/h200/diagnostics/dle-points); charged their transposes, SSD300's TF32 convolutions were timed
-    1.9-2.3x their measured time held out (H100 and H200) and its bf16 ones 1.1-1.5x."""
+    `s16816gemm` in bf16), with none of the NHWC transposes its other tensor-core kernels need: in TF32 on an H200,
+    49 of the 54 directions of the 1x1 stride-1 convolutions in results/h200/diagnostics/conv-fp32-grid-2026-11-28
+    ran GEMM kernels and no transpose (the others: ResNet-50's 2048 -> 512 over 7 x 7 maps, two weight gradients),
+    84 of the other 90 transposed. In the profiles of the NCHW networks about as many convolutions are transposed back
+    (`nhwcToNchwKernel`) as are not 1x1 of stride 1: SSD300 35 (bf16) and 41 (TF32) of 65 where 32 are not,
+    ResNet-50 24 of 53 where 20 are not (H200, results/h200/diagnostics/dle-points). Charged their transposes,
+    SSD300's held-out TF32 convolutions were timed 1.7-2.3x their measured time (H100 and H200)."""
     backward = op.name.endswith("convolution_backward")
     if len(op.shapes) < (3 if backward else 2):
         return False
