@@ -28,6 +28,7 @@ from planner.trace.kinds import (
     NHWC,
     RNN_KINDS,
     ROW_KINDS,
+    SCAN_OUTER,
     SM_BOUND,
     VARIANT_SUFFIX,
     Roofs,
@@ -35,7 +36,9 @@ from planner.trace.kinds import (
     op_kind,
 )
 from planner.trace.plane import plane_of, rows_input
+from planner.trace.roll import ROLL, roll_s
 from planner.trace.rows import rows_of
+from planner.trace.scan import outer_scan, scan_s
 
 
 def roofs_of(ceilings: CeilingsPayload) -> Roofs:
@@ -66,6 +69,10 @@ def group_of(op: TracedOp, roofs: Roofs, precision: str, nhwc: bool = False) -> 
         bias_s = 0.0 if depthwise.library == ATEN else bias_add_s(op, kind, roofs)   # inside, cuDNN's apart
         return Group(op.calls, roofs.math_s(flops, op.dtype, precision), memory_s,
                      sm_s=depthwise.seconds(roofs.sms, roofs.clock_hz), bias_s=bias_s)
+    if outer_scan(op) is not None:   # its dependent steps, whatever its bytes (scan.py)
+        return Group(op.calls, 0.0, memory_s, sm_s=scan_s(op, roofs.clock_hz))
+    if kind == ROLL:                  # its index arithmetic an element (roll.py)
+        return Group(op.calls, 0.0, memory_s, sm_s=roll_s(op, roofs.sms, roofs.clock_hz))
     native = op.variant == "native" and kind in BATCH_NORMS and not nhwc
     plane: Blocks | None = plane_of(op.shapes, kind == "batch_norm_backward") if native else None   # None: NHWC
     plane_s = 0.0
@@ -163,6 +170,8 @@ def kind_and_class(op: TracedOp, precision: str, nhwc: bool = False) -> tuple[st
     kind = op_kind(op.name)
     if depthwise_of(op) is not None:
         return kind + DEPTHWISE, SM_BOUND
+    if outer_scan(op) is not None:
+        return kind + SCAN_OUTER, SM_BOUND
     suffix = VARIANT_SUFFIX.get(op.variant or "")
     if suffix and kind.startswith("attention"):
         kind += suffix   # a convolution's layout is in its Group (the NCHW transposes)
