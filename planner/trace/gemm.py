@@ -32,6 +32,8 @@ class Gemm:
     n: int
     k: int
     batch: int = 1
+    vector: int | None = None   # the elements of one 16-byte load where its kernels take them from its dtype (None:
+                                # its family's, efficiency.Shape): a pointwise NCHW convolution's (training.py)
 
     @property
     def alignment(self) -> int:
