@@ -80,6 +80,30 @@ def _published_rows(runs: list[dict]) -> list[list[str]]:
     return out
 
 
+def _over_rows(runs: list[dict]) -> list[list[str]]:
+    """Every plain step >= 20 ms off by more than 25 %, and whether the prediction had the host setting it."""
+    return [[s["machine"], s["workload"], s["precision"], f"{s['batch']:,}", f"{s['measured_s'] * 1e3:.1f}",
+             f"{s['predicted_s'] * 1e3:.1f}", f"{s['error']:+.1%}", "host" if s["host_bound"] else "GPU"]
+            for run in runs for s in run["steps"]
+            if s["variant"] == "eager" and s["measured_s"] >= MIN_STEP_S and abs(s["error"]) > 0.25]
+
+
+def _host_floor(machines: list[MachineResults]) -> list[list[str]]:
+    """Per GPU, the training steps >= 20 ms the host sets (its issue time over twice the GPU's busy time) timed twice
+    in one collection (the sweep's timing, then the steady one: collectors/workloads/steady.py): how far the two
+    differ, what no prediction from the model's calls can be nearer than."""
+    rows = []
+    for m in machines:
+        ratios = [p.step_s.median / p.quick_step_s.median for w in m.workloads if w.training for p in w.points
+                  if p.status == "ok" and p.step_s and p.quick_step_s and p.host_issue_s and p.gpu_busy_s
+                  and p.step_s.median >= MIN_STEP_S and 2 * p.gpu_busy_s < p.host_issue_s.median]
+        if ratios:
+            off = [abs(r - 1) for r in ratios]
+            rows.append([m.machine, str(len(ratios)), _pct(statistics.median(off)), str(sum(o > 0.25 for o in off)),
+                         f"{min(ratios):.2f}-{max(ratios):.2f}"])
+    return rows
+
+
 def trace_leave_one_out(machines: list[MachineResults]) -> str:
     runs = _loaded(machines)
     if not runs:
@@ -97,7 +121,14 @@ def trace_leave_one_out(machines: list[MachineResults]) -> str:
             "predicted from the trace alone, the workload left out of the model), beside the measured H100's plan on "
             "the same rows:\n\n"
             + _table(["workload", "rows", "trace median abs ratio error", "trace max", "measured H100's median"],
-                     _published_rows(runs)))
+                     _published_rows(runs))
+            + "\nThe steps over 25 % (who set the step in the prediction: the host's issue time or the GPU's work):\n\n"
+            + _table(["GPU", "workload", "precision", "batch", "measured ms", "predicted ms", "error", "set by"],
+                     _over_rows(runs))
+            + "\nA host-set step is not measured to better than this: the same configuration timed twice in one "
+            "collection (the sweep's timing, then its steady one), training steps ≥ 20 ms whose host issue time is "
+            "over twice the GPU's busy time:\n\n"
+            + _table(["GPU", "steps", "median abs difference", "over 25 %", "steady ÷ sweep"], _host_floor(machines)))
 
 
 NEW_MODELS = "trace-compare-new-models.json"   # benchmarks/trace_compare.py --json, against issue 38's GPU runs
