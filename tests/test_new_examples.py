@@ -12,7 +12,9 @@ profile showed, the other three with the op kinds no profile showed named exactl
 example was: audio-encoder (a wav2vec2-style
 speech encoder: seven Conv1d layers over raw audio, GroupNorm, a Transformer, CTC) and seq2seq-transformer
 (nn.Transformer's encoder-decoder with padding and causal masks, label smoothing), traced with their unknown op
-kinds named too."""
+kinds named too; and two more of the same kind, moe-lm (a mixture-of-experts decoder LM, top-2 routing over 8
+experts) and swin-tiny (Swin-T: shifted windows, relative position bias), tested further in
+test_moe_swin_examples.py."""
 
 from __future__ import annotations
 
@@ -44,7 +46,9 @@ EXAMPLES = {"efficientnet-b0": ("examples/efficientnet_b0.py", 5_288_548, "image
             "mobilenet-v3": ("examples/mobilenet_v3.py", 5_483_032, "images"),
             "resnet18": ("examples/resnet18.py", 11_689_512, "images"),
             "audio-encoder": ("examples/audio_encoder.py", 25_493_536, "clips"),
-            "seq2seq-transformer": ("examples/seq2seq_transformer.py", 60_524_544, "pairs")}
+            "seq2seq-transformer": ("examples/seq2seq_transformer.py", 60_524_544, "pairs"),
+            "moe-lm": ("examples/moe_lm.py", 195_331_584, "sequences"),
+            "swin-tiny": ("examples/swin_tiny.py", 28_288_354, "images")}
 # issues 39 and 41: families no reference workload is (ResNet-18: the NCHW layout the reference ResNet-50 is not)
 HELD_OUT = ("unet-seg", "lstm-lm", "convnext-tiny", "resnet18")
 # ... and two whose ops the reference profiles did not all show: the op kinds `gpuplan trace` times by their bytes
@@ -58,7 +62,12 @@ UNKNOWN_OPS = {"llama-mini": {"pow", "rsqrt", "silu", "silu_backward"},
                # masks' negation (bitwise_not)
                "audio-encoder": {"_ctc_loss", "_ctc_loss_backward", "clamp_min", "native_group_norm",
                                  "native_group_norm_backward", "scalar_tensor", "where"},
-               "seq2seq-transformer": {"bitwise_not"}}
+               "seq2seq-transformer": {"bitwise_not"},
+               # two more (tests/test_moe_swin_examples.py): top-2 routing's top-k, one-hot cumsum, slot scatter,
+               # capacity test and SwiGLU; Swin's cyclic shift and stochastic depth's Bernoulli draw
+               "moe-lm": {"cumsum", "ge", "repeat", "scalar_tensor", "scatter", "silu", "silu_backward", "topk",
+                          "where"},
+               "swin-tiny": {"bernoulli", "bitwise_not", "roll"}}
 CPU = torch.device("cpu")
 
 
