@@ -8,12 +8,12 @@ import shutil
 import statistics
 from pathlib import Path
 
-from paths import REPO
+from paths import REPO, load_script
 
-from docs.trace_tables import OUT_NAME, trace_leave_one_out
 from gpuplan_schema.results import load_machine
 
 FROZEN = REPO / "tests" / "fixtures" / "frozen" / "h100-80gb"
+TABLES = load_script(REPO / "docs" / "trace_tables.py")   # a docs script, loaded as the other docs tests do
 
 
 def step(workload: str, measured: float, predicted: float, host: bool, variant: str = "eager") -> dict:
@@ -32,8 +32,9 @@ def test_the_block_lists_every_step_over_25_percent_and_the_host_set_floor(tmp_p
                "compiled_median_abs_error": 0.1, "batches_within_5": 0, "batches": 0, "inside_band": 3, "banded": 3,
                "workloads": {}}
     (folder / "diagnostics").mkdir(exist_ok=True)
-    (folder / "diagnostics" / OUT_NAME).write_text(json.dumps({"summary": summary, "steps": steps, "batches": []}))
-    text = trace_leave_one_out([load_machine(folder)])
+    document = {"summary": summary, "steps": steps, "batches": []}
+    (folder / "diagnostics" / TABLES.OUT_NAME).write_text(json.dumps(document))
+    text = TABLES.trace_leave_one_out([load_machine(folder)])
     over = text.split("The steps over 25 %")[1].split("A host-set step")[0]
     rows = [line for line in over.splitlines() if line.startswith("| h100-80gb")]
     assert rows == ["| h100-80gb | vit-tiny | bf16 | 8 | 26.8 | 35.2 | +31.3% | host |",
