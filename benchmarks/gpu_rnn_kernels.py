@@ -86,8 +86,10 @@ def forward(rnn: nn.Module, x: torch.Tensor, lengths: torch.Tensor | None) -> to
 def rule(p: dict, forward_call: bool) -> dict:
     """What collectors/trace/rnn.py counts for the call (its RnnCall from the point, as the trace reads it)."""
     steps, batch = p["steps"], p["batch"]
+    lengths = [max(1, steps - i) for i in range(batch)]   # build()'s, one step shorter each
+    changes = len({sum(n > t for n in lengths) for t in range(steps)}) - 1 if p["packed"] else 0
     call = RnnCall(MODES[p["mode"]][1], p["hidden"], p["hidden"], p["layers"], 2 if p["bidirectional"] else 1, steps,
-                   batch, p["packed"], p["dtype"] == "fp16", False, 0, forward_call)
+                   batch, p["packed"], p["dtype"] == "fp16", False, 0, forward_call, changes)
     return {"algorithm": algorithm(call), "cell_steps": call.cell_steps, "launches": rnn_launches(call)}
 
 

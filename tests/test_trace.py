@@ -159,6 +159,32 @@ def test_attention_is_the_fused_kernel_a_gpu_picks_with_causal_flops_halved():
     assert not any("bmm" in op.name for op in half.ops)   # no math path: no score matrix in memory
 
 
+class LearnedBias(nn.Module):
+    """Window attention with a learned position bias as its float mask (timm's Swin on the fused path)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.qkv = nn.Linear(32, 96)
+        self.bias = nn.Parameter(torch.zeros(4, 49, 49))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        q, k, v = self.qkv(x).view(x.shape[0], 49, 3, 4, 8).permute(2, 0, 3, 1, 4)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=self.bias.to(q.dtype)).sum()
+
+
+def test_a_half_attention_whose_float_mask_needs_a_gradient_traces_on_the_memory_efficient_kernel():
+    with torch.device("meta"):
+        model = LearnedBias()
+    workload = tiny_workload(model, lambda n, device: (torch.randn(n, 49, 32, device=device), None), lambda out, _: out)
+    run = trace_run(workload, "bf16", 8)
+    assert run.status == "ok", run.reason   # cuDNN's kernel gives no bias gradient: it failed here before
+    names = {op.name for op in run.ops}
+    assert {"aten::_scaled_dot_product_efficient_attention",
+            "aten::_scaled_dot_product_efficient_attention_backward"} <= names
+    assert "aten::_scaled_dot_product_cudnn_attention" not in names
+    assert all(op.variant == "masked" for op in run.ops if "attention" in op.name)
+
+
 class Recurrent(nn.Module):
     """A GRU and PyTorch's own multi-head attention: a GPU runs one cuDNN call and the fused attention for them."""
 

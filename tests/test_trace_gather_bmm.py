@@ -6,10 +6,11 @@ each SM, whatever the card's bandwidth."""
 from __future__ import annotations
 
 import pytest
+from paths import REPO, load_script
 
 from gpuplan_schema.payloads import TracedOp
 from planner.trace.efficiency import Efficiency, Group, KindFit, Shape
-from planner.trace.gemm import Gemm, unaligned_s
+from planner.trace.gemm import SIDE_POWER, SIDE_REF, UNALIGNED_CYCLES, Gemm, unaligned_s
 from planner.trace.kinds import Roofs, kind_family
 from planner.trace.training import group_of
 
@@ -55,3 +56,18 @@ def test_aligned_plain_or_unknown_products_keep_their_bytes_and_math():
     assert unaligned_s(Gemm(9, 9, 64, 1024), 1e9, 0, 0.0) == 0.0                  # a GPU of unknown SMs
     large = group_of(_bmm(128, 30, 1024, 31), H200, "bf16")   # odd but reused: still above the element floor?
     assert large.sm_s > 0
+
+
+def test_a_wider_odd_product_takes_fewer_cycles_an_element_as_the_grid_fitted():
+    sms, clock = 132, 1.98e9
+    dlrm, swin = Gemm(9, 9, 64, batch=1 << 20), Gemm(49, 49, 32, batch=24576)
+    assert unaligned_s(dlrm, 1e9, sms, clock) == pytest.approx(1e9 * UNALIGNED_CYCLES / (sms * clock))
+    per_element = unaligned_s(swin, 1e9, sms, clock) * sms * clock / 1e9
+    assert per_element == pytest.approx(UNALIGNED_CYCLES * (SIDE_REF / 49) ** SIDE_POWER) and per_element < 0.5
+
+
+def test_the_side_power_is_the_fit_of_the_committed_tiny_product_grid(capsys):
+    fit = load_script(REPO / "benchmarks" / "tiny_bmm_fit.py")
+    assert fit.main([]) == 0, capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"power {SIDE_POWER}:" in out and "Swin 49 x 49 x 32 (check)" in out

@@ -177,9 +177,12 @@ class GpuOnMeta(TorchFunctionMode):
     def _attention(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                    attn_mask: torch.Tensor | None = None, dropout_p: float = 0.0, is_causal: bool = False,
                    scale: float | None = None, enable_gqa: bool = False) -> torch.Tensor:
-        """The fused kernel a GPU runs: cuDNN's in half precision, the memory-efficient one otherwise."""
+        """The fused kernel a GPU runs: cuDNN's in half precision, the memory-efficient one otherwise and for a
+        float mask that needs a gradient (a learned position bias: cuDNN's kernel gives none, and an H200 ran such
+        a bf16 call forward and backward where the trace, sent to cuDNN's, failed: newex4-2026-11-28's call log)."""
         aten = torch.ops.aten
         grad = torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value))
+        mask_grad = torch.is_grad_enabled() and attn_mask is not None and attn_mask.requires_grad
         if enable_gqa and key.shape[-3] != query.shape[-3]:
             repeat = query.shape[-3] // key.shape[-3]
             key, value = key.repeat_interleave(repeat, -3), value.repeat_interleave(repeat, -3)
@@ -188,11 +191,11 @@ class GpuOnMeta(TorchFunctionMode):
                 attn_mask.logical_not(), float("-inf"))
         if attn_mask is not None:
             attn_mask = attn_mask.to(query.dtype).expand(*query.shape[:-1], key.shape[-2])
-        if query.dtype in (torch.float16, torch.bfloat16):
+        if query.dtype in (torch.float16, torch.bfloat16) and not mask_grad:
             return aten._scaled_dot_product_cudnn_attention(query, key, value, attn_mask, grad, dropout_p, is_causal,
                                                              False, scale=scale)[0]
-        return aten._scaled_dot_product_efficient_attention(query, key, value, attn_mask, grad, dropout_p, is_causal,
-                                                             scale=scale)[0]
+        return aten._scaled_dot_product_efficient_attention(query, key, value, attn_mask, grad or mask_grad,
+                                                             dropout_p, is_causal, scale=scale)[0]
 
 
 def _half_to_float(name: str, args: tuple, kwargs: dict) -> torch.Tensor | None:

@@ -58,7 +58,8 @@ def variant_of(func: torch._ops.OpOverload, args: tuple, kwargs: dict, tensors: 
     backward) or causality ("causal"), an image batch stored NHWC ("channels_last": cuDNN runs an NCHW convolution
     through transposes, and batch norm has kernels of its own for each layout), a training batch norm that runs
     ATen's per-channel NCHW kernels instead of cuDNN's ("native": batchnorm.py), a cuDNN RNN whose layers each run
-    as one persistent kernel ("persistent": rnn.py); None for the rest."""
+    as one persistent kernel ("persistent": rnn.py), a scan along an outer dimension ("outer:<dim>": outer_scan);
+    None for the rest."""
     if native := batch_norm_variant(func, args, kwargs):
         return native
     if "scaled_dot_product" in func._schema.name:
@@ -67,10 +68,29 @@ def variant_of(func: torch._ops.OpOverload, args: tuple, kwargs: dict, tensors: 
         return "causal" if argument(func, args, kwargs, "is_causal") else None
     if (rnn := rnn_call(func, args, kwargs)) is not None:
         return PERSISTENT if algorithm(rnn) == PERSISTENT else None
+    if (scan := outer_scan(func, args, kwargs, tensors)) is not None:
+        return scan
     # a convolution runs NHWC where its input or its weight is channels_last (cuDNN's suggested memory format), and
     # meta's batch norm returns contiguous outputs whatever its input was: a convolution looks at all its images
     images = tensors if "convolution" in func._schema.name else tensors[:1]
     return "channels_last" if any(_channels_last(t) for t in images) else None
+
+
+SCANS = ("cumsum", "cumprod", "logcumsumexp", "_cummax_helper", "_cummin_helper")   # ATen's scan kernels
+
+
+def outer_scan(func: torch._ops.OpOverload, args: tuple, kwargs: dict, tensors: list[torch.Tensor]) -> str | None:
+    """"outer:<dim>" for a scan along a dimension with elements after it (a cumsum over the tokens of [tokens,
+    experts]): CUDA runs it as ATen's outer-dimension scan, each thread one column stepping through the scanned
+    dimension, so it takes as many dependent steps as that dimension is long (planner/trace/scan.py); None for the
+    rest (an innermost scan is a parallel one, timed by its bytes)."""
+    if func._schema.name.split("::")[-1] not in SCANS or not tensors:
+        return None
+    dim, shape = argument(func, args, kwargs, "dim"), tensors[0].shape
+    if not isinstance(dim, int) or not shape:
+        return None
+    dim %= len(shape)
+    return f"outer:{dim}" if math.prod(shape[dim + 1:]) > 1 else None
 
 
 def _channels_last(t: torch.Tensor) -> bool:

@@ -33,7 +33,9 @@ class TracedOp:
     variant: str | None = None        # what sets its kernel apart beside its shapes: "masked" or "causal" (an
                                       # attention), "channels_last" (an NHWC image batch), "native" (a
                                       # training batch norm on ATen's kernels, per-channel NCHW or channels-last,
-                                      # not cuDNN's: collectors/trace/batchnorm.py); None: nothing
+                                      # not cuDNN's: collectors/trace/batchnorm.py), "persistent" (a cuDNN
+                                      # RNN's persistent kernels), "outer:<dim>" (a scan along a dimension
+                                      # that is not the innermost: collectors/trace/recorder.py); None: nothing
 
     def check(self) -> str | None:
         if self.calls < 1 or self.launches < 0 or self.read_bytes < 0 or self.written_bytes < 0:

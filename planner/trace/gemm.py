@@ -32,6 +32,8 @@ class Gemm:
     n: int
     k: int
     batch: int = 1
+    vector: int | None = None   # the elements of one 16-byte load where its kernels take them from its dtype (None:
+                                # its family's, efficiency.Shape): a pointwise NCHW convolution's (training.py)
 
     @property
     def alignment(self) -> int:
@@ -62,6 +64,13 @@ class Gemm:
 # reuses each element across a tile, and an odd plain product's kernels (cuBLAS's align1 tiles, its GEMV for a
 # dimension of 1) are the `odd` factor's (efficiency.py): batched products alone take the element rate.
 UNALIGNED_CYCLES = 1.0
+# The element rate rises with the side past DLRM's 9 (a larger tile reuses what it loads): UNALIGNED_CYCLES ×
+# (SIDE_REF / side) ** SIDE_POWER, side the square root of a product's output, fitted on the H200's tiny-product grid
+# (benchmarks/tiny_bmm_fit.py: odd sides 9 to 33 over 64, results/h200/diagnostics/tiny-bmm-grid-2026-11-28; one
+# cycle over-timed them by a median 48 %, the power by 3 %) and checked on Swin's 49 x 49 x 32 window products
+# (results/h200/diagnostics/scan-grid-2026-11-28: 0.37-0.76 cycles; one cycle +109 %, the power -25 %)
+SIDE_REF = 9
+SIDE_POWER = 0.6
 
 
 def unaligned_s(gemm: Gemm | None, elements: float, sms: int, clock_hz: float) -> float:
@@ -69,7 +78,8 @@ def unaligned_s(gemm: Gemm | None, elements: float, sms: int, clock_hz: float) -
     batched, or the GPU's SMs or clock unknown)."""
     if gemm is None or gemm.batch == 1 or gemm.alignment != 1 or sms <= 0 or clock_hz <= 0:
         return 0.0
-    return elements * UNALIGNED_CYCLES / (sms * clock_hz)
+    side = math.sqrt(gemm.m * gemm.n)
+    return elements * UNALIGNED_CYCLES * min(1.0, (SIDE_REF / side) ** SIDE_POWER) / (sms * clock_hz)
 
 
 def _tile(dim: int) -> int:

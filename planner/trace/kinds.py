@@ -52,8 +52,13 @@ CHANNELS_LAST = "_native_cl"
 # dense convolution's tensor-core roof or bytes (MobileNetV3's backward, so timed: 16 ms for 52 measured on an H200)
 DEPTHWISE = "_depthwise"
 SM_BOUND = "sm"
+# A scan along an outer dimension (planner/trace/scan.py): ATen's outer-dimension kernel, timed by its dependent steps
+SCAN_OUTER = "_scan_outer"
 # The variants with kernels of their own: never timed as their base kind, nor with a family's figures
-OWN_KERNELS = (NHWC, CHANNELS_LAST, NATIVE, DEPTHWISE)
+OWN_KERNELS = (NHWC, CHANNELS_LAST, NATIVE, DEPTHWISE, SCAN_OUTER)
+# The kinds timed by SM cycles measured on a grid, not learned (efficiency.py: known without a profile): by their
+# suffix, and roll (planner/trace/roll.py) by its name
+MEASURED_CYCLES = (DEPTHWISE, SCAN_OUTER, "roll")
 # Kinds that run ATen's kernels of one block per row (planner/trace/rows.py), timed by the share of the GPU those
 # blocks fill: the layer norm's forward (its backward's kernels keep up with the wide rows' per byte)
 ROW_KINDS = frozenset({"native_layer_norm"})

@@ -6,9 +6,9 @@ not been measured (benchmarks/trace_leave_one_out.py), which is how the bands ar
 
 - host: a least squares of the measured issue time (`host_issue_s`) on the trace's calls per phase and its module
   calls, each aten call at least the dispatch benchmark's cost of issuing one op (and each kernel an op launches
-  beyond one a call, a cuDNN RNN's per time step, that cost: predict.py), over the training steps whose
-  issue time is the host's own: those the host set (GPU busy under HOST_SET of the issue time), and those that
-  launch fewer kernels than CUDA's launch queue holds (QUEUE) and do not synchronise inside (`step_syncs` 0). The
+  beyond one a call, a cuDNN RNN's per time step, LIBRARY_LAUNCH times that cost: predict.py), over the training
+  steps whose issue time is the host's own: those the host set (GPU busy under HOST_SET of the issue time), and those
+  that launch fewer kernels than CUDA's launch queue holds (QUEUE) and do not synchronise inside (`step_syncs` 0). The
   issue time is measured from an idle GPU, so only a step that fills the queue waits for the GPU while issuing;
   taking those steps too (dlrm-small's, BERT's at large batches) brought the held-out median from 13.9 % to 12.7 %
   (H100) and 15.5 % to 14.2 % (H200). An inference step's calls cost the dispatch benchmark's measured issue time
@@ -50,7 +50,16 @@ from planner.trace.boundary import others_during
 from planner.trace.efficiency import FP32_CONV, Efficiency, Fp32Scale, fit_efficiency
 from planner.trace.kinds import Roofs
 from planner.trace.memory import REPLAYS, MemoryLine, memory_line
-from planner.trace.predict import PHASES, HostModel, StepTime, extra_launches, phase_calls, pipeline, predict_step
+from planner.trace.predict import (
+    LIBRARY_LAUNCH,
+    PHASES,
+    HostModel,
+    StepTime,
+    extra_launches,
+    phase_calls,
+    pipeline,
+    predict_step,
+)
 from planner.trace.training import build_rows, roofs_of
 
 PLAIN = ("default", "no_cudnn_benchmark")
@@ -138,7 +147,7 @@ def fit_host(points: list[Measured], floor_s: float = 0.0) -> HostModel:
     calls = [phase_calls(m.run) for m in rows]
     x = np.array([[c.get(p, 0) for p in PHASES] + [1.0] for c in calls], dtype=float)
     y = np.array([m.point.host_issue_s.median for m in rows])  # type: ignore[union-attr]
-    launched = np.array([sum(extra_launches(m.run).values()) for m in rows]) * floor_s   # what predict.py adds
+    launched = np.array([sum(extra_launches(m.run).values()) for m in rows]) * floor_s * LIBRARY_LAUNCH  # predict.py's
     y_left = y - x[:, :len(PHASES)] @ np.array(floors) - launched
     keep = list(range(x.shape[1]))
     while True:

@@ -5,8 +5,8 @@
                 fp32 scale (efficiency.Fp32Scale)
     host      = Σ over the phases (forward, backward, optimizer) of the step's aten calls × the host's seconds per
                 call in that phase, + its nn.Module calls × seconds per module call, + a fixed cost per step, + the
-                kernels its ops launch beyond one a call (a cuDNN RNN's per time step) × the measured cost of
-                issuing one op (the dispatch benchmark's `op_issue_s`)
+                kernels its ops launch beyond one a call (a cuDNN RNN's per time step) × the host's cost of a
+                library's launch (LIBRARY_LAUNCH × the dispatch benchmark's `op_issue_s`)
     step      = the phases (forward, backward, optimizer) in turn, each joining the GPU's work left over from the
                 phases before (`lag`) and its own with its host time: H + (lag + gpu^p + host^p)… (pipeline below)
 
@@ -32,6 +32,13 @@ from planner.trace.kinds import RNN_KINDS, Roofs, op_kind
 from planner.trace.training import STEP_PHASES, phase_of, traced_kinds
 
 PHASES = ("forward", "backward", "optimizer", "modules")
+# The host's seconds to issue a kernel cuDNN launches inside one call (a time step's product or cell kernel), over the
+# dispatch benchmark's seconds to issue one ATen op (`op_issue_s`): on an H200 a call's issue time grew 9.2 µs a
+# launch from 16 to 64 time steps (the median of eight such pairs, forward and backward, 5.1-10.6 µs:
+# results/h200/diagnostics/rnn-kernels-2026-11-28), 1.46 times the H200's op_issue_s (6.3 µs; derived by
+# benchmarks/rnn_kernel_grid.py, checked by tests/test_trace_rnn_grid.py). Each is a cuBLASLt product or a cuDNN kernel
+# launched through the driver with its own arguments, not one op's dispatch.
+LIBRARY_LAUNCH = 1.5
 
 
 @dataclass(frozen=True)
@@ -40,6 +47,11 @@ class HostModel:
     fixed_s: float                 # per step
     sharpness: float = 4.0         # p of the p-norm that joins the GPU's and the host's time into the step
     op_issue_s: float = 0.0        # the dispatch benchmark's seconds to issue one op without autograd (measured)
+
+    @property
+    def launch_s(self) -> float:
+        """The host's seconds per kernel a library launches beyond one a call (LIBRARY_LAUNCH)."""
+        return LIBRARY_LAUNCH * self.op_issue_s
 
     def issue_s(self, calls: dict[str, int], training: bool = True) -> float:
         """A training step's issue time (learned per phase); an inference step's (under no_grad: no autograd node to
@@ -162,7 +174,8 @@ def step_phases(run: TraceRun, efficiency: Efficiency, roofs: Roofs, host: HostM
                 fp32_scale: Fp32Scale = AT_ROOF) -> tuple[PhaseTime, ...]:
     """The step's phases in their order, its issue time shared among them by their aten calls (the measured issue
     times are of whole steps: they cannot tell what a phase's call costs apart, so each call is taken to cost alike),
-    each phase with the kernels its ops launch beyond one a call (extra_launches); an inference step is one phase."""
+    each phase with the kernels its ops launch beyond one a call (extra_launches, at the host's `launch_s` each); an
+    inference step is one phase."""
     calls, extra = phase_calls(run), extra_launches(run)
     training = any(op.phase == "backward" for op in run.ops)
     issue = host.issue_s(calls, training)
@@ -172,7 +185,7 @@ def step_phases(run: TraceRun, efficiency: Efficiency, roofs: Roofs, host: HostM
     for name in names:
         ops = op_times(run, efficiency, roofs, fp32_scale, name)
         share = calls.get(name, 0) / aten if name else 1.0
-        launched = host.op_issue_s * (extra.get(name, 0) if name else sum(extra.values()))
+        launched = host.launch_s * (extra.get(name, 0) if name else sum(extra.values()))
         out.append(PhaseTime(name or "forward", issue * share + launched, sum(o.seconds for o in ops),
                              sum(o.seconds for o in ops if o.cls != "any"), sum(o.plane_s for o in ops),
                              sum(o.bias_s for o in ops)))

@@ -17,7 +17,7 @@ from gpuplan_schema.payloads import CeilingsPayload, RooflinePayload, TracedOp, 
 from planner.specs import match_gpu
 from planner.trace.depthwise import ATEN, depthwise_of
 from planner.trace.efficiency import ANY, BIAS_ADD_OPS, Blocks, Group, Row, math_class
-from planner.trace.gemm import gemm_of, unaligned_s
+from planner.trace.gemm import Gemm, gemm_of, unaligned_s
 from planner.trace.kinds import (
     BATCH_NORMS,
     CHANNELS_LAST,
@@ -28,6 +28,7 @@ from planner.trace.kinds import (
     NHWC,
     RNN_KINDS,
     ROW_KINDS,
+    SCAN_OUTER,
     SM_BOUND,
     VARIANT_SUFFIX,
     Roofs,
@@ -35,7 +36,9 @@ from planner.trace.kinds import (
     op_kind,
 )
 from planner.trace.plane import plane_of, rows_input
+from planner.trace.roll import ROLL, roll_s
 from planner.trace.rows import rows_of
+from planner.trace.scan import outer_scan, scan_s
 
 
 def roofs_of(ceilings: CeilingsPayload) -> Roofs:
@@ -56,7 +59,8 @@ def group_of(op: TracedOp, roofs: Roofs, precision: str, nhwc: bool = False) -> 
     memory_s = op.bytes / calls / roofs.bytes_per_s
     # cuDNN runs a channels-first convolution (1-D ones too, as 2-D of height 1) through NHWC transposes; in plain
     # fp32 the other way round: its fp32 kernels are NCHW ones, a channels-last convolution transposed in and back
-    # (nhwcToNchwKernel / nchwToNhwcKernel in results/h200/diagnostics/conv-fp32-grid-2026-11-28)
+    # (nhwcToNchwKernel / nchwToNhwcKernel in results/h200/diagnostics/conv-fp32-grid-2026-11-28); but a
+    # channels-first 1x1 stride-1 convolution is a matrix product on the NCHW tensors themselves (`pointwise`)
     plain = math_class(op.dtype, precision) == "fp32"
     conv = kind.startswith("convolution") and bool(op.shapes) and len(op.shapes[0]) in (3, 4, 5)
     nchw = conv and (op.variant == "channels_last") == plain
@@ -65,6 +69,10 @@ def group_of(op: TracedOp, roofs: Roofs, precision: str, nhwc: bool = False) -> 
         bias_s = 0.0 if depthwise.library == ATEN else bias_add_s(op, kind, roofs)   # inside, cuDNN's apart
         return Group(op.calls, roofs.math_s(flops, op.dtype, precision), memory_s,
                      sm_s=depthwise.seconds(roofs.sms, roofs.clock_hz), bias_s=bias_s)
+    if outer_scan(op) is not None:   # its dependent steps, whatever its bytes (scan.py)
+        return Group(op.calls, 0.0, memory_s, sm_s=scan_s(op, roofs.clock_hz))
+    if kind == ROLL:                  # its index arithmetic an element (roll.py)
+        return Group(op.calls, 0.0, memory_s, sm_s=roll_s(op, roofs.sms, roofs.clock_hz))
     native = op.variant == "native" and kind in BATCH_NORMS and not nhwc
     plane: Blocks | None = plane_of(op.shapes, kind == "batch_norm_backward") if native else None   # None: NHWC
     plane_s = 0.0
@@ -74,10 +82,12 @@ def group_of(op: TracedOp, roofs: Roofs, precision: str, nhwc: bool = False) -> 
         memory_s = memory_s if forward else 0.0
     elif kind in ROW_KINDS and (plane := rows_of(op.shapes)) is not None:   # one block a row: all its bytes
         plane_s, memory_s = memory_s, 0.0
-    gemm = gemm_of(kind, op.shapes, flops)
+    flat = conv and not plain and op.variant != "channels_last" and pointwise(op)   # a product on the NCHW tensors
+    gemm = pointwise_gemm(op) if flat else gemm_of(kind, op.shapes, flops)
     elements = op.bytes / calls / ELEMENT_BYTES.get(op.dtype or "", 4)
     sm_s = 0.0 if kind.startswith("convolution") else unaligned_s(gemm, elements, roofs.sms, roofs.clock_hz)
-    return Group(op.calls, roofs.math_s(flops, op.dtype, precision), memory_s, gemm, 2 * memory_s if nchw else 0.0,
+    return Group(op.calls, roofs.math_s(flops, op.dtype, precision), memory_s, gemm,
+                 2 * memory_s if nchw and not flat else 0.0,
                  plane, plane_s, sm_s, bias_add_s(op, kind, roofs), plain and conv and transformed(op),
                  launches_of(op, kind))
 
@@ -105,6 +115,39 @@ def transformed(op: TracedOp) -> bool:
     return out_map >= 0.8 * x[2] * x[3]   # stride 1: an output as large as the input (padding 1)
 
 
+def pointwise(op: TracedOp) -> bool:
+    """Whether a convolution is 1x1 of stride 1 over a 2-D map, groups 1: a matrix product per image, weight x input,
+    that cuDNN runs on NCHW tensors as they are (cuBLAS's `xmma_gemm` nn/tn/nt kernels in TF32, CUTLASS's
+    `s16816gemm` in bf16), with none of the NHWC transposes its other tensor-core kernels need: in TF32 on an H200,
+    49 of the 54 directions of the 1x1 stride-1 convolutions in results/h200/diagnostics/conv-fp32-grid-2026-11-28
+    ran GEMM kernels and no transpose (the others: ResNet-50's 2048 -> 512 over 7 x 7 maps, two weight gradients),
+    84 of the other 90 transposed. In the profiles of the NCHW networks about as many convolutions are transposed back
+    (`nhwcToNchwKernel`) as are not 1x1 of stride 1: SSD300 35 (bf16) and 41 (TF32) of 65 where 32 are not,
+    ResNet-50 24 of 53 where 20 are not (H200, results/h200/diagnostics/dle-points). Charged their transposes,
+    SSD300's held-out TF32 convolutions were timed 1.7-2.3x their measured time (H100 and H200)."""
+    backward = op.name.endswith("convolution_backward")
+    if len(op.shapes) < (3 if backward else 2):
+        return False
+    x, w = op.shapes[1 if backward else 0], op.shapes[2 if backward else 1]
+    if len(x) != 4 or len(w) != 4 or tuple(w[2:]) != (1, 1) or w[1] != x[1]:
+        return False
+    if backward:   # (grad of the output, input, weight): the output's map as large as the input's
+        return len(op.shapes[0]) == 4 and math.prod(op.shapes[0][2:]) == x[2] * x[3]
+    if not op.flops:
+        return False
+    out_map = op.flops / max(op.calls, 1) / (2 * x[0] * w[0] * w[1])
+    return out_map >= 0.8 * x[2] * x[3]
+
+
+def pointwise_gemm(op: TracedOp) -> Gemm:
+    """A pointwise NCHW convolution's product per image, weight (Cout x Cin) x input (Cin x H*W), the map its rows'
+    leading dimension: its kernels' loads are aligned as H*W is (SSD300's 38 x 38 maps, 4-aligned, ran CUTLASS's
+    `align2` kernels in bf16 and aligned ones in TF32, its 75 x 75 maps `align1`)."""
+    backward = op.name.endswith("convolution_backward")
+    x, w = op.shapes[1 if backward else 0], op.shapes[2 if backward else 1]
+    return Gemm(x[2] * x[3], w[0], w[1], x[0], 8 if op.dtype in ("fp16", "bf16") else 4)
+
+
 def launches_of(op: TracedOp, kind: str) -> int | None:
     """The kernels the op's calls launch where the trace counts more than one a call (efficiency.py): a cuDNN RNN's
     per time step (collectors/trace/rnn.py); None for the others (one a call)."""
@@ -127,6 +170,8 @@ def kind_and_class(op: TracedOp, precision: str, nhwc: bool = False) -> tuple[st
     kind = op_kind(op.name)
     if depthwise_of(op) is not None:
         return kind + DEPTHWISE, SM_BOUND
+    if outer_scan(op) is not None:
+        return kind + SCAN_OUTER, SM_BOUND
     suffix = VARIANT_SUFFIX.get(op.variant or "")
     if suffix and kind.startswith("attention"):
         kind += suffix   # a convolution's layout is in its Group (the NCHW transposes)
