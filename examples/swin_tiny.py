@@ -10,12 +10,11 @@ rolls the map by 3 tokens (`torch.roll`); partition into 7×7 windows (view, per
 inside each window, a 169-row table of learned biases per head gathered into a (heads, 49, 49) bias by a
 relative-position index and added to the scores, and for the shifted blocks a -100 mask on pairs of tokens the roll
 brought together from opposite edges; attention written out as the official code writes it (q·kᵀ, bias and mask
-added, softmax, ·v: through `scaled_dot_product_attention` the bias's gradient would be asked of cuDNN's kernel,
-which torch prefers in half precision on Hopper GPUs and which has none); windows put back, the roll undone, the
-residual; LayerNorm, an MLP ×4 with GELU, the residual. Stochastic depth on both residual branches, rising linearly
-to 0.2 at the last block (Swin-T's recipe: a Bernoulli draw per image). The last stage's map is a single window, so
-it is not shifted. A LayerNorm, global average pooling, a 1000-class linear layer, cross-entropy with label
-smoothing 0.1. 28,288,354 parameters (113 MB in fp32), as timm's swin_tiny_patch4_window7_224 has.
+added, softmax, ·v; timm passes the bias to `scaled_dot_product_attention` instead); windows put back, the roll
+undone, the residual; LayerNorm, an MLP ×4 with GELU, the residual. Stochastic depth on both residual branches,
+rising linearly to 0.2 at the last block (Swin-T's recipe: a Bernoulli draw per image). The last stage's map is a
+single window, so it is not shifted. A LayerNorm, global average pooling, a 1000-class linear layer, cross-entropy
+with label smoothing 0.1. 28,288,354 parameters (113 MB in fp32), as timm's swin_tiny_patch4_window7_224 has.
 
 What sets its step: little arithmetic for its bytes. Its matmuls are 26.9 GFLOP an image for a training step (4.49
 G multiply-adds forward, the paper's 4.5 G; 96 % in the Linear layers over 3,136 … 49 tokens, 3 % in attention's
