@@ -122,3 +122,16 @@ def test_a_roll_takes_its_elements_measured_cycles_and_the_constant_is_the_grids
     cycles = [p["time"]["median_s"] * 1.98e9 * grid["environment"]["sms"] / p["elements"]
               for p in grid["points"] if p["sweep"] == "roll"]
     assert round(statistics.median(cycles), 2) == ROLL_CYCLES
+
+
+def test_a_compiled_step_does_not_pay_an_outer_scans_steps():
+    from planner.trace.learn import CompileModel
+    from planner.trace.predict import HostModel, predict_step
+
+    run, _ = scans(8, 65536)
+    efficiency = Efficiency(ROOFS.sms, {}, {}, KindFit(2e-6, 1.0, 0))
+    step = predict_step(run, efficiency, ROOFS, HostModel({}, 0.0))
+    scan = next(o for o in step.ops if o.kind == "cumsum_scan_outer")
+    assert scan.plane_s == scan.seconds > 0
+    compiled = CompileModel(fused=1.0, host=1.0).step_s(step, 4.0)
+    assert compiled == pytest.approx(step.gpu_s - scan.seconds, rel=1e-6)   # no host: the GPU's time less the scan
