@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-import json
-
-from paths import REPO, load_script
+from grid_runs import assert_every_setting_checked_and_timed, small_grid
 
 
 def test_the_gpu_grid_benchmark_runs_every_setting_and_sweep_on_the_cpu_and_writes_one_json(tmp_path, capsys):
-    bench = load_script(REPO / "benchmarks" / "gpu_batchnorm_grid.py")
-    assert bench.main(["--small", "--out", str(tmp_path)]) == 0
-    doc = json.loads((tmp_path / bench.OUT_NAME).read_text())
-    assert [p.name for p in tmp_path.iterdir()] == [bench.OUT_NAME]
-    assert all(c["ok"] for c in doc["checks"].values()) and set(doc["checks"]) == set(bench.SETTINGS)
-    done = {(p["sweep"], p["setting"]) for p in doc["points"]}
-    assert done == {(p["sweep"], s) for p in bench.grid(True) for s in bench.SETTINGS} and not doc["skipped"]
+    bench, doc = small_grid("gpu_batchnorm_grid.py", tmp_path)
+    assert_every_setting_checked_and_timed(bench, doc)
     assert all(p["forward"]["median_s"] > 0 and p["forward_backward"]["n"] == bench.REPEATS for p in doc["points"])
     assert any("native_batch_norm" in k["name"] for k in doc["kernels"]["bf16-autocast-nchw"])
     # the channel sweep at a fixed plane pulls the channel count apart from the elements of a channel

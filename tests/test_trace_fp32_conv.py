@@ -4,11 +4,10 @@ fp32 kernels put around a channels-last convolution, and the convolutions' measu
 
 from __future__ import annotations
 
-import json
-
 import pytest
 import torch
 from example_workloads import image_classifier
+from grid_runs import assert_every_setting_checked_and_timed, small_grid
 from paths import REPO, load_script
 from torch import nn
 
@@ -89,13 +88,8 @@ def test_the_committed_slowdowns_are_the_fit_of_the_committed_grid(capsys):
 
 
 def test_the_grid_benchmark_times_every_direction_and_setting_on_the_cpu_and_writes_one_json(tmp_path, capsys):
-    bench = load_script(REPO / "benchmarks" / "gpu_conv_fp32_grid.py")
-    assert bench.main(["--small", "--out", str(tmp_path), "--budget-s", "3600"]) == 0
-    doc = json.loads((tmp_path / bench.OUT_NAME).read_text())
-    assert [p.name for p in tmp_path.iterdir()] == [bench.OUT_NAME]
-    assert all(c["ok"] for c in doc["checks"].values()) and set(doc["checks"]) == set(bench.SETTINGS)
-    assert {(p["sweep"], p["setting"]) for p in doc["points"]} == \
-        {(p["sweep"], s) for p in bench.grid(True) for s in bench.SETTINGS} and not doc["skipped"]
+    bench, doc = small_grid("gpu_conv_fp32_grid.py", tmp_path, "--budget-s", "3600")
+    assert_every_setting_checked_and_timed(bench, doc)
     assert all(p[part]["median_s"] > 0 and p[part]["n"] == bench.REPEATS for p in doc["points"] for part in bench.PARTS)
     assert all(p[f"{part}_kernels"] for p in doc["points"] for part in bench.PARTS)
     assert "TFLOP/s (direct product)" in capsys.readouterr().out

@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 import torch
+from grid_runs import assert_every_setting_checked_and_timed, small_grid
 from paths import REPO, load_script
 from torch import nn
 
@@ -61,12 +60,7 @@ def test_the_committed_grid_says_split(capsys):
 
 
 def test_the_grid_benchmark_times_every_setting_on_the_cpu_and_writes_one_json(tmp_path, capsys):
-    bench = load_script(REPO / "benchmarks" / "gpu_gemm_grid.py")
-    assert bench.main(["--small", "--out", str(tmp_path), "--budget-s", "3600"]) == 0
-    doc = json.loads((tmp_path / bench.OUT_NAME).read_text())
-    assert [p.name for p in tmp_path.iterdir()] == [bench.OUT_NAME]
-    assert all(c["ok"] for c in doc["checks"].values()) and set(doc["checks"]) == set(bench.SETTINGS)
-    assert {(p["sweep"], p["setting"]) for p in doc["points"]} == \
-        {(p["sweep"], s) for p in bench.grid(True) for s in bench.SETTINGS} and not doc["skipped"]
+    bench, doc = small_grid("gpu_gemm_grid.py", tmp_path, "--budget-s", "3600")
+    assert_every_setting_checked_and_timed(bench, doc)
     assert all(p["time"]["median_s"] > 0 and p["time"]["n"] == bench.REPEATS and p["kernels"] for p in doc["points"])
     assert "TFLOP/s per setting" in capsys.readouterr().out

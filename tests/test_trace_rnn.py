@@ -4,11 +4,9 @@ planner paying its fixed and host costs per launch (planner/trace/efficiency.py,
 
 from __future__ import annotations
 
-import json
-
 import pytest
 import torch
-from paths import REPO, load_script
+from grid_runs import small_grid
 from torch import nn
 
 from collectors.trace.collect import trace_run
@@ -166,11 +164,8 @@ def test_the_planner_pays_an_rnns_fixed_and_host_costs_per_launch():
 def test_the_gpu_rnn_benchmark_counts_what_the_trace_counts_and_writes_one_json_on_the_cpu(tmp_path, capsys):
     """benchmarks/gpu_rnn_kernels.py --small: each point's rule is what the trace records for the same module (the
     GPU run sets the kernels cuDNN launched beside it; the CPU runs no cuDNN, so none is counted here)."""
-    bench = load_script(REPO / "benchmarks" / "gpu_rnn_kernels.py")
-    assert bench.main(["--small", "--out", str(tmp_path)]) == 0
-    assert [p.name for p in tmp_path.iterdir()] == [bench.OUT_NAME]
-    doc = json.loads((tmp_path / bench.OUT_NAME).read_text())
-    assert len(doc["points"]) == len(bench.grid(True)) and not doc["skipped"]
+    bench, doc = small_grid("gpu_rnn_kernels.py", tmp_path)
+    assert len(doc["points"]) == len(bench.grid(True))
     for p in doc["points"]:
         with META:
             rnn = bench.MODES[p["mode"]][0](p["hidden"], p["hidden"], p["layers"], bidirectional=p["bidirectional"])

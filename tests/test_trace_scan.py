@@ -9,6 +9,7 @@ import statistics
 
 import pytest
 import torch
+from grid_runs import small_grid
 from paths import REPO, load_script
 from torch import nn
 
@@ -84,11 +85,8 @@ def test_the_constants_are_the_fit_of_the_committed_grid(capsys):
 
 
 def test_the_grid_benchmark_times_every_sweep_on_the_cpu_and_writes_one_json(tmp_path, capsys):
-    bench = load_script(REPO / "benchmarks" / "gpu_scan_grid.py")
-    assert bench.main(["--small", "--out", str(tmp_path), "--budget-s", "3600"]) == 0
-    doc = json.loads((tmp_path / bench.OUT_NAME).read_text())
-    assert [p.name for p in tmp_path.iterdir()] == [bench.OUT_NAME]
-    assert {p["sweep"] for p in doc["points"]} == {"scan_outer", "scan_inner", "roll", "bmm49"} and not doc["skipped"]
+    bench, doc = small_grid("gpu_scan_grid.py", tmp_path, "--budget-s", "3600")
+    assert {p["sweep"] for p in doc["points"]} == {"scan_outer", "scan_inner", "roll", "bmm49"}
     assert all(p["time"]["median_s"] > 0 and p["time"]["n"] == bench.REPEATS for p in doc["points"])
     assert "ns/element" in capsys.readouterr().out
 
