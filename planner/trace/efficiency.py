@@ -41,7 +41,7 @@ from functools import cached_property
 from typing import Protocol
 
 from planner.trace.gemm import ALIGN, Gemm
-from planner.trace.kinds import MEASURED_CYCLES, NATIVE, OWN_KERNELS, base_kind, kind_family, own_roof
+from planner.trace.kinds import NATIVE, OWN_KERNELS, base_kind, kind_family, measured_cycles, own_roof
 
 # The reduction depth at half efficiency (gemm.Gemm.fill): 32 to 512 were tried, and the held-out median did not move
 # once split-K was modelled; kept at 0 (no depth penalty), a grid of one
@@ -269,7 +269,7 @@ class Efficiency:
         steps, learn.py) times its roof, the alignment factors left out (SIMT kernels)."""
         groups = list(groups)
         key = self.key(kind, cls)
-        if key is None and kind.endswith(MEASURED_CYCLES):   # its kernels' cycles were measured, not learned: known
+        if key is None and measured_cycles(kind):   # its kernels' cycles were measured, not learned: known
             return sum(g.kernels * self.pooled.per_call_s + g.roof_s(self.sms, Shape()) + g.outright_s
                        for g in groups), True
         fit = self.kinds[key] if key else self.unlearned(kind)

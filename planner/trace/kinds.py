@@ -56,9 +56,13 @@ SM_BOUND = "sm"
 SCAN_OUTER = "_scan_outer"
 # The variants with kernels of their own: never timed as their base kind, nor with a family's figures
 OWN_KERNELS = (NHWC, CHANNELS_LAST, NATIVE, DEPTHWISE, SCAN_OUTER)
-# The kinds timed by SM cycles measured on a grid, not learned (efficiency.py: known without a profile): by their
-# suffix, and roll (planner/trace/roll.py) by its name
-MEASURED_CYCLES = (DEPTHWISE, SCAN_OUTER, "roll")
+ROLL = "roll"   # torch.roll: its index arithmetic an element (planner/trace/roll.py)
+
+
+def measured_cycles(kind: str) -> bool:
+    """Whether a kind is timed by SM cycles measured on a grid, not learned (efficiency.py: known without a profile):
+    a depthwise convolution's, an outer scan's, a roll's."""
+    return kind.endswith((DEPTHWISE, SCAN_OUTER)) or kind == ROLL
 # Kinds that run ATen's kernels of one block per row (planner/trace/rows.py), timed by the share of the GPU those
 # blocks fill: the layer norm's forward (its backward's kernels keep up with the wide rows' per byte)
 ROW_KINDS = frozenset({"native_layer_norm"})

@@ -13,7 +13,6 @@ from __future__ import annotations
 from gpuplan_schema.payloads import TracedOp
 from planner.trace.kinds import ELEMENT_BYTES
 
-ROLL = "roll"
 ROLL_CYCLES = 2.77   # SM cycles an element (the grid's median; tests/test_trace_scan.py derives it)
 
 

@@ -27,6 +27,7 @@ from planner.trace.kinds import (
     NATIVE,
     NHWC,
     RNN_KINDS,
+    ROLL,
     ROW_KINDS,
     SCAN_OUTER,
     SM_BOUND,
@@ -36,7 +37,7 @@ from planner.trace.kinds import (
     op_kind,
 )
 from planner.trace.plane import plane_of, rows_input
-from planner.trace.roll import ROLL, roll_s
+from planner.trace.roll import roll_s
 from planner.trace.rows import rows_of
 from planner.trace.scan import outer_scan, scan_s
 
