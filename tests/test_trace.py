@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from paths import FROZEN, REPO
 from torch import nn
 
+from collectors import __main__ as collect_cli
 from collectors.trace import __main__ as trace_cli
 from collectors.trace.collect import load_on_meta, trace_configs, trace_run, trace_workload
 from collectors.workloads import workload_from_dict
@@ -275,6 +276,11 @@ def test_gpuplan_trace_writes_documents_every_stage_reads(tmp_path, in_repo, cap
     uncounted = [op.name for op in doc.payload.run("bf16", main).ops if op.flops is None and op.launches]
     assert uncounted and "moved by ops with no FLOP formula, timed by their bytes: " in err   # listed, never zero
     assert uncounted[0].split("::")[-1] in err or " more" in err
+
+
+def test_a_trace_goes_to_the_working_folder_by_default_not_the_committed_results():
+    args = trace_cli.build_parser().parse_args(["examples/user_workload.py:build"])
+    assert args.out == Path("runs") and args.out == collect_cli.DEFAULT_OUT    # as `gpuplan collect` writes
 
 
 def test_a_bad_workload_spec_is_one_line_and_exit_2(tmp_path, capsys):

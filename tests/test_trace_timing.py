@@ -97,6 +97,19 @@ def test_a_band_across_architectures_keeps_each_residuals_workload():
     assert bands.errors(same_architecture=True, compiled=True) == ([0.1, -0.2], ["a", "b"])  # no compiled: eager
 
 
+def test_a_bands_sides_are_those_of_its_residuals_for_each_kind_of_prediction():
+    # worked out once per (architecture, compile) and reused: each kind still reads its own residuals
+    bands = TraceBands(eager=[0.1, -0.2, 0.3], eager_workloads=["a", "b", "b"], compiled=[0.5, -0.4],
+                       compiled_workloads=["a", "b"], cross=[0.05, -0.3])
+    for same in (True, False):
+        for compiled in (True, False):
+            errors, groups = bands.errors(same_architecture=same, compiled=compiled)
+            low, high, count, workloads = bands.residual_sides(same, compiled)
+            assert (low, high) == sides(errors, groups) and count == len(errors) and workloads == 2
+    assert bands.residual_sides(True, True)[:2] != bands.residual_sides(True, False)[:2]
+    assert bands.residual_sides(False, False)[:2] != bands.residual_sides(True, False)[:2]
+
+
 def test_a_reduced_mse_loss_holds_its_unreduced_loss_while_it_runs_as_cudas_kernel_does():
     def peak(reduction: str) -> int:
         memory = LiveMemory()

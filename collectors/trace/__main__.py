@@ -15,6 +15,7 @@ from gpuplan_schema.progress import Progress
 
 PROG = os.environ.get("GPUPLAN_PROG", "python3 -m collectors.trace")
 DEFAULT_MACHINE = "trace"
+DEFAULT_OUT = Path("runs")   # as `gpuplan collect`: a trace is a working result until committed on purpose
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
@@ -26,8 +27,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("workloads", nargs="+", metavar="SPEC",
                    help=f"a built-in workload ({', '.join(BUILTIN)}) or path/to/file.py:function, as for "
                         "`gpuplan collect --workload` (the file is imported and its function called)")
-    p.add_argument("--out", type=Path, default=Path("results"), metavar="DIR",
-                   help="the results root; the documents go to DIR/MACHINE/trace-<workload>.json (default: results)")
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR",
+                   help="the results root; the documents go to DIR/MACHINE/trace-<workload>.json (default: runs/, "
+                        "the working folder git ignores, as for `gpuplan collect`; results/ holds the committed "
+                        "machines: name it to add one)")
     p.add_argument("--machine", default=DEFAULT_MACHINE, metavar="ID",
                    help=f"the trace folder's machine id (default: {DEFAULT_MACHINE})")
     return p
