@@ -44,6 +44,8 @@ step) with width 32, 2 heads, a 1,000-word vocabulary and 32 positions, for the 
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -62,9 +64,9 @@ Inputs = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # token ids, token typ
 class Layer(nn.Module):
     """Post-norm BERT layer: LN(x + attention(x)), then LN(x + FFN(x))."""
 
-    def __init__(self, hidden: int, heads: int, ffn: int):
+    def __init__(self, hidden: int, heads: int, ffn: int, unfused: bool = False):
         super().__init__()
-        self.heads = heads
+        self.heads, self.unfused = heads, unfused
         self.qkv = nn.Linear(hidden, 3 * hidden)
         self.proj = nn.Linear(hidden, hidden)
         self.ln1 = nn.LayerNorm(hidden, eps=LN_EPS)
@@ -75,21 +77,30 @@ class Layer(nn.Module):
     def forward(self, x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
         b, t, c = x.shape
         q, k, v = self.qkv(x).view(b, t, 3, self.heads, c // self.heads).permute(2, 0, 3, 1, 4)
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=keep, dropout_p=DROPOUT if self.training else 0.0)
+        y = self.written_out(q, k, v, keep) if self.unfused else \
+            F.scaled_dot_product_attention(q, k, v, attn_mask=keep, dropout_p=DROPOUT if self.training else 0.0)
         x = self.ln1(x + self.dropout(self.proj(y.transpose(1, 2).reshape(b, t, c))))
         return self.ln2(x + self.dropout(self.ffn(x)))
 
 
+    def written_out(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+        """Attention as NVIDIA DeepLearningExamples' BERT (modeling.py BertSelfAttention) computes it: q·kᵀ scaled,
+        plus an additive mask of −10,000 at padded keys, softmax, dropout, ·v: two batched products and the
+        (B, heads, T, T) scores in memory, where scaled_dot_product_attention runs a fused kernel."""
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]) + (~keep).to(q.dtype) * -10000.0
+        return F.dropout(F.softmax(scores, dim=-1), DROPOUT, self.training) @ v
+
+
 class BertForSquad(nn.Module):
     def __init__(self, vocab: int = VOCAB, positions: int = POSITIONS, hidden: int = HIDDEN, layers: int = LAYERS,
-                 heads: int = HEADS, ffn: int = FFN):
+                 heads: int = HEADS, ffn: int = FFN, unfused: bool = False):
         super().__init__()
         self.words = nn.Embedding(vocab, hidden)
         self.positions = nn.Embedding(positions, hidden)
         self.token_types = nn.Embedding(TOKEN_TYPES, hidden)
         self.ln = nn.LayerNorm(hidden, eps=LN_EPS)
         self.dropout = nn.Dropout(DROPOUT)
-        self.layers = nn.ModuleList(Layer(hidden, heads, ffn) for _ in range(layers))
+        self.layers = nn.ModuleList(Layer(hidden, heads, ffn, unfused) for _ in range(layers))
         self.span = nn.Linear(hidden, 2)  # a start and an end logit per position
         for module in self.modules():     # BERT's initialisation: N(0, 0.02) weights, zero biases
             if isinstance(module, (nn.Linear, nn.Embedding)):
@@ -113,7 +124,8 @@ def span_loss(logits: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
     return (F.cross_entropy(start, positions[:, 0]) + F.cross_entropy(end, positions[:, 1])) / 2
 
 
-def bert(vocab: int, hidden: int, heads: int, seq: int, batch_start: int, name: str, layers: int = LAYERS) -> dict:
+def bert(vocab: int, hidden: int, heads: int, seq: int, batch_start: int, name: str, layers: int = LAYERS,
+         unfused: bool = False) -> dict:
     question = seq // 6  # the question's tokens (type 0): 64 of 384
 
     def make_batch(batch_size: int, device: torch.device) -> tuple[Inputs, torch.Tensor]:
@@ -124,7 +136,7 @@ def bert(vocab: int, hidden: int, heads: int, seq: int, batch_start: int, name: 
         end = (start + torch.randint(0, 16, (batch_size,), device=device)).clamp(max=seq - 1)
         return (ids, types, mask), torch.stack([start, end], dim=1)
 
-    return {"name": name, "model": BertForSquad(vocab, POSITIONS, hidden, layers, heads, 4 * hidden),
+    return {"name": name, "model": BertForSquad(vocab, POSITIONS, hidden, layers, heads, 4 * hidden, unfused),
             "make_batch": make_batch, "loss": span_loss, "unit": "sequences", "tokens_per_sample": seq,
             "batch_start": batch_start}
 
@@ -139,6 +151,19 @@ def build_large() -> dict:
     SQuAD table (bert_large_squad). 334.1 M parameters without the pooler; the sweep starts at 8, so the main
     batch is 64, Lambda's fp32 batch on 80 GB (its amp batch was 112)."""
     return bert(VOCAB, LARGE_HIDDEN, LARGE_HEADS, SEQ, LARGE_BATCH_START, "bert-large-squad", LARGE_LAYERS)
+
+
+def build_large_dle() -> dict:
+    """build_large with attention written out as NVIDIA DeepLearningExamples' BERT computes it (Layer.written_out):
+    the configuration its SQuAD rows ran, timed by benchmarks/dle_points.py for those rows
+    (planner/check/dle_points.py). The same parameters and name as build_large."""
+    return bert(VOCAB, LARGE_HIDDEN, LARGE_HEADS, SEQ, LARGE_BATCH_START, "bert-large-squad", LARGE_LAYERS,
+                unfused=True)
+
+
+def build_tiny_dle() -> dict:
+    """build_tiny with attention written out (build_large_dle's path): for CPU tests."""
+    return bert(1000, 32, 2, 32, 4, "bert-base-squad-cpu", unfused=True)
 
 
 def build_tiny() -> dict:
