@@ -131,3 +131,15 @@ def test_tiny_size_collects_through_the_cli(tmp_path):
     assert payload.points and all(p.status == "ok" for p in payload.points)
     for p in payload.points:
         assert p.step_s.median > 0 and p.flops_per_step > 0 and p.traffic.total_bytes > 0
+
+
+def test_dles_written_out_attention_is_the_same_function_with_the_same_parameters():
+    # DLE's BERT writes attention out (build_large_dle, timed for its rows): the same model, another kernel path
+    fused, written = tiny(), load_workload(f"{PATH}:build_tiny_dle")
+    assert parameters(written.model) == parameters(fused.model)
+    written.model.load_state_dict(fused.model.state_dict())
+    fused.model.eval(), written.model.eval()
+    (ids, types, mask), _ = fused.make_batch(3, CPU)
+    mask[1, 20:] = 0                                          # padded keys: the additive mask must match SDPA's
+    assert torch.allclose(fused.model((ids, types, mask)), written.model((ids, types, mask)), atol=1e-5)
+    assert parameters(real_on_meta("build_large_dle").model) == BERT_LARGE_SQUAD_PARAMETERS
