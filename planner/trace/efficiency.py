@@ -62,6 +62,14 @@ EVEN = (1.0, 0.8, 0.6, 0.45, 0.3)          # the efficiency of an even, not 8-al
 ODD = (0.5, 0.3, 0.2, 0.15, 0.1, 0.07)     # of one with an odd dimension
 MIN_ROWS = 2
 ANY = "any"   # the class of a kind learned across dtypes
+# torch.compile's pad_mm pass (torch/_inductor/fx_passes/pad_mm.py) pads an mm, addmm or bmm with a dimension off its
+# dtype's alignment (8 elements of 2 bytes, 4 of fp32) to that alignment where the product is compute-bound (its
+# arithmetic intensity above half the card's FLOPs per byte: `is_mm_compute_bound`) and a benchmark finds the padded
+# product faster: a compiled step runs gpt-small's 50,257-wide head on aligned kernels (on the H200 its products took
+# 33.4 ms compiled, 32.9 padded by hand and 84.8 eager; on the H100 47.6, 33.4 and 84.5, one of the three align1
+# kernels left: results/*/diagnostics/vocab-padding.json)
+PADDED_KINDS = ("mm", "addmm", "bmm")
+PAD_BALANCE = 0.5   # pad_mm's compute-bound test: math time over memory time at the roofs above this
 
 
 @dataclass(frozen=True)
@@ -281,6 +289,18 @@ class Efficiency:
             return kernels * fit.per_call_s + roof + outright, key is not None
         roof = sum(g.roof_s(self.sms, shape) for g in groups)
         return kernels * fit.per_call_s + fit.slowdown * roof + outright, key is not None
+
+    def padded_excess_s(self, kind: str, cls: str, groups: Iterable[Group]) -> float:
+        """Of time_s, what the alignment factors add to a compute-bound product off its alignment: what a compiled
+        step does not pay, as Inductor pads it (PADDED_KINDS). A plain fp32 product's SIMT kernels take any shape."""
+        if cls not in ("half", "tf32") or base_kind(kind) not in PADDED_KINDS:
+            return 0.0
+        key = self.key(kind, cls)
+        fit = self.kinds[key] if key else self.unlearned(kind)
+        shape = self.shapes.get(family(kind), Shape()).of(cls)
+        aligned = replace(shape, even=1.0, odd=1.0)
+        return fit.slowdown * sum(g.roof_s(self.sms, shape) - g.roof_s(self.sms, aligned) for g in groups
+                                  if g.gemm is not None and g.math_s > PAD_BALANCE * g.memory_s)
 
     def plane_excess_s(self, kind: str, cls: str, groups: Iterable[Group]) -> float:
         """Of time_s, what the per-channel blocks' share of the SMs adds to a native batch norm (plane.py), the per-row

@@ -78,7 +78,7 @@ class CompileModel:
     host: float = 1.0
 
     def step_s(self, eager: StepTime, sharpness: float) -> float:
-        kept = (replace(p, gpu_s=p.matmul_s - p.bias_s + self.fused * (p.gpu_s - p.matmul_s - p.plane_s),
+        kept = (replace(p, gpu_s=p.matmul_s - p.bias_s - p.padded_s + self.fused * (p.gpu_s - p.matmul_s - p.plane_s),
                         host_s=p.host_s * self.host) for p in eager.phases)
         return pipeline(tuple(kept), sharpness)
 

@@ -78,6 +78,8 @@ class OpTime:
     plane_s: float = 0.0   # of `seconds`, what a compiled step does not pay: what a native batch norm's one block a
                            # channel, a layer norm's one block a row add (plane.py, rows.py), an outer scan (scan.py)
     bias_s: float = 0.0    # of `seconds`, a cuDNN convolution's bias add (efficiency.py BIAS_ADD_OPS)
+    padded_s: float = 0.0  # of `seconds`, what an unaligned product's alignment adds, which Inductor pads away
+                           # (efficiency.py PADDED_KINDS)
 
     @property
     def op_class(self) -> str:
@@ -90,7 +92,8 @@ class PhaseTime:
     """One phase of a step: the host's seconds to issue it, the GPU's to run it, and of those the matmul kinds', what
     native batch norms' per-channel blocks add (`plane_s`: a compiled step's Inductor kernels fill the GPU) and the
     convolutions' bias adds (`bias_s`: Inductor peels the bias off a convolution and fuses its add into the next
-    pointwise kernel, torch/_inductor/kernel/conv.py)."""
+    pointwise kernel, torch/_inductor/kernel/conv.py) and the unaligned products' alignment (`padded_s`: Inductor
+    pads them, efficiency.py PADDED_KINDS)."""
 
     name: str
     host_s: float
@@ -98,6 +101,7 @@ class PhaseTime:
     matmul_s: float
     plane_s: float = 0.0
     bias_s: float = 0.0
+    padded_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -149,7 +153,8 @@ def op_times(run: TraceRun, efficiency: Efficiency, roofs: Roofs, fp32_scale: Fp
         # over the whole tensor (moe-lm on an H200: 49.8 ms compiled at 16 sequences, 161 eager, 47.5 of it cumsum)
         excess = seconds if kind.endswith(SCAN_OUTER) else efficiency.plane_excess_s(kind, cls, groups)
         out.append(OpTime(kind, cls, sum(g.calls for g in groups), seconds, learned,
-                          sum(g.calls * g.math_s for g in groups), moved, excess, sum(g.outright_s for g in groups)))
+                          sum(g.calls * g.math_s for g in groups), moved, excess, sum(g.outright_s for g in groups),
+                          efficiency.padded_excess_s(kind, cls, groups)))
     return sorted(out, key=lambda o: o.seconds, reverse=True)
 
 
@@ -190,7 +195,7 @@ def step_phases(run: TraceRun, efficiency: Efficiency, roofs: Roofs, host: HostM
         launched = host.launch_s * (extra.get(name, 0) if name else sum(extra.values()))
         out.append(PhaseTime(name or "forward", issue * share + launched, sum(o.seconds for o in ops),
                              sum(o.seconds for o in ops if o.cls != "any"), sum(o.plane_s for o in ops),
-                             sum(o.bias_s for o in ops)))
+                             sum(o.bias_s for o in ops), sum(o.padded_s for o in ops)))
     return tuple(out)
 
 
