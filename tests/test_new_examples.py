@@ -14,7 +14,9 @@ speech encoder: seven Conv1d layers over raw audio, GroupNorm, a Transformer, CT
 (nn.Transformer's encoder-decoder with padding and causal masks, label smoothing), traced with their unknown op
 kinds named too; and two more of the same kind, moe-lm (a mixture-of-experts decoder LM, top-2 routing over 8
 experts) and swin-tiny (Swin-T: shifted windows, relative position bias), tested further in
-test_moe_swin_examples.py."""
+test_moe_swin_examples.py; and a third pair, video-r2plus1d (R(2+1)D-18: 3-D convolutions and batch norms) and
+graph-sage (GraphSAGE trained full-graph: index_select and index_add_ message passing), whose traces and graphs are
+tested in test_video_graph_examples.py."""
 
 from __future__ import annotations
 
@@ -48,7 +50,11 @@ EXAMPLES = {"efficientnet-b0": ("examples/efficientnet_b0.py", 5_288_548, "image
             "audio-encoder": ("examples/audio_encoder.py", 25_493_536, "clips"),
             "seq2seq-transformer": ("examples/seq2seq_transformer.py", 60_524_544, "pairs"),
             "moe-lm": ("examples/moe_lm.py", 195_331_584, "sequences"),
-            "swin-tiny": ("examples/swin_tiny.py", 28_288_354, "images")}
+            "swin-tiny": ("examples/swin_tiny.py", 28_288_354, "images"),
+            "video-r2plus1d": ("examples/video_r2plus1d.py", 31_505_325, "clips"),
+            "graph-sage": ("examples/graph_sage.py", 218_664, "nodes")}
+# a model whose work is in its inputs, not its parameters: GraphSAGE's 0.2 M weights over a graph of a million nodes
+SMALL_WEIGHTS = {"graph-sage"}
 # issues 39 and 41: families no reference workload is (ResNet-18: the NCHW layout the reference ResNet-50 is not)
 HELD_OUT = ("unet-seg", "lstm-lm", "convnext-tiny", "resnet18")
 # ... and two whose ops the reference profiles did not all show: the op kinds `gpuplan trace` times by their bytes
@@ -84,7 +90,7 @@ def test_the_real_size_has_the_parameters_its_docstring_states(name):
     assert parameters(workload) == count
     stated = re.search(r"([\d,]+) parameters", module().__doc__ or "")
     assert stated and int(stated[1].replace(",", "")) == count, "the docstring's count"
-    assert 5e6 <= count <= 250e6  # the sizes the three-minute collection is promised for
+    assert 5e6 <= count <= 250e6 or name in SMALL_WEIGHTS  # the sizes the three-minute collection is promised for
 
 
 @pytest.mark.parametrize("name", EXAMPLES)

@@ -109,6 +109,19 @@ def test_ops_without_a_formula_say_so_and_still_count_bytes():
     assert norm.written_bytes == (8 * 64 + 8 + 8) * F32  # output, mean and rstd
 
 
+def test_factories_of_another_tensors_shape_write_their_output_and_read_nothing():
+    """`new_zeros` takes its dtype from its tensor (index_select's backward: a 1,000-row zero gradient made from a
+    40,000-row one) and `zeros_like` its shape: neither reads it, on the CPU or the meta device."""
+    for device in ("cpu", "meta"):
+        big = torch.randn(40_000, 16, device=device)
+        calls = record(lambda big=big: (big.new_zeros(1000, 16), torch.zeros_like(big), torch.ones_like(big)))
+        small = only(calls, "aten::new_zeros")
+        assert (small.read_bytes, small.written_bytes) == (0, 1000 * 16 * F32), device
+        for name in ("aten::zeros_like", "aten::ones_like"):
+            like = only(calls, name)
+            assert (like.read_bytes, like.written_bytes) == (0, 40_000 * 16 * F32), (device, name)
+
+
 def test_embedding_reads_only_the_rows_it_picks():
     vocab, dim, tokens = 1000, 16, 5
     table, ids = torch.randn(vocab, dim), torch.tensor([1, 7, 7, 42, 999])

@@ -14,7 +14,8 @@ its `flops` is None and the report lists it.
 Bytes: every tensor argument is read once, every fresh output and every argument the op's schema
 marks as mutated (`Tensor(a!)`) is written once; an input passed twice is read once, and a
 broadcast (stride-0) dimension is counted once. Views (every output in an input's memory, nothing
-written) move nothing, allocations write nothing, and a gather (GATHERS) reads only the elements it
+written) move nothing, allocations write nothing, a factory of another tensor's shape (`new_zeros`, `zeros_like`:
+TEMPLATES) writes its output and reads nothing, and a gather (GATHERS) reads only the elements it
 picks from its source. nn.EmbeddingBag's ops are counted as CUDA's kernels move their bytes (embedding_bag.py: a row
 per index, forward and backward, and the backward's sort and zero-filled gradient).
 This is the traffic of an op that touches each byte once: caches can make the real figure lower,
@@ -49,6 +50,11 @@ ge logical_not
 TWO_FLOP = frozenset({"addcmul", "addcdiv"})  # a multiply (or divide) and an add per element
 WRITE_ONLY = frozenset({"copy_", "fill_", "zero_"})  # the destination is written, never read
 ALLOCATIONS = frozenset({"empty", "empty_strided", "empty_like", "new_empty", "new_empty_strided"})
+# Factories whose tensor argument is a template (its shape, dtype or device), never read: they write their output
+# alone. Counted as read, `grad.new_zeros(x.shape)` in index_select's backward read the 16.8 M-row gradient to zero a
+# 1 M-row one (examples/graph_sage.py: 17 GB for a 1 GB fill), moe-lm's `x.new_zeros(1, 768)` 400 MB for 1.5 kB
+TEMPLATES = frozenset({"new_zeros", "new_ones", "new_full", "zeros_like", "ones_like", "full_like", "rand_like",
+                       "randn_like", "randint_like"})
 # Gathers read their source (argument 0) only where indexed: one element per output element, or for
 # nll_loss one logit per target.
 GATHERS = frozenset({"embedding", "index_select", "gather", "take", "nll_loss_forward", "nll_loss2d_forward"})
@@ -145,7 +151,8 @@ def count_bytes(func: torch._ops.OpOverload, args: tuple, kwargs: dict, out: Any
         mutated = arg.alias_info is not None and arg.alias_info.is_write
         if mutated:
             written += tensors
-        if not (mutated and (getattr(arg, "is_out", arg.name == "out") or base in WRITE_ONLY)):
+        if not (mutated and (getattr(arg, "is_out", arg.name == "out") or base in WRITE_ONLY)) \
+                and base not in TEMPLATES:
             read += tensors
     inputs = {_storage(t) for t in read + written} - {None}
     fresh = [t for t in _tensors(out) if _storage(t) is None or _storage(t) not in inputs]

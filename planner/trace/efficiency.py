@@ -41,7 +41,7 @@ from functools import cached_property
 from typing import Protocol
 
 from planner.trace.gemm import ALIGN, Gemm
-from planner.trace.kinds import NATIVE, OWN_KERNELS, base_kind, kind_family, measured_cycles, own_roof
+from planner.trace.kinds import NATIVE, OWN_KERNELS, VOLUMETRIC, base_kind, kind_family, measured_cycles, own_roof
 
 # The reduction depth at half efficiency (gemm.Gemm.fill): 32 to 512 were tried, and the held-out median did not move
 # once split-K was modelled; kept at 0 (no depth penalty), a grid of one
@@ -236,9 +236,9 @@ class Efficiency:
 
     def key(self, kind: str, cls: str) -> str | None:
         """The learned entry for an op: its kind in its math class (matmuls; else in the nearest class), else the
-        kind without its variant (an NHWC convolution no profile showed is timed as an NCHW one; an NHWC or a native
-        batch norm, per-channel or channels-last, never as cuDNN's NCHW one: each runs kernels of its own); None:
-        unlearned."""
+        kind without its variant (an NHWC convolution no profile showed is timed as an NCHW one, a 3-D one as the
+        others; an NHWC or a native batch norm, per-channel or channels-last, never as cuDNN's NCHW one: each runs
+        kernels of its own); None: unlearned."""
         for k in dict.fromkeys((kind,) if kind.endswith(OWN_KERNELS) else (kind, base_kind(kind))):
             if cls == ANY and k in self.kinds:
                 return k
@@ -281,14 +281,16 @@ class Efficiency:
             return sum(g.kernels * self.pooled.per_call_s + g.roof_s(self.sms, Shape()) + g.outright_s
                        for g in groups), True
         fit = self.kinds[key] if key else self.unlearned(kind)
+        # a 3-D convolution timed with the 2-D ones' figures is not learned (kinds.py VOLUMETRIC)
+        learned = key is not None and (key.split("/")[0] == kind or not kind.endswith(VOLUMETRIC))
         shape = self.shapes.get(family(kind), Shape()).of(cls)
         kernels, outright = sum(g.kernels for g in groups), sum(g.outright_s for g in groups)
         if cls == "fp32":
             simt = shape.unaligned if family(kind) == "conv" else shape.simt   # cuDNN's fp32 scale is measured as is
             roof = sum(fp32.of(kind, g) * g.roof_s(self.sms, simt) for g in groups)
-            return kernels * fit.per_call_s + roof + outright, key is not None
+            return kernels * fit.per_call_s + roof + outright, learned
         roof = sum(g.roof_s(self.sms, shape) for g in groups)
-        return kernels * fit.per_call_s + fit.slowdown * roof + outright, key is not None
+        return kernels * fit.per_call_s + fit.slowdown * roof + outright, learned
 
     def padded_excess_s(self, kind: str, cls: str, groups: Iterable[Group]) -> float:
         """Of time_s, what the alignment factors add to a compute-bound product off its alignment: what a compiled

@@ -29,7 +29,14 @@ MATMUL_BASE = frozenset({"mm", "addmm", "bmm", "baddbmm", "convolution", "convol
 # The attention variants with kernels of their own (TracedOp.variant; planner/trace/training.py kind_and_class)
 VARIANT_SUFFIX = {"masked": "_masked", "causal": "_causal"}
 VARIANTS = tuple(VARIANT_SUFFIX.values())
-MATMUL_KINDS = frozenset({*MATMUL_BASE, *(k + v for k in MATMUL_BASE for v in VARIANTS)})
+# A 3-D convolution (a 5-D input: nn.Conv3d) runs cuDNN's volumetric kernels, and no reference profile ran one (each
+# profiled convolution is 1-D or 2-D): a kind of its own, timed with the convolutions' learned figures where it has
+# none (the same implicit GEMM at the tensor-core roof, an NCDHW one transposed as an NCHW one), but counted unknown
+# (efficiency.py time_s), so that a video model's plan says its main kernels were never measured
+VOLUMETRIC = "_3d"
+CONVOLUTIONS = ("convolution", "convolution_backward")
+MATMUL_KINDS = frozenset({*MATMUL_BASE, *(k + v for k in MATMUL_BASE for v in VARIANTS),
+                          *(k + VOLUMETRIC for k in CONVOLUTIONS)})
 
 
 # A batch norm of an NHWC network (planner/trace/training.py) runs cuDNN's NHWC kernels, not the NCHW ones: a kind of
@@ -122,7 +129,7 @@ def kind_family(kind: str) -> str | None:
 
 def base_kind(kind: str) -> str:
     """The kind without its variant: what the profile's one row per op name covers."""
-    for v in (*VARIANTS, *OWN_KERNELS):
+    for v in (*VARIANTS, *OWN_KERNELS, VOLUMETRIC):
         kind = kind.removesuffix(v)
     return kind
 

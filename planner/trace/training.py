@@ -32,6 +32,7 @@ from planner.trace.kinds import (
     SCAN_OUTER,
     SM_BOUND,
     VARIANT_SUFFIX,
+    VOLUMETRIC,
     Roofs,
     base_kind,
     op_kind,
@@ -176,6 +177,8 @@ def kind_and_class(op: TracedOp, precision: str, nhwc: bool = False) -> tuple[st
     suffix = VARIANT_SUFFIX.get(op.variant or "")
     if suffix and kind.startswith("attention"):
         kind += suffix   # a convolution's layout is in its Group (the NCHW transposes)
+    if kind.startswith("convolution") and op.shapes and len(op.shapes[0]) == 5:   # its input, or its output's gradient
+        kind += VOLUMETRIC
     if kind in BATCH_NORMS and op.variant == "native":   # ATen's kernels: channels-last, or one block per channel
         kind += CHANNELS_LAST if nhwc or rows_input(op.shapes, kind == "batch_norm_backward") else NATIVE
     elif kind in BATCH_NORMS and nhwc:                   # cuDNN's NHWC kernels
