@@ -66,10 +66,14 @@ OWN_KERNELS = (NHWC, CHANNELS_LAST, NATIVE, DEPTHWISE, SCAN_OUTER)
 ROLL = "roll"   # torch.roll: its index arithmetic an element (planner/trace/roll.py)
 
 
+# A row gather and a scatter-add by atomics (planner/trace/scatter.py): a row's index lookup, an element's atomic
+INDEXED = ("index_select", "index_add")
+
+
 def measured_cycles(kind: str) -> bool:
     """Whether a kind is timed by SM cycles measured on a grid, not learned (efficiency.py: known without a profile):
-    a depthwise convolution's, an outer scan's, a roll's."""
-    return kind.endswith((DEPTHWISE, SCAN_OUTER)) or kind == ROLL
+    a depthwise convolution's, an outer scan's, a roll's, a row gather's and a scatter-add's."""
+    return kind.endswith((DEPTHWISE, SCAN_OUTER)) or kind == ROLL or kind in INDEXED
 # Kinds that run ATen's kernels of one block per row (planner/trace/rows.py), timed by the share of the GPU those
 # blocks fill: the layer norm's forward (its backward's kernels keep up with the wide rows' per byte)
 ROW_KINDS = frozenset({"native_layer_norm"})

@@ -41,6 +41,7 @@ from planner.trace.plane import plane_of, rows_input
 from planner.trace.roll import roll_s
 from planner.trace.rows import rows_of
 from planner.trace.scan import outer_scan, scan_s
+from planner.trace.scatter import GATHER, SCATTER, gather_s, scatter_s
 
 
 def roofs_of(ceilings: CeilingsPayload) -> Roofs:
@@ -75,6 +76,9 @@ def group_of(op: TracedOp, roofs: Roofs, precision: str, nhwc: bool = False) -> 
         return Group(op.calls, 0.0, memory_s, sm_s=scan_s(op, roofs.clock_hz))
     if kind == ROLL:                  # its index arithmetic an element (roll.py)
         return Group(op.calls, 0.0, memory_s, sm_s=roll_s(op, roofs.sms, roofs.clock_hz))
+    if kind in (GATHER, SCATTER):     # a row's lookup, an element's atomic (scatter.py)
+        timed = gather_s if kind == GATHER else scatter_s
+        return Group(op.calls, 0.0, memory_s, sm_s=timed(op, roofs.sms, roofs.clock_hz))
     native = op.variant == "native" and kind in BATCH_NORMS and not nhwc
     plane: Blocks | None = plane_of(op.shapes, kind == "batch_norm_backward") if native else None   # None: NHWC
     plane_s = 0.0
