@@ -64,6 +64,19 @@ def test_no_workspace_where_cudnn_transposes_nothing_or_its_choice_was_not_seen(
     assert not workspaces(grouped)
 
 
+def test_a_3d_half_convolution_takes_nhwc_copies_whatever_its_channels():
+    # R(2+1)D-18's stem, 3 -> 45 channels and 45 -> 64: the H200 ran nchwToNhwcKernel in and nhwcToNchwKernel out for
+    # each of the ten 3-D shapes of its grid (results/h200/diagnostics/newex5-2026-11-28/conv3d-grid.json), where a
+    # 2-D convolution of 3 or 45 channels is run without them
+    for cin, cout, kernel in ((3, 45, (1, 7, 7)), (45, 64, (3, 1, 1))):
+        x, w = (4, cin, 8, 28, 28), (cout, cin, *kernel)
+        memory = recorded("bf16", lambda a, b: F.conv3d(a, b), x, w, dtype=torch.bfloat16)
+        assert len(workspaces(memory)) == 1
+    assert not workspaces(recorded("bf16", lambda a, b: F.conv2d(a, b), (4, 45, 28, 28), (64, 45, 1, 1),
+                                   dtype=torch.bfloat16))
+    assert not workspaces(recorded("fp32", lambda a, b: F.conv3d(a, b), (4, 45, 8, 28, 28), (64, 45, 3, 1, 1)))
+
+
 def test_a_convolutions_backward_takes_one_workspace_for_each_gradient():
     # sensor-cnn's 64->64 1-D convolution, stride 2, at 262,144 windows: 6 GiB forward, 6 GiB for the input's
     # gradient and 6 GiB for the weight's (the H100: 6,442,492,051, 6,442,492,051 and 6,444,360,359 bytes)

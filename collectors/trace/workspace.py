@@ -84,10 +84,14 @@ def conv_workspaces(func: torch._ops.OpOverload, args: tuple, kwargs: dict, out:
 
 
 def _transposes(x: Any, weight: Any, precision: str) -> bool:
-    if not isinstance(x, torch.Tensor) or not isinstance(weight, torch.Tensor) or x.dim() not in (3, 4):
+    """Whether cuDNN runs the convolution through NHWC copies: a 1-D or 2-D one on tensor cores whose channels are
+    multiples of 8; a 3-D one (NCDHW) on tensor cores whatever its channels: every one of the ten shapes of
+    results/h200/diagnostics/newex5-2026-11-28/conv3d-grid.json, 3 and 45 channels among them, ran nchwToNhwcKernel
+    in and nhwcToNchwKernel out in bf16, forward and backward."""
+    if not isinstance(x, torch.Tensor) or not isinstance(weight, torch.Tensor) or x.dim() not in (3, 4, 5):
         return False
     tensor_cores = x.dtype in HALF or (x.dtype == torch.float32 and precision == "tf32")
-    return tensor_cores and weight.shape[0] % ALIGN == 0 and weight.shape[1] % ALIGN == 0
+    return tensor_cores and (x.dim() == 5 or weight.shape[0] % ALIGN == 0 and weight.shape[1] % ALIGN == 0)
 
 
 def _plans(a: Any, b: Any, weight: torch.Tensor) -> Plans:
