@@ -16,7 +16,7 @@ from collectors.workloads import Workload
 from planner.trace.efficiency import Efficiency, KindFit
 from planner.trace.kinds import Roofs
 from planner.trace.predict import op_times
-from planner.trace.scatter import GATHER_ROW_CYCLES, SCATTER_CYCLES
+from planner.trace.scatter import GATHER_ROW_CYCLES, SCATTER_CYCLES, scatter_cycles
 
 ROOFS = Roofs({"fp32": 50e12, "tf32": 400e12, "bf16": 800e12}, 4e12, 132, 1.98e9)
 GRID = REPO / "results/h200/diagnostics/newex5-2026-11-28/index-add-grid.json"
@@ -53,7 +53,8 @@ def test_a_gather_and_a_scatter_add_take_their_measured_cycles():
     assert gathers >= 2 and scatters >= 2          # forward and backward each: the other's gradient
     assert timed["index_select"].learned and timed["index_add"].learned
     assert timed["index_select"].seconds == pytest.approx(gathers * EDGES * GATHER_ROW_CYCLES / rate, rel=1e-9)
-    assert timed["index_add"].seconds == pytest.approx(scatters * EDGES * WIDTH * SCATTER_CYCLES[4] / rate, rel=1e-9)
+    assert timed["index_add"].seconds == pytest.approx(scatters * EDGES * WIDTH * SCATTER_CYCLES[4][0][1] / rate,
+                                                       rel=1e-9)   # fewer rows than the grid's fewest: its figure
     assert timed["index_add"].seconds > 5 * timed["index_add"].memory_s   # not its bytes at the copy roof
 
 
@@ -63,6 +64,15 @@ def test_the_constants_are_the_grids_medians():
     gathers = [p["time"]["median_s"] * rate / p["e"] for p in grid["points"] if p["sweep"] == "gather"]
     assert round(statistics.median(gathers)) == GATHER_ROW_CYCLES
     for setting, size in (("bf16", 2), ("fp32", 4)):
-        scatters = [p["time"]["median_s"] * rate / (p["e"] * p["d"]) for p in grid["points"]
-                    if p["sweep"] == "scatter" and p["setting"].startswith(setting)]
-        assert round(statistics.median(scatters), 2) == SCATTER_CYCLES[size]
+        rows = sorted({p["e"] for p in grid["points"] if p["sweep"] == "scatter"})
+        medians = tuple((e, round(statistics.median(p["time"]["median_s"] * rate / (p["e"] * p["d"])
+                                                    for p in grid["points"] if p["sweep"] == "scatter" and
+                                                    p["e"] == e and p["setting"].startswith(setting)), 2))
+                        for e in rows)
+        assert medians == SCATTER_CYCLES[size]
+
+
+def test_a_scatter_add_of_more_rows_takes_more_cycles_an_element_between_the_grids_row_counts():
+    assert scatter_cycles(1000, 2) == SCATTER_CYCLES[2][0][1] and scatter_cycles(1 << 30, 2) == SCATTER_CYCLES[2][-1][1]
+    assert scatter_cycles(1 << 24, 2) == pytest.approx(3.14)
+    assert scatter_cycles(1 << 23, 2) == pytest.approx((2.25 + 3.14) / 2)   # halfway between 2^22 and 2^24 in log2

@@ -7,9 +7,10 @@ H200 (benchmarks/gpu_index_add_grid.py, results/h200/diagnostics/newex5-2026-11-
 
 - a gather takes GATHER_ROW_CYCLES SM cycles a row whatever its width and dtype up to 1 kB a row (157-163 over the
   28 points: 10.2 ms for 16.8 M rows of 256 B or of 1 kB), its bytes' time where larger;
-- a scatter-add takes SCATTER_CYCLES SM cycles an element added: 3.12 for 2-byte elements (bf16; 2.2-3.5 over 14
-  points), 2.74 for 4-byte ones (fp32; 1.8-3.2), sorted indices no faster (the destination rows' atomics, not
-  their order, set it).
+- a scatter-add takes SCATTER_CYCLES SM cycles an element added, more the more rows it adds (the same destination
+  rows and widths: 2.25 at 4 M rows, 3.14 at 16.8 M, 3.45 from 33.5 M in bf16; fp32 0.3 fewer), sorted indices no
+  faster (the atomics, not their order, set it): the medians per row count, interpolated in its logarithm and held
+  beyond the grid's ends.
 
 graph-sage (examples/graph_sage.py) on the same H200 spent 230 of its 299 ms bf16 step in five scatter-adds and 50
 in five gathers, where the trace, with no profile of either kind, had timed them at the pooled bytes' figure (53 ms
@@ -25,7 +26,9 @@ from gpuplan_schema.payloads import TracedOp
 GATHER = "index_select"
 SCATTER = "index_add"
 GATHER_ROW_CYCLES = 159.0
-SCATTER_CYCLES = {2: 3.12, 4: 2.74}   # by the element's bytes (the grid's medians; tests/test_trace_scatter.py)
+# SM cycles an element added, by the element's bytes, at each row count of the grid (its medians; the test derives them)
+SCATTER_CYCLES = {2: ((1 << 20, 2.26), (1 << 22, 2.25), (1 << 24, 3.14), (1 << 25, 3.45), (1 << 26, 3.47)),
+                  4: ((1 << 20, 1.94), (1 << 22, 1.92), (1 << 24, 2.78), (1 << 25, 3.11), (1 << 26, 3.15))}
 ELEMENT = {"bf16": 2, "fp16": 2, "fp32": 4}
 
 
@@ -40,5 +43,18 @@ def scatter_s(op: TracedOp, sms: int, clock_hz: float) -> float:
     """One call's seconds: its source's elements at SCATTER_CYCLES on every SM."""
     if sms <= 0 or clock_hz <= 0 or len(op.shapes) < 3:
         return 0.0
-    cycles = SCATTER_CYCLES[2 if ELEMENT.get(op.dtype or "", 4) == 2 else 4]
+    rows = op.shapes[1][0] if op.shapes[1] else 0
+    cycles = scatter_cycles(rows, 2 if ELEMENT.get(op.dtype or "", 4) == 2 else 4)
     return math.prod(op.shapes[2]) * cycles / (sms * clock_hz)
+
+
+def scatter_cycles(rows: int, element_bytes: int) -> float:
+    """SM cycles an element added for a scatter-add of `rows` rows: the grid's, linear in log2(rows) between its row
+    counts, its first or last beyond them."""
+    table = SCATTER_CYCLES[element_bytes]
+    if rows <= table[0][0]:
+        return table[0][1]
+    for (r0, c0), (r1, c1) in zip(table, table[1:], strict=False):
+        if rows <= r1:
+            return c0 + (c1 - c0) * math.log2(rows / r0) / math.log2(r1 / r0)
+    return table[-1][1]
