@@ -1,6 +1,7 @@
 """Every profiled batch norm of the reference GPUs against two roofs: the copy bandwidth (the bytes the trace counts)
 and the per-channel one (planner/trace/plane.py: ATen's NCHW kernels give each channel one block of 512 threads, so
-a native batch norm's statistics and backward run at the share of the SMs' block slots its channels fill). A
+a native batch norm's statistics and backward run at the share of the SMs' block slots its channels fill; cuDNN's
+NCHW training kernels, one block per channel too, at the share of the SMs' channel slots, plane.py CUDNN_RESIDENT). A
 mechanism that holds makes a kind's efficiency (roof ÷ measured) alike across workloads, shapes and batches; the
 bandwidth roof does not for the native kind (issue 41: unet-seg's bf16 batch norms at 0.10-0.12 of it, SSD300's at
 0.19-0.20, the conv rollout's InstanceNorm at 0.45).
@@ -26,7 +27,7 @@ from gpuplan_schema.results import load_machine  # noqa: E402
 from gpuplan_schema.schema import load_document  # noqa: E402
 from planner.model.split import machine_rooflines  # noqa: E402
 from planner.specs import match_gpu  # noqa: E402
-from planner.trace.plane import RESIDENT  # noqa: E402
+from planner.trace.plane import CUDNN_RESIDENT, RESIDENT  # noqa: E402
 from planner.trace.references import REFERENCE_MACHINES  # noqa: E402
 from planner.trace.training import build_rows, roofs_of  # noqa: E402
 
@@ -51,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     references, heldout = traces_in([args.traces]), traces_in(args.heldout)
     print(f"{'gpu':<10} {'kind':<27} {'workload':<14} {'step ms':>8} {'op ms':>9}  eff(bytes)  "
-          f"eff(per-channel, {RESIDENT} blocks an SM)")
+          f"eff(per-channel: ATen's {RESIDENT} blocks an SM, cuDNN's {CUDNN_RESIDENT})")
     for name in REFERENCE_MACHINES:
         machine = load_machine(args.results / name)
         roofs, sms = roofs_of(machine.ceilings), match_gpu(machine.gpu_name or "").sm_count

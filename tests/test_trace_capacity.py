@@ -10,6 +10,7 @@ from torch import nn
 
 from collectors.trace.allocator import LARGE_BUFFER, Allocator, OutOfMemory, reserved_peak
 from collectors.trace.capacity import fits, least_capacity, run
+from collectors.trace.collect import aggregate
 from collectors.trace.memory import LiveMemory
 from collectors.trace.recorder import TraceRecorder
 from collectors.trace.step import trace_step
@@ -17,6 +18,7 @@ from collectors.trace.workspace import CUBLAS_WORKSPACE
 from collectors.workloads import workload_from_dict
 from collectors.workloads.models.builtin import conv_rollout
 from planner.trace.memory import MemoryLine
+from planner.trace.training import pointwise
 
 MIB, GIB = 1 << 20, 1 << 30
 H100 = int(84.35e9)   # the H100's 79.18 GiB less its context's 0.62 GiB (CUDA's out-of-memory message)
@@ -75,6 +77,25 @@ def test_a_3d_half_convolution_takes_nhwc_copies_whatever_its_channels():
     assert not workspaces(recorded("bf16", lambda a, b: F.conv2d(a, b), (4, 45, 28, 28), (64, 45, 1, 1),
                                    dtype=torch.bfloat16))
     assert not workspaces(recorded("fp32", lambda a, b: F.conv3d(a, b), (4, 45, 8, 28, 28), (64, 45, 3, 1, 1)))
+
+
+@pytest.mark.parametrize("precision, dtype", [("bf16", torch.bfloat16), ("fp16", torch.float16),
+                                              ("tf32", torch.float32)])
+def test_a_workspace_exactly_where_the_planner_times_nhwc_transposes(precision, dtype):
+    """An NCHW 1x1 stride-1 convolution is a product on the tensors as they are (planner/trace/training.py
+    `pointwise`, no transposes timed): no workspace for NHWC copies, forward or backward; every other convolution
+    that `pointwise` leaves to cuDNN's transposes takes one for each of its directions."""
+    cases = [((8, 64, 16, 16), (32, 64, 1, 1), {}, True), ((8, 64, 16, 16), (32, 64, 1, 1), {"stride": 2}, False),
+             ((8, 64, 16, 16), (32, 64, 3, 3), {"padding": 1}, False)]
+    for x, w, options, product in cases:
+        memory = LiveMemory()
+        with TraceRecorder(memory, precision) as recorder:
+            xt, wt = (torch.empty(s, dtype=dtype, device="meta", requires_grad=True) for s in (x, w))
+            F.conv2d(xt, wt, **options).sum().backward()
+        convs = [op for op in aggregate(recorder.calls) if op.name.startswith("aten::convolution")]
+        assert len(convs) == 2
+        assert [pointwise(op) for op in convs] == [product, product], (x, w, options)   # forward and backward
+        assert len(workspaces(memory)) == (0 if product else 3), (x, w, options)
 
 
 def test_a_convolutions_backward_takes_one_workspace_for_each_gradient():

@@ -71,7 +71,7 @@ def test_a_layer_norms_per_row_slowdown_teaches_no_family_nor_the_pool():
     assert kind_family("native_layer_norm") is None
     assert kind_family("native_group_norm") == "normalization"
     rows = [Row(kind, "any", (Group(10, 0.0, 1e-3),), 10 * slowdown * 1e-3, 0.1, "w")
-            for kind, slowdown in (("native_layer_norm", 1.1), ("batch_norm", 2.8), ("add", 1.3))
+            for kind, slowdown in (("native_layer_norm", 1.1), ("_fused_rms_norm", 2.8), ("add", 1.3))
             for _ in range(3)]
     efficiency = fit_efficiency(rows, 132)
     assert efficiency.unlearned("native_group_norm").slowdown == pytest.approx(2.8)

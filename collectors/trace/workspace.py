@@ -28,7 +28,9 @@ thread's beside it, the ReLU's 6.1 GB gradient took a new segment and the next 1
 so, the trace reproduces that to the byte (82.88 GB reserved, the same request), but then gpt-small's batch 32
 reserves 41.8 GB where the H100's sweep measured 35.2 (its autograd workspace lands in a free logits segment).
 
-A convolution whose channels are not multiples of 8 is left out (cuDNN pads them for its tensor cores, and chose
+A 1x1 stride-1 convolution over a 2-D map takes none: cuDNN runs it as GEMMs on the NCHW tensors as they are, no
+copies (`_pointwise`, the same test planner/trace/training.py `pointwise` times it as a product by). A convolution
+whose channels are not multiples of 8 is left out (cuDNN pads them for its tensor cores, and chose
 differently by batch: the rollout's 3->64 convolution took 4.5 GiB at 2,048 and none at 17,117, sensor-cnn's
 3->32 none forward and 5 GiB for its weight's gradient), as are grouped, transposed and 3-D ones (not seen).
 How large a workspace a step can have is the allocator's business: capacity.py replays it as cuDNN takes it.
@@ -72,7 +74,7 @@ def conv_workspaces(func: torch._ops.OpOverload, args: tuple, kwargs: dict, out:
     if argument(func, args, kwargs, "transposed") or argument(func, args, kwargs, "groups") != 1:
         return []
     x, weight = argument(func, args, kwargs, "input"), argument(func, args, kwargs, "weight")
-    if not _transposes(x, weight, precision):
+    if not _transposes(x, weight, precision) or _pointwise(func, args, kwargs, weight):
         return []
     if name == "aten::convolution":
         return [_plans(x, out, weight)]
@@ -92,6 +94,16 @@ def _transposes(x: Any, weight: Any, precision: str) -> bool:
         return False
     tensor_cores = x.dtype in HALF or (x.dtype == torch.float32 and precision == "tf32")
     return tensor_cores and (x.dim() == 5 or weight.shape[0] % ALIGN == 0 and weight.shape[1] % ALIGN == 0)
+
+
+def _pointwise(func: torch._ops.OpOverload, args: tuple, kwargs: dict, weight: torch.Tensor) -> bool:
+    """A 1x1 convolution of stride 1 and no padding over a 2-D map: a matrix product per image that cuDNN runs on the
+    NCHW tensors as they are, GEMM kernels with no NHWC copies (planner/trace/training.py `pointwise`, which times it
+    so: 49 of the 54 directions of such convolutions in results/h200/diagnostics/conv-fp32-grid-2026-11-28 ran
+    GEMM kernels and no transpose), so no workspace for copies."""
+    stride, padding = argument(func, args, kwargs, "stride"), argument(func, args, kwargs, "padding")
+    return weight.dim() == 4 and tuple(weight.shape[2:]) == (1, 1) and all(s == 1 for s in stride) \
+        and all(p == 0 for p in padding)
 
 
 def _plans(a: Any, b: Any, weight: torch.Tensor) -> Plans:

@@ -41,7 +41,16 @@ from functools import cached_property
 from typing import Protocol
 
 from planner.trace.gemm import ALIGN, Gemm
-from planner.trace.kinds import NATIVE, OWN_KERNELS, VOLUMETRIC, base_kind, kind_family, measured_cycles, own_roof
+from planner.trace.kinds import (
+    BATCH_NORMS,
+    NATIVE,
+    OWN_KERNELS,
+    VOLUMETRIC,
+    base_kind,
+    kind_family,
+    measured_cycles,
+    own_roof,
+)
 
 # The reduction depth at half efficiency (gemm.Gemm.fill): 32 to 512 were tried, and the held-out median did not move
 # once split-K was modelled; kept at 0 (no depth penalty), a grid of one
@@ -257,7 +266,8 @@ class Efficiency:
         return {name: median_fit(fits) for name, fits in members.items()}
 
     def unlearned(self, kind: str) -> KindFit:
-        """The figures a kind no profile showed is timed with: a native batch norm's, its other pass's (below); its
+        """The figures a kind no profile showed is timed with: a native batch norm's, its other pass's (below); a cuDNN
+        NCHW one's, its other pass's, else ATen's per-channel kind's (the same roof, training.CUDNN_NCHW_BYTES); its
         family's, else the pooled ones. ATen's per-channel forward and backward both launch one block per channel
         and are timed against that one roof (plane.py), and ran alike against it: SSD300's bf16 forward at 2.00x and
         backward at 1.98x on the H100, 2.41x and 2.61x on the H200, where the pooled figures (1.26x, of bytes at the
@@ -267,8 +277,19 @@ class Efficiency:
             other = forward if forward != kind else kind.replace("batch_norm", "batch_norm_backward")
             if other in self.kinds:
                 return self.kinds[other]
+        if kind in BATCH_NORMS:   # cuDNN's NCHW kernels: its other pass's, else ATen's per-channel kind's of the pass
+            for other in (kind.replace("_backward", "") if kind.endswith("_backward") else kind + "_backward",
+                          kind + NATIVE):
+                if other in self.kinds:
+                    return self.kinds[other]
         name = kind_family(kind)
-        return self.families.get(name, self.pooled) if name else self.pooled
+        if not name:
+            return self.pooled
+        # a family no kind of which was learned takes its other pass's: a normalisation's forward that of the
+        # backwards (layer norm's) since cuDNN's NCHW batch norm, the one forward the profiles had, is timed by its
+        # per-channel roof, not its bytes (GroupNorm on the H200, 3.5-4.8x its bytes, by the pooled 1.4x: 2.4x fast)
+        other = name.removesuffix("_backward") if name.endswith("_backward") else name + "_backward"
+        return self.families.get(name) or self.families.get(other) or self.pooled
 
     def time_s(self, kind: str, cls: str, groups: Iterable[Group], fp32: Fp32Scale = AT_ROOF
                ) -> tuple[float, bool]:

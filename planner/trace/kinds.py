@@ -80,9 +80,10 @@ ROW_KINDS = frozenset({"native_layer_norm"})
 
 
 def own_roof(kind: str) -> bool:
-    """Whether a kind's learned slowdown is of a roof of its own (a native batch norm's per-channel one, a layer norm's
-    per-row one), not of its bytes at the copy roof: no family's figure, nor the pooled one, for kinds it never saw."""
-    return kind.endswith(NATIVE) or kind in ROW_KINDS
+    """Whether a kind's learned slowdown is of a roof of its own (a native or cuDNN NCHW batch norm's per-channel one, a
+    layer norm's per-row one), not of its bytes at the copy roof: no family's figure, nor the pooled one, for kinds it
+    never saw."""
+    return kind.endswith(NATIVE) or kind in ROW_KINDS or kind in BATCH_NORMS
 
 
 # Kinds of one family run alike (one kernel pattern: an activation reads its input once and writes its output; a

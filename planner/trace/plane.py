@@ -15,6 +15,10 @@ measures it), C blocks run in ceil(C / slots) waves, and a thread whose spatial 
 threads idles its spare lanes.
 The part of an op that runs these kernels is its memory time at the copy roof divided by the fill: the statistics'
 read of the input in the forward (the output's own kernel fills the GPU), all of the fused backward.
+
+cuDNN's NCHW training kernels (`bn_fw_tr_1C11_kernel_NCHW`, `bn_bw_1C11_kernel_new`: an fp32 or fp16-autocast batch
+norm) launch one block per channel too, one fused kernel a pass, all of their bytes per-channel (`CudnnPlane`;
+planner/trace/training.py CUDNN_NCHW_BYTES says why by their elements).
 """
 
 from __future__ import annotations
@@ -45,6 +49,40 @@ class PlaneGrid:
         lanes = self.batch * self.spatial / (loops * BLOCK)
         slots = max(1, sms * resident)
         return max(1e-3, lanes * self.channels / (math.ceil(self.channels / slots) * slots))
+
+
+# The channels an SM of cuDNN's NCHW training kernels runs at full speed at once, by pass. Whatever the block's
+# threads (cuDNN picks 512, 128 or 32 by the map: 512 from 4,096 pixels, 128 from 1,024, or a single-read kernel for
+# the smallest batches x maps), the TF32 profiles' kernels took the same time per element of a channel and per
+# ceil(C / (SMs x this)): on an H200 the forward 1.6-2.3 G elements/s an SM at 1 (ResNet-18, MobileNetV3, unet-seg,
+# ResNeXt-101; SSD300 1.3-1.8), where 4 gave 0.5-1.8, the backward 0.54-0.72 at 2 (all five, every kernel but the
+# single-read ones), where 1 gave 0.63-1.43 (results/*/roofline-*-tf32.json `kernels`; the held-out models' under
+# results/h200/diagnostics). The H100's grid agrees (results/h100-80gb/diagnostics/batchnorm-grid-2026-11-28,
+# 2^27 elements in fp32): the forward took the same 0.66-0.79 ms from 128 to 1,024 channels (1 a pass: the same
+# elements x waves), the backward 1.19 ms at 256 channels against 1.77 at 128 and 0.97 from 512.
+CUDNN_RESIDENT = {"forward": 1, "backward": 2}
+
+
+@dataclass(frozen=True)
+class CudnnPlane:
+    """One launch of cuDNN's NCHW training kernels: one block per channel, `resident` channels an SM at full speed."""
+
+    channels: int
+    resident: int
+
+    def fill(self, sms: int) -> float:
+        """The share of the SMs' full-speed channel slots the launch keeps busy (0-1)."""
+        slots = max(1, sms * self.resident)
+        return max(1e-3, self.channels / (math.ceil(self.channels / slots) * slots))
+
+
+def cudnn_plane_of(shapes: list[list[int]], backward: bool) -> CudnnPlane | None:
+    """The launch of a cuDNN NCHW training batch norm from its input's shape (None: not an (N, C, ...) input, or a map
+    of one pixel, timed by its bytes)."""
+    x = _input(shapes, backward)
+    if len(x) < 3 or math.prod(x[2:]) == 1:
+        return None
+    return CudnnPlane(x[1], CUDNN_RESIDENT["backward" if backward else "forward"])
 
 
 def _input(shapes: list[list[int]], backward: bool) -> list[int]:

@@ -37,7 +37,7 @@ from planner.trace.kinds import (
     base_kind,
     op_kind,
 )
-from planner.trace.plane import plane_of, rows_input
+from planner.trace.plane import cudnn_plane_of, plane_of, rows_input
 from planner.trace.roll import roll_s
 from planner.trace.rows import rows_of
 from planner.trace.scan import outer_scan, scan_s
@@ -52,10 +52,11 @@ def roofs_of(ceilings: CeilingsPayload) -> Roofs:
     return Roofs(flops, copy, sms, clock)
 
 
-def group_of(op: TracedOp, roofs: Roofs, precision: str, nhwc: bool = False) -> Group:
+def group_of(op: TracedOp, roofs: Roofs, precision: str, nhwc: bool = False, training: bool = True) -> Group:
     """One traced op row as a Group: its calls' per-call math and memory seconds on these roofs (`nhwc`: the op is
     of a channels-last network, whose batch norms run NHWC kernels, cuDNN's or ATen's channels-last ones, whatever
-    the input's layout on the meta device)."""
+    the input's layout on the meta device; `training`: of a training step, whose cuDNN batch norms run cuDNN's
+    training kernels, an inference step's its inference kernel)."""
     calls = max(op.calls, 1)
     flops = op.flops / calls if op.flops is not None else None
     kind = op_kind(op.name)
@@ -80,9 +81,14 @@ def group_of(op: TracedOp, roofs: Roofs, precision: str, nhwc: bool = False) -> 
         timed = gather_s if kind == GATHER else scatter_s
         return Group(op.calls, 0.0, memory_s, sm_s=timed(op, roofs.sms, roofs.clock_hz))
     native = op.variant == "native" and kind in BATCH_NORMS and not nhwc
-    plane: Blocks | None = plane_of(op.shapes, kind == "batch_norm_backward") if native else None   # None: NHWC
+    cudnn = op.variant != "native" and kind in BATCH_NORMS and not nhwc and training   # cuDNN's NCHW training kernels
+    backward = kind == "batch_norm_backward"
+    plane: Blocks | None = plane_of(op.shapes, backward) if native else \
+        cudnn_plane_of(op.shapes, backward) if cudnn else None
     plane_s = 0.0
-    if plane is not None:   # the statistics' pass reads the input (the output's kernel fills the GPU); the fused
+    if plane is not None and cudnn:   # one fused kernel a pass, all per-channel, by its elements (CUDNN_NCHW_BYTES)
+        plane_s, memory_s = memory_s * CUDNN_NCHW_BYTES / ELEMENT_BYTES.get(op.dtype or "", CUDNN_NCHW_BYTES), 0.0
+    elif plane is not None:   # the statistics' pass reads the input (the output's kernel fills the GPU); the fused
         forward = kind == "batch_norm"   # backward is all per-channel
         plane_s = op.read_bytes / calls / roofs.bytes_per_s if forward else memory_s
         memory_s = memory_s if forward else 0.0
@@ -97,6 +103,23 @@ def group_of(op: TracedOp, roofs: Roofs, precision: str, nhwc: bool = False) -> 
                  plane, plane_s, sm_s, bias_add_s(op, kind, roofs), plain and conv and transformed(op),
                  launches_of(op, kind))
 
+
+# cuDNN's NCHW training batch norm runs one fused kernel a pass, `bn_fw_tr_1C11_kernel_NCHW` and
+# `bn_bw_1C11_kernel_new` (every cuDNN batch norm of the NCHW TF32 profiles: SSD300, sensor-cnn, EfficientNet-B0,
+# MobileNetV3, ResNet-18, ResNeXt-101, unet-seg; 32, 128 or 512 threads by the map's size), ONE block per channel
+# looping over its channel's elements, as ATen's per-channel kernels do: on an H100's grid
+# (results/h100-80gb/diagnostics/batchnorm-grid-2026-11-28) the same elements took 3-4x as long in 16 channels as
+# in 64. So all of its bytes are timed by the SMs' channel slots its channels fill (plane.py CudnnPlane). Against
+# that roof the TF32 NCHW profiles of six models on an H200 (SSD300; EfficientNet-B0, MobileNetV3, ResNet-18,
+# ResNeXt-101 and unet-seg, never learned from) ran their backward at 1.95-2.30x and forward at 2.03-2.73x, against
+# their bytes 2.7-9.7x and 2.2-5.9x (benchmarks/trace_batchnorm_rows.py); on the H100 (SSD300, unet-seg) 1.49-1.98x
+# and 1.59-2.41x, against their bytes 2.9-4.4x and 2.5-2.8x. And by its elements, not its bytes: on the H100 grid
+# fp16 autocast over fp32 on the same tensor took a median 0.88x forward (0.50-1.59, 35 shapes) and 0.94x backward
+# (0.64-1.43), where its bytes halve; its learned figures are of TF32 profiles (no profile runs fp16), so an fp16 one
+# is counted at fp32's width. Counted by its bytes, ResNet-18's fp16 batch norms were timed at half its TF32 ones.
+# cuDNN's NHWC kernels do follow the bytes (ResNet-50 channels-last on an H200, results/h200/diagnostics/dle-points:
+# fp16 0.55x its TF32 time, forward and backward), and fill the GPU.
+CUDNN_NCHW_BYTES = 4
 
 # The fewest channels a transformed convolution was seen with: 3 never, 64 always; 32 between, unmeasured
 TRANSFORM_CHANNELS = 32
@@ -207,10 +230,10 @@ def phase_of(op: TracedOp) -> str:
 def traced_kinds(run: TraceRun, roofs: Roofs, phase: str | None = None) -> dict[tuple[str, str], list[Group]]:
     """The run's launching ops (those of `phase` alone if given) by (kind, class), each a list of Groups."""
     out: dict[tuple[str, str], list[Group]] = defaultdict(list)
-    nhwc = channels_last(run)
+    nhwc, training = channels_last(run), any(op.phase == "backward" for op in run.ops)
     for op in run.ops:
         if op.launches and (phase is None or phase_of(op) == phase):
-            out[kind_and_class(op, run.precision, nhwc)].append(group_of(op, roofs, run.precision, nhwc))
+            out[kind_and_class(op, run.precision, nhwc)].append(group_of(op, roofs, run.precision, nhwc, training))
     return out
 
 
