@@ -41,6 +41,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -60,8 +61,9 @@ MAX_ENTRIES = 2_000_000
 
 
 def _spec(name: str) -> str:
+    """A reference workload's file and function, or a case named by its own (examples/video_r2plus1d.py:build)."""
     from planner.trace.references import REFERENCE_SPECS
-    return REFERENCE_SPECS[name]
+    return name if ".py:" in name else REFERENCE_SPECS[name]
 
 
 def _probe_workload(name: str):  # noqa: ANN202 - a Workload, loaded on import of the collector
@@ -272,7 +274,7 @@ def one_case(case: str, folder: Path, real: bool = True) -> str:
                                                                 "device": None, "events": []}
     trace = trace_events(name, precision, int(batch))
     record = {"case": case, "gpu": gpu, "trace": trace, "summary": summary(gpu, trace, int(batch))}
-    (folder / f"{case.replace(',', '-')}.json").write_text(json.dumps(record) + "\n")
+    (folder / f"{re.sub(r'[^A-Za-z0-9_.-]', '-', case.replace(',', '-'))}.json").write_text(json.dumps(record) + "\n")
     s = record["summary"]
     gb = (lambda x: f"{x / 1e9:.2f} GB" if x else "–")  # noqa: E731
     ops = (lambda rows: "; ".join(f"{op or '?'} {n:,.0f}" for op, n in rows[:6]))  # noqa: E731
