@@ -33,7 +33,7 @@ layer's GEMMs, 0.23 the SSD's batched products (chunk-local 64 × 64 × 128 and 
 and the states' 64 × 128 × 64). Beside them, in every layer, fp32 tensors of a token's 1,536 channels (the gated
 norm's, x · dt's) and of the SSD's (batch, 24, 32, 64, 64) decays (12.6 MB a sequence each: the repeat's two masked
 fills, the cumsum, the exp, their product with C·Bᵀ, and their backward: reversed cumsums through flips), einsum's
-copies of its permuted operands (B and C repeated over the 24 heads), about 5,000 ATen calls a step, and the fp32
+copies of its permuted operands (B and C repeated over the 24 heads), about 10,600 ATen calls a step, and the fp32
 logits (2,048 × 50,280 a sequence, 412 MB, and their gradient); 6.4 GB of activations a sequence in the trace.
 
     gpuplan collect --workload examples/ssm_lm.py:build --profile standard
