@@ -16,7 +16,9 @@ kinds named too; and two more of the same kind, moe-lm (a mixture-of-experts dec
 experts) and swin-tiny (Swin-T: shifted windows, relative position bias), tested further in
 test_moe_swin_examples.py; and a third pair, video-r2plus1d (R(2+1)D-18: 3-D convolutions and batch norms) and
 graph-sage (GraphSAGE trained full-graph: index_select and index_add_ message passing), whose traces and graphs are
-tested in test_video_graph_examples.py."""
+tested in test_video_graph_examples.py; and a fourth, conformer-ctc (a Conformer speech encoder: macaron
+feed-forwards, self-attention, a depthwise convolution module with BatchNorm1d, CTC) and ssm-lm (a Mamba-2 language
+model in plain PyTorch: the chunked SSD scan), tested further in test_conformer_ssm_examples.py."""
 
 from __future__ import annotations
 
@@ -52,7 +54,9 @@ EXAMPLES = {"efficientnet-b0": ("examples/efficientnet_b0.py", 5_288_548, "image
             "moe-lm": ("examples/moe_lm.py", 195_331_584, "sequences"),
             "swin-tiny": ("examples/swin_tiny.py", 28_288_354, "images"),
             "video-r2plus1d": ("examples/video_r2plus1d.py", 31_505_325, "clips"),
-            "graph-sage": ("examples/graph_sage.py", 218_664, "nodes")}
+            "graph-sage": ("examples/graph_sage.py", 218_664, "nodes"),
+            "conformer-ctc": ("examples/conformer_ctc.py", 80_087_581, "utterances"),
+            "ssm-lm": ("examples/ssm_lm.py", 128_983_488, "sequences")}
 # a model whose work is in its inputs, not its parameters: GraphSAGE's 0.2 M weights over a graph of a million nodes
 SMALL_WEIGHTS = {"graph-sage"}
 # issues 39 and 41: families no reference workload is (ResNet-18: the NCHW layout the reference ResNet-50 is not)

@@ -84,14 +84,16 @@ def test_a_3d_half_convolution_takes_nhwc_copies_whatever_its_channels():
 def test_a_workspace_exactly_where_the_planner_times_nhwc_transposes(precision, dtype):
     """An NCHW 1x1 stride-1 convolution is a product on the tensors as they are (planner/trace/training.py
     `pointwise`, no transposes timed): no workspace for NHWC copies, forward or backward; every other convolution
-    that `pointwise` leaves to cuDNN's transposes takes one for each of its directions."""
+    that `pointwise` leaves to cuDNN's transposes takes one for each of its directions. A Conv1d is given to cuDNN
+    as a 2-D one of height 1: its kernel-1 stride-1 one (a Conformer's pointwise layers) is such a product too."""
     cases = [((8, 64, 16, 16), (32, 64, 1, 1), {}, True), ((8, 64, 16, 16), (32, 64, 1, 1), {"stride": 2}, False),
-             ((8, 64, 16, 16), (32, 64, 3, 3), {"padding": 1}, False)]
+             ((8, 64, 16, 16), (32, 64, 3, 3), {"padding": 1}, False), ((8, 64, 299), (128, 64, 1), {}, True),
+             ((8, 64, 299), (128, 64, 1), {"stride": 2}, False), ((8, 64, 299), (64, 64, 3), {"padding": 1}, False)]
     for x, w, options, product in cases:
         memory = LiveMemory()
         with TraceRecorder(memory, precision) as recorder:
             xt, wt = (torch.empty(s, dtype=dtype, device="meta", requires_grad=True) for s in (x, w))
-            F.conv2d(xt, wt, **options).sum().backward()
+            (F.conv1d if len(x) == 3 else F.conv2d)(xt, wt, **options).sum().backward()
         convs = [op for op in aggregate(recorder.calls) if op.name.startswith("aten::convolution")]
         assert len(convs) == 2
         assert [pointwise(op) for op in convs] == [product, product], (x, w, options)   # forward and backward

@@ -65,6 +65,28 @@ def test_channels_last_goes_to_cudnns_nhwc_kernels_and_fp16_to_cudnns_where_pyto
     assert fp16 == {(3, 1): "nchw-fp16", (5, 2): ATEN}
 
 
+def test_a_depthwise_conv1d_goes_to_cudnn_in_fp16_as_pytorch_views_it_as_2d():
+    """A Conformer's depthwise Conv1d (kernel 31, stride 1): ATen's kernels in bf16, cuDNN's in fp16, where PyTorch
+    views it as a 2-D convolution of height 1 before it picks the backend and cuDNN takes any 1-D one of stride 1
+    (`check_cudnn_depthwise_workload_with_filter`); ATen's under 32 channels."""
+    def libraries(precision: str, channels: int) -> dict:
+        with torch.device("meta"):
+            model = nn.Sequential(nn.Conv1d(channels, channels, 31, padding=15, groups=channels), nn.Flatten(),
+                                  nn.Linear(channels * 100, 10))
+        workload = image_classifier("depthwise-1d", model)
+        workload.make_batch = lambda n, device: (torch.randn(n, channels, 100, device=device),
+                                                 torch.randint(0, 10, (n,), device=device))
+        run = trace_run(workload, precision, 8)
+        assert run.status == "ok", run.reason
+        found = {op.name: depthwise_of(op) for op in run.ops if "convolution" in op.name}
+        assert all(d is not None and (d.kh, d.kw, d.stride, d.in_map) == (1, 31, 1, 100) for d in found.values())
+        return {name: d.library for name, d in found.items()}
+    both = ("aten::convolution", "aten::convolution_backward")
+    assert libraries("fp16", 64) == dict.fromkeys(both, "nchw-fp16")
+    assert libraries("bf16", 64) == dict.fromkeys(both, ATEN)
+    assert libraries("fp16", 16) == dict.fromkeys(both, ATEN)
+
+
 def test_the_weight_gradient_is_latency_bound_until_its_blocks_fill_the_sms():
     def grad_weight(channels: int, batch: int = 64) -> float:
         return DepthwiseConv(batch, channels, 28 * 28, 28 * 28, 3, 3, 1, ("grad_weight",)).seconds(*H200)

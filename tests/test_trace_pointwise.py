@@ -83,6 +83,31 @@ def test_its_loads_are_aligned_as_its_map_is(side, bf16, tf32):
         assert gemm.m == side * side and shape.aligned(gemm.alignment, gemm.vector) == factor
 
 
+@pytest.mark.parametrize("precision, vector", [("bf16", 8), ("tf32", 4)])
+def test_a_kernel_1_conv1d_is_pointwise_the_product_of_its_length(precision, vector):
+    """PyTorch hands cuDNN a Conv1d as a 2-D convolution of height 1 (`view4d`): its kernel-1 stride-1 one is the
+    same 1x1 product on the NCL tensors, no transposes; a kernel-3 one keeps them."""
+    with torch.device("meta"):
+        model = nn.Sequential(nn.Conv1d(16, 64, 1), nn.Conv1d(64, 64, 3, padding=1), nn.Flatten(),
+                              nn.Linear(64 * 299, 10))
+
+    def make_batch(n: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        return torch.randn(n, 16, 299, device=device), torch.randint(0, 10, (n,), device=device)
+    workload = image_classifier("conv1d", model)
+    workload.make_batch = make_batch
+    run = trace_run(workload, precision, 4)
+    assert run.status == "ok", run.reason
+    convs = [op for op in run.ops if op.name in ("aten::convolution", "aten::convolution_backward")]
+    flat = [op for op in convs if pointwise(op)]
+    assert len(convs) == 4 and [in_channels(op)[0] for op in flat] == [16, 16]   # the first, forward and backward
+    for op in convs:
+        group = group_of(op, ROOFS, precision)
+        if pointwise(op):
+            assert group.nchw_s == 0 and group.gemm == Gemm(299, 64, 16, 4, vector)
+        else:
+            assert group.nchw_s == pytest.approx(2 * group.memory_s) and group.gemm.vector is None
+
+
 def test_pointwise_gemm_reads_the_backwards_input_and_weight():
     op = TracedOp("aten::convolution_backward", "backward", 1, 1e9, 1e9, 1, "bf16",
                   [[8, 256, 38, 38], [8, 1024, 38, 38], [256, 1024, 1, 1]], 1e9, None)

@@ -97,12 +97,13 @@ def _transposes(x: Any, weight: Any, precision: str) -> bool:
 
 
 def _pointwise(func: torch._ops.OpOverload, args: tuple, kwargs: dict, weight: torch.Tensor) -> bool:
-    """A 1x1 convolution of stride 1 and no padding over a 2-D map: a matrix product per image that cuDNN runs on the
+    """A 1x1 convolution of stride 1 and no padding over a 2-D map (or a kernel-1 Conv1d, which cuDNN is given as
+    a 2-D one of height 1): a matrix product per image that cuDNN runs on the
     NCHW tensors as they are, GEMM kernels with no NHWC copies (planner/trace/training.py `pointwise`, which times it
     so: 49 of the 54 directions of such convolutions in results/h200/diagnostics/conv-fp32-grid-2026-11-28 ran
     GEMM kernels and no transpose), so no workspace for copies."""
     stride, padding = argument(func, args, kwargs, "stride"), argument(func, args, kwargs, "padding")
-    return weight.dim() == 4 and tuple(weight.shape[2:]) == (1, 1) and all(s == 1 for s in stride) \
+    return weight.dim() in (3, 4) and all(k == 1 for k in weight.shape[2:]) and all(s == 1 for s in stride) \
         and all(p == 0 for p in padding)
 
 

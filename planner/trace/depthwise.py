@@ -210,7 +210,9 @@ def library_of(op: TracedOp, batch: int, channels: int, h: int, w: int, kh: int,
     batch and for cuDNN's fp16 shapes, ATen's otherwise."""
     if op.variant == "channels_last":
         return "nhwc-fp32" if op.dtype in ("fp32", "fp64") else "nhwc-half"
-    if op.dtype == "fp16" and len(op.shapes[1 if op.name.endswith("backward") else 0]) == 4 \
+    # a Conv1d too: PyTorch views it as a 2-D one of height 1 (`view4d`) before it picks the backend, and cuDNN's
+    # fp16 depthwise takes every 1-D one of stride 1 (check_cudnn_depthwise_workload_with_filter)
+    if op.dtype == "fp16" and len(op.shapes[1 if op.name.endswith("backward") else 0]) in (3, 4) \
             and cudnn_fp16(batch, channels, w, kh, kw, stride, h):
         return "nchw-fp16"
     return ATEN

@@ -145,7 +145,9 @@ def transformed(op: TracedOp) -> bool:
 
 
 def pointwise(op: TracedOp) -> bool:
-    """Whether a convolution is 1x1 of stride 1 over a 2-D map, groups 1: a matrix product per image, weight x input,
+    """Whether a convolution is 1x1 of stride 1 over a 2-D map (a 1-D one's kernel 1 over its length too: PyTorch
+    hands cuDNN a Conv1d as a 2-D one of height 1, `view4d` in aten/src/ATen/native/Convolution.cpp, so the same
+    call), groups 1: a matrix product per image, weight x input,
     that cuDNN runs on NCHW tensors as they are (cuBLAS's `xmma_gemm` nn/tn/nt kernels in TF32, CUTLASS's
     `s16816gemm` in bf16), with none of the NHWC transposes its other tensor-core kernels need: in TF32 on an H200,
     49 of the 54 directions of the 1x1 stride-1 convolutions in results/h200/diagnostics/conv-fp32-grid-2026-11-28
@@ -158,14 +160,14 @@ def pointwise(op: TracedOp) -> bool:
     if len(op.shapes) < (3 if backward else 2):
         return False
     x, w = op.shapes[1 if backward else 0], op.shapes[2 if backward else 1]
-    if len(x) != 4 or len(w) != 4 or tuple(w[2:]) != (1, 1) or w[1] != x[1]:
+    if len(x) not in (3, 4) or len(w) != len(x) or any(k != 1 for k in w[2:]) or w[1] != x[1]:
         return False
     if backward:   # (grad of the output, input, weight): the output's map as large as the input's
-        return len(op.shapes[0]) == 4 and math.prod(op.shapes[0][2:]) == x[2] * x[3]
+        return len(op.shapes[0]) == len(x) and math.prod(op.shapes[0][2:]) == math.prod(x[2:])
     if not op.flops:
         return False
     out_map = op.flops / max(op.calls, 1) / (2 * x[0] * w[0] * w[1])
-    return out_map >= 0.8 * x[2] * x[3]
+    return out_map >= 0.8 * math.prod(x[2:])
 
 
 def pointwise_gemm(op: TracedOp) -> Gemm:
@@ -174,7 +176,7 @@ def pointwise_gemm(op: TracedOp) -> Gemm:
     `align2` kernels in bf16 and aligned ones in TF32, its 75 x 75 maps `align1`)."""
     backward = op.name.endswith("convolution_backward")
     x, w = op.shapes[1 if backward else 0], op.shapes[2 if backward else 1]
-    return Gemm(x[2] * x[3], w[0], w[1], x[0], 8 if op.dtype in ("fp16", "bf16") else 4)
+    return Gemm(math.prod(x[2:]), w[0], w[1], x[0], 8 if op.dtype in ("fp16", "bf16") else 4)
 
 
 def launches_of(op: TracedOp, kind: str) -> int | None:
