@@ -175,7 +175,7 @@ def _load(module: str, name: str) -> Callable[..., Any]:
 
 def cmd_report(args: argparse.Namespace) -> int:
     render_report = _load("planner.render.report", "render_report")
-    job = parse_job_arg(args.job)
+    job = parse_job_arg(args.job, args.results_dir)
     others = load_others(args.results_dir, args.others)
     _print_written(render_report(args.results_dir, args.out, paper=args.paper, job=job, others=others,
                                  full=args.full))
@@ -196,8 +196,9 @@ def cmd_site(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def parse_job_arg(spec: str | None):  # noqa: ANN201 - a Job or None
-    """--job SPEC: None where not given; an empty SPEC is an error, never a silent default."""
+def parse_job_arg(spec: str | None, folder: Path | None = None):  # noqa: ANN201 - a Job or None
+    """--job SPEC: None where not given; an empty SPEC is an error, never a silent default. `folder`: the machine
+    whose workloads' sequence lengths turn tokens= into samples (a traced or measured LM's own, no seq= needed)."""
     from planner.rank.jobs import parse_job
 
     if spec is None:
@@ -205,7 +206,16 @@ def parse_job_arg(spec: str | None):  # noqa: ANN201 - a Job or None
     if not spec.strip():
         raise UsageError("--job '': empty; give a workload, a precision and an amount, e.g. "
                          "'resnet50 bf16 epochs=90 dataset=imagenet', or leave --job out for the default jobs")
-    return parse_job(spec)
+    return parse_job(spec, sequences(folder) if folder is not None else None)
+
+
+def sequences(folder: Path) -> dict[str, int]:
+    """Each workload's tokens a sample, as its measured or traced documents in `folder` record it."""
+    from gpuplan_schema.results import load_machine
+    from planner.trace.machine import planned_machine
+
+    machine = planned_machine(load_machine(folder))
+    return {w.workload: w.tokens_per_sample for w in machine.workloads if w.tokens_per_sample}
 
 
 def load_others(folder: Path, named: Sequence[Path] | None) -> list:
@@ -242,7 +252,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from planner.render.plan_text import render_plan_text
     from planner.trace.machine import planned_machine
 
-    job = parse_job_arg(args.job)
+    job = parse_job_arg(args.job, args.results_dir)
     others = load_others(args.results_dir, args.others)
     machine = planned_machine(load_machine(args.results_dir))  # a trace folder: predicted (planner/trace)
     if machine.gpu_name is None and machine.ceilings is not None and machine.ceilings.device == "cpu":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from gpuplan_schema.schema import DocumentError
@@ -42,6 +44,9 @@ def test_tokens_become_sequences_of_the_workload():
 
 def test_a_user_workload_in_tokens_needs_its_sequence_length():
     assert parse_job("my-lm fp16 tokens=1e9 seq=512").samples == pytest.approx(1e9 / 512)
+    assert parse_job("my-lm fp16 tokens=1e9", {"my-lm": 256}).samples == pytest.approx(1e9 / 256)   # its documents'
+    with pytest.raises(JobError, match="sequence length of 'my-lm' is unknown"):
+        parse_job("my-lm fp16 tokens=1e9", {"other-lm": 256})
 
 
 def test_min_batch_and_to_dict():
@@ -102,3 +107,22 @@ def test_a_token_dataset_becomes_sequences_of_the_workload():
 def test_samples_take_suffixes_and_fp8_is_a_precision():
     job = parse_job("resnet50 fp8 samples=1.28M")
     assert (job.precision, job.samples) == ("fp8", 1.28e6)
+
+
+def test_a_language_model_traced_from_its_file_takes_its_own_sequence_length(tmp_path, capsys, monkeypatch):
+    # its file declares tokens_per_sample: `--job 'NAME bf16 tokens=...'` needs no seq= for the plan or the report
+    from paths import REPO
+
+    from collectors.trace import __main__ as trace_cli
+    from planner.cli import main
+
+    monkeypatch.chdir(REPO)
+    assert trace_cli.main(["examples/decoder_lm.py:build_tiny", "--out", str(tmp_path), "--machine", "laptop"]) == 0
+    capsys.readouterr()
+    folder = str(tmp_path / "laptop")
+    assert main(["plan", folder, "--json", "--job", "decoder-lm-cpu bf16 tokens=1B"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["job"]["tokens_per_sample"] == 32                         # build_tiny's sequence
+    assert plan["job"]["samples"] == pytest.approx(1e9 / 32)
+    assert main(["plan", folder, "--job", "decoder-lm-cpu bf16 tokens=1B seq=64"]) == 0   # seq= still wins
+    assert "15 625 000 samples" in capsys.readouterr().out.replace("\u2009", " ").replace("\u202f", " ")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,8 +100,10 @@ def parse_number(text: str) -> float | None:
     return value if math.isfinite(value) and value > 0 else None
 
 
-def parse_job(spec: str) -> Job:
-    """The Job a spec describes; JobError naming the word at fault otherwise."""
+def parse_job(spec: str, sequences: Mapping[str, int] | None = None) -> Job:
+    """The Job a spec describes; JobError naming the word at fault otherwise. `sequences`: the tokens a sample of each
+    workload the machine measured or traced (its documents' tokens_per_sample), so that tokens= needs no seq= for a
+    user's language model whose file declared it."""
     words = spec.split()
     positional = [w for w in words if "=" not in w]
     if len(positional) != 2:
@@ -110,7 +113,8 @@ def parse_job(spec: str) -> Job:
     if precision not in PRECISIONS:
         raise JobError(spec, precision, f"unknown precision; one of {', '.join(PRECISIONS)}")
     values = _key_values(spec, [w for w in words if "=" in w])
-    tokens_per_sample = _whole(spec, values, "seq") or TOKENS_PER_SAMPLE.get(workload)
+    tokens_per_sample = (_whole(spec, values, "seq") or (sequences or {}).get(workload)
+                         or TOKENS_PER_SAMPLE.get(workload))
     samples, tokens = _amount(spec, workload, values, tokens_per_sample)
     _check_size(spec, values, samples, tokens)
     return Job(spec=spec, workload=workload, precision=precision, samples=samples, tokens=tokens,
