@@ -3,13 +3,20 @@ the CPU, its real size on the meta device (shapes and counts, no memory), and th
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
 
+import pytest
 import torch
 
+from collectors.trace.collect import trace_workload
 from collectors.workloads import Workload, load_workload
+from planner.trace.kinds import measured_cycles
+from planner.trace.model_file import load_learned
+from planner.trace.summary import summarise
 
 META = torch.device("meta")
 
@@ -29,6 +36,27 @@ def loaders(path: str) -> tuple[Callable[[], Workload], Callable[[], Workload], 
         return sys.modules[type(tiny().model).__module__]
 
     return tiny, real_on_meta, module
+
+
+def assert_traces_as_frozen(path: str, frozen: Path) -> None:
+    """The example's main bf16 step traces with the unknown op kinds and share its frozen prediction (`frozen`,
+    benchmarks/trace_predictions.py) reported: the same share within 0.05 (a model learned again moves the figures a
+    little; a kind that became known, or bytes counted otherwise, moves it more), but the kinds timed since by the
+    cycles a grid measured (planner/trace/kinds.py measured_cycles) are known now and the share lower."""
+    workload = loaders(path)[1]()
+    main = 8 * workload.batch_start
+    trace = trace_workload(f"{path}:build", workload, configs=[("bf16", main)])
+    reports = json.loads(frozen.read_text())
+    for machine, model in load_learned().models.items():
+        summary = summarise(trace, model)
+        reported = next(s for s in reports["machines"][machine]["main_step"] if s["workload"] == workload.name)
+        assert summary is not None and summary.batch == reported["batch"] == main
+        still = [k for k in reported["unknown"] if not measured_cycles(k)]
+        assert summary.unknown == still, machine
+        if still == reported["unknown"]:
+            assert summary.unknown_share == pytest.approx(reported["unknown_share"], abs=0.05), machine
+        else:
+            assert summary.unknown_share < reported["unknown_share"] - 0.05, machine
 
 
 def image_classifier(name: str, model: torch.nn.Module, channels_last: bool = False) -> Workload:

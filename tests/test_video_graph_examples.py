@@ -6,18 +6,11 @@ their tiny sizes on the CPU (their sizes, parameter counts and CPU steps: test_n
 
 from __future__ import annotations
 
-import json
-
 import pytest
 import torch
-from example_workloads import loaders
+from example_workloads import assert_traces_as_frozen, loaders
 from grid_runs import small_grid
 from paths import REPO
-
-from collectors.trace.collect import trace_workload
-from planner.trace.kinds import measured_cycles
-from planner.trace.model_file import load_learned
-from planner.trace.summary import summarise
 
 pytestmark = pytest.mark.usefixtures("in_repo")  # conftest.py: paths as the docs give them
 
@@ -27,23 +20,8 @@ FROZEN = REPO / "results/predictions-before-measurement/newex5-2026-11-28/predic
 
 @pytest.mark.parametrize("path", [VIDEO, GRAPH])
 def test_the_main_step_traces_with_the_unknown_kinds_and_share_its_frozen_prediction_reported(path):
-    """Same op kinds unknown, and the same share within 0.05 (a model learned again moves the figures a little; a kind
-    that became known, or bytes counted otherwise, moves it more), but the kinds timed since by the cycles a grid
-    measured after the measurement (graph-sage's gathers and scatter-adds: planner/trace/scatter.py): known now."""
-    workload = loaders(path)[1]()
-    main = 8 * workload.batch_start
-    trace = trace_workload(f"{path}:build", workload, configs=[("bf16", main)])
-    frozen = json.loads(FROZEN.read_text())
-    for machine, model in load_learned().models.items():
-        summary = summarise(trace, model)
-        reported = next(s for s in frozen["machines"][machine]["main_step"] if s["workload"] == workload.name)
-        assert summary is not None and summary.batch == reported["batch"] == main
-        still = [k for k in reported["unknown"] if not measured_cycles(k)]
-        assert summary.unknown == still, machine
-        if still == reported["unknown"]:
-            assert summary.unknown_share == pytest.approx(reported["unknown_share"], abs=0.05), machine
-        else:
-            assert summary.unknown_share < reported["unknown_share"] - 0.05, machine
+    """graph-sage's gathers and scatter-adds, timed since by planner/trace/scatter.py's cycles: known now."""
+    assert_traces_as_frozen(path, FROZEN)
 
 
 def test_r2plus1d_factors_each_3d_kernel_into_as_many_parameters():
