@@ -301,7 +301,7 @@ class Efficiency:
         if key is None and measured_cycles(kind):   # its kernels' cycles were measured, not learned: known
             return sum(g.kernels * self.pooled.per_call_s + g.roof_s(self.sms, Shape()) + g.outright_s
                        for g in groups), True
-        fit = self.kinds[key] if key else self.unlearned(kind)
+        fit = self.fit_of(kind, cls)
         # a 3-D convolution timed with the 2-D ones' figures is not learned (kinds.py VOLUMETRIC)
         learned = key is not None and (key.split("/")[0] == kind or not kind.endswith(VOLUMETRIC))
         shape = self.shapes.get(family(kind), Shape()).of(cls)
@@ -313,26 +313,28 @@ class Efficiency:
         roof = sum(g.roof_s(self.sms, shape) for g in groups)
         return kernels * fit.per_call_s + fit.slowdown * roof + outright, learned
 
+    def fit_of(self, kind: str, cls: str) -> KindFit:
+        """The figures an op is timed with: its learned entry's (key), else those of a kind no profile showed."""
+        key = self.key(kind, cls)
+        return self.kinds[key] if key else self.unlearned(kind)
+
     def padded_excess_s(self, kind: str, cls: str, groups: Iterable[Group]) -> float:
         """Of time_s, what the alignment factors add to a compute-bound product off its alignment: what a compiled
         step does not pay, as Inductor pads it (PADDED_KINDS). A plain fp32 product's SIMT kernels take any shape."""
         if cls not in ("half", "tf32") or base_kind(kind) not in PADDED_KINDS:
             return 0.0
-        key = self.key(kind, cls)
-        fit = self.kinds[key] if key else self.unlearned(kind)
         shape = self.shapes.get(family(kind), Shape()).of(cls)
         aligned = replace(shape, even=1.0, odd=1.0)
-        return fit.slowdown * sum(g.roof_s(self.sms, shape) - g.roof_s(self.sms, aligned) for g in groups
-                                  if g.gemm is not None and g.math_s > PAD_BALANCE * g.memory_s)
+        padded = [g for g in groups if g.gemm is not None and g.math_s > PAD_BALANCE * g.memory_s]
+        return self.fit_of(kind, cls).slowdown * sum(g.roof_s(self.sms, shape) - g.roof_s(self.sms, aligned)
+                                                     for g in padded)
 
     def plane_excess_s(self, kind: str, cls: str, groups: Iterable[Group]) -> float:
         """Of time_s, what the per-channel blocks' share of the SMs adds to a native batch norm (plane.py), the per-row
         blocks' to a layer norm (rows.py): what a compiled step does not pay, as Inductor lowers both to reductions of
         its own that fill the GPU."""
-        key = self.key(kind, cls)
-        fit = self.kinds[key] if key else self.unlearned(kind)
-        return fit.slowdown * sum(g.calls * g.plane_s * (1 / g.plane.fill(self.sms) - 1) for g in groups
-                                  if g.plane is not None)
+        return self.fit_of(kind, cls).slowdown * sum(g.calls * g.plane_s * (1 / g.plane.fill(self.sms) - 1)
+                                                     for g in groups if g.plane is not None)
 
 
 def _nnls2(x1: list[float], x2: list[float], y: list[float], w: list[float]) -> tuple[float, float]:
