@@ -175,7 +175,7 @@ def _load(module: str, name: str) -> Callable[..., Any]:
 
 def cmd_report(args: argparse.Namespace) -> int:
     render_report = _load("planner.render.report", "render_report")
-    job = parse_job_arg(args.job, args.results_dir)
+    job = parse_job_arg(args.job, planned_folder(args.results_dir) if job_spec_arg(args.job) else None)
     others = load_others(args.results_dir, args.others)
     _print_written(render_report(args.results_dir, args.out, paper=args.paper, job=job, others=others,
                                  full=args.full))
@@ -196,26 +196,31 @@ def cmd_site(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def parse_job_arg(spec: str | None, folder: Path | None = None):  # noqa: ANN201 - a Job or None
-    """--job SPEC: None where not given; an empty SPEC is an error, never a silent default. `folder`: the machine
-    whose workloads' sequence lengths turn tokens= into samples (a traced or measured LM's own, no seq= needed)."""
-    from planner.rank.jobs import parse_job
-
-    if spec is None:
-        return None
-    if not spec.strip():
+def job_spec_arg(spec: str | None) -> str | None:
+    """--job SPEC as given: None where not given; an empty SPEC is an error, never a silent default."""
+    if spec is not None and not spec.strip():
         raise UsageError("--job '': empty; give a workload, a precision and an amount, e.g. "
                          "'resnet50 bf16 epochs=90 dataset=imagenet', or leave --job out for the default jobs")
-    return parse_job(spec, sequences(folder) if folder is not None else None)
+    return spec
 
 
-def sequences(folder: Path) -> dict[str, int]:
-    """Each workload's tokens a sample, as its measured or traced documents in `folder` record it."""
+def parse_job_arg(spec: str | None, machine: Any = None):  # noqa: ANN201 - a Job or None
+    """--job SPEC as a Job (None where not given). `machine`: the MachineResults whose workloads' sequence lengths
+    turn tokens= into samples (a traced or measured LM's own, as its documents record it: no seq= needed)."""
+    from planner.rank.jobs import parse_job
+
+    if job_spec_arg(spec) is None:
+        return None
+    known = {w.workload: w.tokens_per_sample for w in machine.workloads if w.tokens_per_sample} if machine else None
+    return parse_job(spec, known)
+
+
+def planned_folder(folder: Path):  # noqa: ANN201 - a MachineResults
+    """The machine a folder holds as plan and report read it: measured, or predicted from its traces."""
     from gpuplan_schema.results import load_machine
     from planner.trace.machine import planned_machine
 
-    machine = planned_machine(load_machine(folder))
-    return {w.workload: w.tokens_per_sample for w in machine.workloads if w.tokens_per_sample}
+    return planned_machine(load_machine(folder))
 
 
 def load_others(folder: Path, named: Sequence[Path] | None) -> list:
@@ -246,15 +251,16 @@ def _print_written(result: Any) -> None:
 def cmd_plan(args: argparse.Namespace) -> int:
     import json
 
-    from gpuplan_schema.results import load_machine
     from planner.plan.plan import build_plan, plan_to_json
     from planner.render.fit import plan_width
     from planner.render.plan_text import render_plan_text
-    from planner.trace.machine import planned_machine
 
-    job = parse_job_arg(args.job, args.results_dir)
+    # the folder is read once: first where --job needs its workloads' sequence lengths (an empty --job is refused
+    # before any folder is read), else after the other machines, as before
+    machine = planned_folder(args.results_dir) if job_spec_arg(args.job) else None  # a trace folder: predicted
+    job = parse_job_arg(args.job, machine)
     others = load_others(args.results_dir, args.others)
-    machine = planned_machine(load_machine(args.results_dir))  # a trace folder: predicted (planner/trace)
+    machine = machine or planned_folder(args.results_dir)
     if machine.gpu_name is None and machine.ceilings is not None and machine.ceilings.device == "cpu":
         folder = args.results_dir
         raise UsageError(f"{folder} measured a CPU (no GPU): gpuplan plan needs a GPU machine's ceilings and "
