@@ -19,16 +19,23 @@ from torch.utils.flop_counter import FlopCounterMode
 
 import collectors.core.conv_flops  # noqa: F401 - counts a grouped convolution's backward with its groups (torch does not)
 import collectors.core.rnn_flops  # noqa: F401 - registers the FLOP formulas of cuDNN's and oneDNN's fused RNN kernels
+from collectors.core.winograd_flops import WinogradFlopCounter
 from collectors.workloads.training import Step
 from gpuplan_schema.payloads import TrafficEstimate
 
 
 def count_flops(step: Step) -> int:
     """FLOPs of one step, counted per aten op (matmuls, convolutions, attention)."""
-    counter = FlopCounterMode(display=False)
-    with counter:
+    return count_step_flops(step)[0]
+
+
+def count_step_flops(step: Step) -> tuple[int, int]:
+    """(FLOPs of one step, those of them cuDNN can run as Winograd convolutions on CUDA cores), in one run of it
+    (collectors/core/winograd_flops.py)."""
+    counter, winograd = FlopCounterMode(display=False), WinogradFlopCounter()
+    with counter, winograd:
         step.run()
-    return int(counter.get_total_flops())
+    return int(counter.get_total_flops()), int(winograd.flops)
 
 
 def _nbytes(t: torch.Tensor) -> int:

@@ -17,7 +17,7 @@ from collectors.core.nvml_sampler import NvmlSampler
 from collectors.core.time_limit import PointTimeout, hard_limit, soft_limit
 from collectors.core.timing import TimingPlan, time_callable
 from collectors.workloads import Workload
-from collectors.workloads.accounting import count_flops, estimate_traffic
+from collectors.workloads.accounting import count_step_flops, estimate_traffic
 from collectors.workloads.training import Variant, build_step, precision_mode, prepare_model
 from gpuplan_schema.payloads import CeilingsPayload, MemoryUse, OomBoundary, WorkloadPoint
 from gpuplan_schema.payloads.workloads import point_key
@@ -38,7 +38,8 @@ DEFAULT_VARIANT = Variant()
 class Context:
     device: torch.device
     ceilings: CeilingsPayload | None = None
-    flops_cache: dict[tuple[str, int, int | None], float] = field(default_factory=dict)
+    # (FLOPs, Winograd-eligible FLOPs) of a step, by (workload, batch, sequence)
+    flops_cache: dict[tuple[str, int, int | None], tuple[float, float]] = field(default_factory=dict)
     # Points an earlier, interrupted or smaller collection of this workload already measured, by
     # configuration: a resumed run takes them instead of measuring again (see workload_collector).
     earlier: dict[tuple, WorkloadPoint] = field(default_factory=dict)
@@ -108,15 +109,15 @@ def _measure(workload: Workload, precision: str, batch: int, ctx: Context, varia
     share = measure_host_share(step.run, ctx.device)  # after the timed loop: never inside its samples
     key = (workload.name, batch, base["seq_len"])
     if key not in ctx.flops_cache and not variant.compile:  # FLOPs depend on shapes, not on precision
-        ctx.flops_cache[key] = float(count_flops(step))
-    flops = ctx.flops_cache.get(key)
+        ctx.flops_cache[key] = tuple(float(f) for f in count_step_flops(step))  # type: ignore[assignment]
+    flops, winograd = ctx.flops_cache.get(key, (None, None))
     traffic = estimate_traffic(step, workload.model) if not variant.compile else None
     del step, model
     tokens = (workload.tokens_per_sample if base["seq_len"] is None else base["seq_len"])
     return WorkloadPoint(
         status="ok", step_s=seconds, throughput_per_s=batch / seconds.median,
         tokens_per_s=batch * tokens / seconds.median if tokens else None,
-        memory=memory, flops_per_step=flops, traffic=traffic,
+        memory=memory, flops_per_step=flops, winograd_flops_per_step=winograd, traffic=traffic,
         achieved_flops_fraction=_fraction(flops, seconds, _flops_ceiling(ctx, precision)),
         achieved_bytes_fraction=_fraction(traffic.total_bytes if traffic else None, seconds, _bw_ceiling(ctx)),
         device_samples=sampler.result(), compile_s=compile_s, first_step_s=first_step_s,

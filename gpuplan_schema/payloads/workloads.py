@@ -123,6 +123,9 @@ class WorkloadPoint:
     tokens_per_s: float | None = None
     memory: MemoryUse | None = None
     flops_per_step: float | None = None
+    # of flops_per_step, the dense 3x3 stride-1 convolutions' forward and input gradient: what cuDNN runs as
+    # Winograd on CUDA cores (collectors/core/winograd_flops.py); None: not counted (documents before 2026-11-29)
+    winograd_flops_per_step: float | None = None
     traffic: TrafficEstimate | None = None
     achieved_flops_fraction: float | None = None
     achieved_bytes_fraction: float | None = None

@@ -34,6 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from gpuplan_schema.payloads import CeilingsPayload, RooflinePayload, WorkloadPayload, WorkloadPoint
+from planner.model import winograd
 from planner.model.bound import HOST_MARGIN, Bound, bound_of, host_limited
 from planner.model.split import PLAIN_VARIANTS, StepSplit, split_point
 from planner.specs import GpuSpec
@@ -352,11 +353,18 @@ def host_ratio(source: Rates, target: Rates) -> float:
     return 1.0
 
 
+def _cuda(spec: GpuSpec | None) -> bool:
+    """An NVIDIA GPU (cuDNN's kernels): a numeric compute capability; no spec (the source itself) counts as one."""
+    return spec is None or (spec.compute_capability or "")[:1].isdigit()
+
+
 def ceiling_floor_s(point: WorkloadPoint, target_spec: GpuSpec, precision: str | None = None) -> float:
     """The shortest step the target's datasheet allows for the point's counted FLOPs and bytes (run in
     `precision` there, the point's own by default)."""
-    rate = target_spec.flops_per_s.get(precision or point.precision, float("inf"))
-    flops = (point.flops_per_step or 0.0) / rate
+    run = precision or point.precision
+    rate = target_spec.flops_per_s.get(run, float("inf"))
+    work = winograd.counted_work(point) if winograd.on_cuda_cores(point.precision, run, _cuda(target_spec)) else 1.0
+    flops = (point.flops_per_step or 0.0) * work / rate
     traffic = (point.traffic.total_bytes if point.traffic else 0.0) / target_spec.memory_bandwidth_bytes_per_s
     return max(flops, traffic)
 
@@ -376,9 +384,11 @@ def predict_point(point: WorkloadPoint, payload: WorkloadPayload, source: Rates,
     if fractions is None or run not in target.flops_per_s or not target.bytes_per_s:
         return None
     if run != point.precision:  # the step's matmuls of the measured precision run at the stand-in's rate there
+        # (its counted FLOPs at their rate there: on CUDA cores cuDNN's Winograd does fewer of them, winograd.py)
+        k = winograd.counted_work(point) if winograd.on_cuda_cores(point.precision, run, _cuda(target_spec)) else 1.0
         peak = target.peak_flops_per_s
-        target = replace(target, flops_per_s={**target.flops_per_s, point.precision: target.flops_per_s[run]},
-                         peak_flops_per_s={**peak, point.precision: peak[run]} if peak and run in peak else peak)
+        target = replace(target, flops_per_s={**target.flops_per_s, point.precision: target.flops_per_s[run] / k},
+                         peak_flops_per_s={**peak, point.precision: peak[run] / k} if peak and run in peak else peak)
     # A stand-in run (tf32 work as plain fp32 on a V100) takes the counts basis: an op its tf32 profile found
     # memory-bound can be math-bound at the fp32 rate, which a per-class split at tf32 cannot show.
     profiles = (rooflines or NO_ROOFLINES) if run == point.precision else NO_ROOFLINES
