@@ -207,7 +207,7 @@ def nearest_point(payload: WorkloadPayload, precision: str, batch: int | None,
     return min(points, key=lambda p: (abs(p.batch - (batch or p.batch)), -p.batch), default=None)
 
 
-def _row(table: PublishedTable, gpu: GpuSpec, published: PublishedRow, ratio: float, source: MachineResults,
+def predict_row(table: PublishedTable, gpu: GpuSpec, published: PublishedRow, ratio: float, source: MachineResults,
          source_spec: GpuSpec, payload: WorkloadPayload) -> CrossRow | None:
     # our measured precision of the table's; a GPU without it runs the measured step in its stand-in (STAND_IN:
     # TF32 work as plain fp32 on a V100, as the published fp32 runs did there)
@@ -255,7 +255,7 @@ def build_crosscheck(source: MachineResults, tables: list[PublishedTable] | None
             gpu = match_gpu(r.gpu) if r.gpu else None
             if gpu is None or r is ref:
                 continue
-            row = _row(table, gpu, r, r.throughput_per_s / ref.throughput_per_s, source, source_spec, payload)
+            row = predict_row(table, gpu, r, r.throughput_per_s / ref.throughput_per_s, source, source_spec, payload)
             if row:
                 rows.append(row)
             else:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gpuplan_schema.results import MachineResults
-from planner.check.bands import BandTable
+from planner.check.bands import Band, BandTable
 from planner.check.coverage import Check, check_bands
 from planner.check.pairs import PairCheck, PairRatio, build_pair_check
 
@@ -52,8 +52,14 @@ def ratio_inside(table: BandTable, ratio: PairRatio) -> tuple[bool, float]:
     held = table.without_family(ratio.model)
     a = held.band(False, ratio.top.host, gpu=ratio.top.row.gpu)
     b = held.band(False, ratio.bottom.host, gpu=ratio.bottom.row.gpu)
+    return within_ratio_range(ratio.published / ratio.predicted, a, b)
+
+
+def within_ratio_range(at: float, a: Band, b: Band) -> tuple[bool, float]:
+    """Whether `at` (the published ratio over the predicted one) lies inside the range the numerator's band `a` and the
+    denominator's band `b` give a ratio of two predictions: (1 − low_a) / (1 + high_b) … (1 + high_a) / (1 − low_b);
+    and that range's larger half-width."""
     low, high = 1 - (1 - a.low) / (1 + b.high), (1 + a.high) / (1 - b.low) - 1 if b.low < 1 else float("inf")
-    at = ratio.published / ratio.predicted
     return 1 - low - 1e-12 <= at <= 1 + high + 1e-12, max(low, high)
 
 
