@@ -134,9 +134,9 @@ class Allocator:
     def _segment(self, size: int, small: bool) -> Block:
         self.needed = max(self.needed, self.held + size)
         if self.release_empty:
-            self._release_cached()
+            self.release_cached()
         if self.capacity is not None and self.reserved + size > self.capacity:
-            self._release_cached()   # at its limit the allocator returns its cached segments and tries again
+            self.release_cached()   # at its limit the allocator returns its cached segments and tries again
             if self.reserved + size > self.capacity:
                 raise OutOfMemory(size)
         self.reserved += size
@@ -145,9 +145,9 @@ class Allocator:
         self.used.append(0)
         return Block(len(self.segments) - 1, 0, size)
 
-    def _release_cached(self) -> None:
-        """cudaFree every segment with no live block (the allocator's release_cached_blocks): their blocks leave
-        the pools, and what is allocated next takes a fresh segment or a hole in a held one."""
+    def release_cached(self) -> None:
+        """cudaFree every segment with no live block (the allocator's release_cached_blocks; empty_cache too): their
+        blocks leave the pools, and what is allocated next takes a fresh segment or a hole in a held one."""
         for segment in self.empty:
             pool = self.small if self.in_small[segment] else self.large
             pool.remove(pool.by_key[(self.segments[segment], -segment, 0)])
