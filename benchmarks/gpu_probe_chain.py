@@ -73,9 +73,10 @@ def _child(kind: str, case: str, timeout: float) -> list[dict]:
                               env={**os.environ, "PYTHONPATH": str(ROOT)})
     except subprocess.TimeoutExpired:
         return [{"case": case, "kind": kind, "status": "error", "reason": f"over {timeout:.0f} s"}]
-    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    lines = [line for line in done.stdout.splitlines() if line.startswith("[")]   # the child's one JSON list
     if not lines:
-        return [{"case": case, "kind": kind, "status": "error", "reason": done.stderr.strip()[-500:]}]
+        return [{"case": case, "kind": kind, "status": "error", "reason": f"exit {done.returncode}: "
+                 + (done.stderr.strip() or done.stdout.strip())[-500:]}]
     return [{"case": case, "kind": kind, **p} for p in json.loads(lines[-1])]
 
 
