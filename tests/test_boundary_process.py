@@ -97,10 +97,22 @@ def test_a_resumed_collection_takes_a_fresh_boundary_with_its_probes(tmp_path, m
     probes = [WorkloadPoint("probe", "fp32", 300, "default", "ok"),
               WorkloadPoint("probe", "fp32", 306, "default", "oom"),
               WorkloadPoint("probe", "fp32", 310, "expandable_segments", "ok")]
-    ctx = Context(CPU, earlier={p.key: p for p in probes},
-                  earlier_boundaries={("fp32", "default"): OomBoundary("fp32", "ok", 300, 306, fresh_process=True)})
+    found = OomBoundary("fp32", "ok", 300, 306, fresh_process=True, fresh_probes=True)
+    ctx = Context(CPU, earlier={p.key: p for p in probes}, earlier_boundaries={("fp32", "default"): found})
     taken = searched(spec, workload, plan, ctx)
-    assert taken == probes[:2] + [OomBoundary("fp32", "ok", 300, 306, fresh_process=True)]
+    assert taken == probes[:2] + [found]
+
+
+def test_a_boundary_whose_probes_ran_on_one_model_is_searched_again(tmp_path, monkeypatch):
+    """Before workloads collector 8 a fresh process's probes shared one model (its gradients and own tensors pinned
+    the next probe's segments): such a boundary is not taken, the search runs again, each probe a job."""
+    fresh_here(monkeypatch)
+    spec, workload, plan = collection_of(tmp_path, 5)
+    old = WorkloadPoint("probe", "fp32", 3, "default", "ok")
+    ctx = Context(CPU, earlier={old.key: old},
+                  earlier_boundaries={("fp32", "default"): OomBoundary("fp32", "ok", 3, 4, fresh_process=True)})
+    found = searched(spec, workload, plan, ctx)
+    assert found[-1].fresh_probes and found[-1].max_batch == 5 and old not in found
 
 
 def test_a_boundary_found_in_the_collection_process_is_searched_again_in_a_fresh_one(tmp_path, monkeypatch):
@@ -180,3 +192,53 @@ def test_a_fresh_search_that_failed_is_tried_again(tmp_path, monkeypatch):
                                                                             fresh_process=True)})
     found = searched(spec, workload, plan, ctx)
     assert found[-1].status == "ok" and found[-1].max_batch == 5
+
+
+CARRY_FILE = '''\
+import torch
+import torch.nn.functional as F
+
+LIMIT = 300
+
+
+class Carry(torch.nn.Module):
+    """Keeps its last input on itself, as Transformer-XL keeps its recurrence memory."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 2)
+        self.mems = None
+
+    def forward(self, x):
+        if self.mems is not None and self.mems.shape[0] != x.shape[0] or self.lin.weight.grad is not None \\
+                and self.mems is None:
+            raise RuntimeError("state left by another probe")
+        self.mems = x.detach()
+        return self.lin(x)
+
+
+def make_batch(batch_size, device):
+    if batch_size > LIMIT:
+        raise torch.OutOfMemoryError("CUDA out of memory (test)")
+    return torch.randn(batch_size, 8, device=device), torch.randn(batch_size, 2, device=device)
+
+
+def build():
+    return {"name": "carry", "model": Carry(), "make_batch": make_batch, "loss": F.mse_loss, "batch_start": 4}
+'''
+
+
+def test_each_probe_of_a_search_is_a_job_started_at_its_batch(tmp_path):
+    """A probe on the last probe's model met its gradients and the tensors the model keeps on itself (the H200's
+    Transformer-XL ran fp32 at 174 after 168 and 172, and failed at 148 started alone): the child builds the workload
+    anew for each probe, so no probe sees another's state and the search ends at the batch a job can run."""
+    path = tmp_path / "carry.py"
+    path.write_text(CARRY_FILE, encoding="utf-8")
+    spec = f"{path}:build"
+    from collectors.workloads import load_workload
+    chained = list(iter_boundary(load_workload(spec), "fp32", [], Context(CPU), 5000, Variant(), limit_s=900))
+    assert chained[-1].status == "error" and "state left by another probe" in (chained[-1].reason or "")
+    there = list(iter_boundary_in_fresh_process(Search(spec, "cpu", "fp32", [], 5000, "default", limit_s=900)))
+    probes, boundary = there[:-1], there[-1]
+    assert len(probes) >= 3 and all(p.status in ("ok", "oom") for p in probes)
+    assert boundary.status == "ok" and 294 <= boundary.max_batch <= 300 < boundary.first_oom_batch

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 import torch
@@ -142,11 +142,28 @@ def _peak_memory(device: torch.device) -> MemoryUse | None:
 
 def iter_boundary(workload: Workload, precision: str, measured: list[WorkloadPoint], ctx: Context, cap: int,
                   variant: Variant, hint: int | None = None, tolerance: float = BOUNDARY_TOLERANCE,
-                  limit_s: float = SEARCH_LIMIT_S) -> Iterator[WorkloadPoint | OomBoundary]:
+                  limit_s: float = SEARCH_LIMIT_S, rebuild: Callable[[], Workload] | None = None
+                  ) -> Iterator[WorkloadPoint | OomBoundary]:
     """Probe points, then the boundary; `measured` are this precision's points so far (timed ones), `hint`
     the boundary of a precision that stores tensors alike, `tolerance` how narrow the last bracket is, `limit_s`
-    how long the search may take (module docstring)."""
+    how long the search may take (module docstring), `rebuild` a new workload for each probe after the first.
+
+    A probe on the last probe's model is not a job started at that batch: the model's gradients and what it keeps
+    on itself (Transformer-XL's recurrence memory `self.mems`) outlive the probe and empty_cache, and the next
+    probe's blocks are carved from the segments they pin. On an H200 Transformer-XL fp32 ran at 174 after 168 and
+    172 in one process and failed at 148 started alone (benchmarks/gpu_probe_chain.py,
+    results/h200/diagnostics/probe-chain-2026-11-29): the boundary a plan reports must be the job's."""
     ends = time.perf_counter() + limit_s
+    probes = 0
+
+    def probe_at(batch: int, limit: float | None) -> WorkloadPoint:
+        nonlocal workload, probes
+        if rebuild is not None and probes:
+            workload = None  # type: ignore[assignment]  # the last probe's model, its gradients and its own tensors
+            free_memory(ctx.device)
+            workload = rebuild()
+        probes += 1
+        return probe(workload, precision, batch, ctx, variant, limit)
     # an OOM with the default allocator says nothing of the search with expandable segments
     statuses = ("ok",) if variant.expandable_segments else ("ok", "oom")
     known = [p for p in measured if p.status in statuses and p.seq_len is None]
@@ -156,7 +173,7 @@ def iter_boundary(workload: Workload, precision: str, measured: list[WorkloadPoi
             bracket.record(p.batch, False)
     capacity = device_capacity(ctx.device)
     if capacity and bracket.lo and len({p.batch for p in known if p.status == "ok" and p.memory}) < 2:
-        known.append(point := probe(workload, precision, max(1, bracket.lo // 4), ctx, variant, limit_s))
+        known.append(point := probe_at(max(1, bracket.lo // 4), limit_s))
         yield point  # a second, small batch: the line's intercept (weights, gradients, optimizer state)
     for batch in iter_probe_batches(bracket, choose_guess(guess_max_batch(known, capacity), hint), cap):
         left = ends - time.perf_counter()
@@ -164,7 +181,7 @@ def iter_boundary(workload: Workload, precision: str, measured: list[WorkloadPoi
             yield replace(_out_of_time(precision, bracket, limit_s, None), allocator=allocator_of(variant))
             return
         probe_s = max(PROBE_MIN_S, left)
-        point = probe(workload, precision, batch, ctx, variant, probe_s)
+        point = probe_at(batch, probe_s)
         # out of the search's time (not the point's own --point-timeout, which says the step hangs: an error)
         searchs = ctx.point_timeout_s is None or probe_s < ctx.point_timeout_s
         if searchs and point.status == "error" and (point.reason or "").startswith("timed out") and bracket.lo:

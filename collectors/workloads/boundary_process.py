@@ -102,9 +102,12 @@ def run_search(search: Search) -> Iterator[WorkloadPoint | OomBoundary]:
     device = torch.device(search.device)
     ctx = Context(device, point_timeout_s=search.point_timeout_s)
     workload = instantiate(search.spec, device)
+    # each probe on a workload built anew: a job started at that batch (boundary.py iter_boundary)
     for item in iter_boundary(workload, search.precision, search.measured, ctx, search.cap,
-                              Variant.from_name(search.variant), search.hint, search.tolerance, search.limit_s):
-        yield dataclasses.replace(item, fresh_process=True) if isinstance(item, OomBoundary) else item
+                              Variant.from_name(search.variant), search.hint, search.tolerance, search.limit_s,
+                              rebuild=lambda: instantiate(search.spec, device)):
+        yield dataclasses.replace(item, fresh_process=True, fresh_probes=True) if isinstance(item, OomBoundary) \
+            else item
 
 
 def main() -> int:

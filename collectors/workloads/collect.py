@@ -35,9 +35,12 @@ from gpuplan_schema.schema import DocumentError, load_document
 # all reused; a rerun adds the knee's.
 # 7: measured in stages, in the order the answer needs them, each recorded (`stages`); the boundary search bounded in
 # time; the workload file's hash kept (`source_sha256`). A version 6 document's points are all reused.
-NAME, VERSION = "workloads", "7"
+# 8: each boundary probe on a workload built anew (collectors/workloads/boundary.py iter_boundary `rebuild`), a job
+# started at its batch; the boundary says so (`fresh_probes`). A version 7 document's points are all reused, its
+# boundaries searched again (on an H200, Transformer-XL's probes on one model ran fp32 at 174, a job fails at 148).
+NAME, VERSION = "workloads", "8"
 PROBES_REUSED_FROM = ("2",)
-POINTS_REUSED_FROM = ("3", "4", "5", "6")
+POINTS_REUSED_FROM = ("3", "4", "5", "6", "7")
 PHASES = {"answer": ANSWER, "widen": tuple(s.name for s in STAGES if s.name not in ANSWER)}
 
 
@@ -106,8 +109,10 @@ def load_earlier(path: Path, device: torch.device,
         knee = "the trials at the sweep's knee added where the profile times them and the knee is another batch"
         again = {"3": f"its boundaries searched again in fresh processes, the points the host's speed moves timed "
                       f"again, {knee}",
-                 "4": f"its boundaries searched again in fresh processes, {knee}", "5": knee,
-                 "6": "its stages recorded as they are gone over again"}[version]
+                 "4": f"its boundaries searched again in fresh processes, {knee}",
+                 "5": f"{knee}, its boundaries searched again",
+                 "6": "its stages recorded as they are gone over again, its boundaries searched again",
+                 "7": "its boundaries searched again, each probe a job started at its batch"}[version]
         return replace(payload, complete=False), (f"{path}: made by workloads collector {version}: its points "
                                                   f"are reused, {again}")
     if version != VERSION:

@@ -184,7 +184,8 @@ def search_boundary(run: WorkloadRun, precision: str, variant: Variant, hint: in
         return
     allocator = allocator_of(variant)
     earlier = ctx.earlier_boundaries.get((precision, allocator))
-    if earlier is not None and earlier.fresh_process and earlier.status != "error":  # a failed search is tried again
+    # a failed search is tried again, and one whose probes ran on one model (before workloads collector 8)
+    if earlier is not None and earlier.fresh_probes and earlier.status != "error":
         yield from (p for p in ctx.earlier.values() if p.sweep == "probe" and p.precision == precision
                     and probe_allocator(p) == allocator)
         yield earlier

@@ -174,6 +174,11 @@ class OomBoundary:
     # searched in a process of its own (collectors/workloads/boundary_process.py, workloads collector 5), as a job
     # started on its own meets it; False: in the collection's process, after everything it ran before
     fresh_process: bool = False
+    # each probe on a workload built anew (workloads collector 8): before, a search's probes ran one after another on
+    # one model, whose gradients and own tensors (Transformer-XL's `mems`) pinned the segments the next probe was
+    # carved from: the H200's Transformer-XL ran fp32 at 174 so and failed at 148 started alone
+    # (results/h200/diagnostics/probe-chain-2026-11-29)
+    fresh_probes: bool = False
 
     def check(self) -> str | None:
         return "status is ok but max_batch is missing" if self.status == "ok" and self.max_batch is None else None
