@@ -175,3 +175,16 @@ def test_the_memory_line_is_drawn_through_the_sizes_a_catalog_gpu_has():
     assert line is not None and line.batches == 4
     assert abs(line.needed(76, "kept") / (1.1 * 76 * gb) - 1) < 1e-6
     assert abs(line.needed(76, "lesser") / (1.05 * 76 * gb) - 1) < 1e-6
+
+
+def test_a_job_reads_the_capacity_replay_that_keeps_its_segments():
+    """A job started at its batch keeps the segments its allocator cached (workloads collector 8's probes): the
+    "job" replay is the capacity replay that keeps them, never the one returning empty segments ("capacity" reads
+    whichever fits more); a trace made before the capacity replay falls back to the kept reservation."""
+    line = MemoryLine(1e9, 1e6, 2, 0, 0, 2e9, 2e6, 1e9, 3e6, capacity_fixed=3e9, capacity_per_sample=2e6,
+                      capacity_released_fixed=1e9, capacity_released_per_sample=1.5e6)
+    card = 80e9
+    assert line.max_batch(card, 1.0, 0, replay="job") == 38500            # (80e9 − 3e9) / 2e6
+    assert line.max_batch(card, 1.0, 0, replay="capacity") == 52666        # the released one fits more
+    old = MemoryLine(1e9, 1e6, 2, 0, 0, 2e9, 2e6)
+    assert old.max_batch(card, 1.0, 0, replay="job") == old.max_batch(card, 1.0, 0, replay="kept")

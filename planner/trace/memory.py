@@ -21,7 +21,7 @@ from planner.model.memory import least_squares
 # has 192 GB, and a replayed reservation is not linear across sizes no GPU has (nanoGPT's at batch 1,024 and 2,048,
 # 0.9 and 1.8 TB, pulled its line 4.6 GB above its own replay at the H100's boundary, 76).
 FIT_BYTES = 256 << 30
-REPLAYS = ("kept", "lesser", "capacity")   # the replays a boundary may read (MemoryLine.reserved_lines)
+REPLAYS = ("kept", "lesser", "capacity", "job")   # the replays a boundary may read (MemoryLine.reserved_lines)
 
 
 @dataclass(frozen=True)
@@ -53,10 +53,14 @@ class MemoryLine:
     def reserved_lines(self, replay: str = "kept") -> list[tuple[float, float]]:
         """(fixed, per sample) of the replayed reservations a boundary reads: the allocator keeping its empty
         segments ("kept"), returning them ("released"), or either, whichever fits more ("lesser"); or the least
-        capacity the step runs in, cuDNN's workspaces in it, either way ("capacity"); the kept one where the trace
-        has not the replay asked for (for "capacity": "lesser")."""
+        capacity the step runs in, cuDNN's workspaces in it, either way ("capacity"), or keeping its segments alone
+        ("job": a job started at the batch, as each boundary probe is since workloads collector 8; returning empty
+        segments has no counterpart on a GPU); the kept one where the trace has not the replay asked for (for
+        "capacity": "lesser")."""
         kept = (self.reserved_fixed, self.reserved_per_sample)
         released = (self.released_fixed, self.released_per_sample)
+        if replay == "job" and self.capacity_per_sample > 0:
+            return [(self.capacity_fixed, self.capacity_per_sample)]
         if replay == "capacity" and self.capacity_per_sample > 0:   # either, whichever fits more (as "lesser")
             return [(self.capacity_fixed, self.capacity_per_sample)] + \
                 ([(self.capacity_released_fixed, self.capacity_released_per_sample)]
