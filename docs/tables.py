@@ -29,6 +29,7 @@ from planner.check.crossarch import MEDIAN_TARGET as CROSS_MEDIAN
 from planner.check.crossarch import build_crosscheck
 from planner.check.dle_points import DLE_POINTS
 from planner.check.harness_bands import harness_coverage, held_out_ratio_checks
+from planner.check.lambda_heldout import held_out_lambda_ratios, render
 from planner.check.pairs import build_pair_check
 from planner.check.pairs_markdown import render_held_out, render_pair_check
 from planner.check.repeatability import ANOTHER_LEND, SAME_RUN, all_repeat_pairs, repeat_summaries
@@ -40,6 +41,9 @@ from planner.scaling.intra_node import load_link_runs
 SOURCE, TARGET = "h100-80gb", "h200"  # the accuracy pair: two single GPUs measured alike
 # The new models (issue 38's examples) collected on each of the pair, held out of the model and the bands
 # (results/<machine>/diagnostics/new-models-2026-11-27/README.md says how each was run)
+# the Lambda families no reference workload is (examples/ncf.py, examples/waveglow.py), collected on an H200 after their
+# trace-only predictions were frozen (results/predictions-before-measurement/lambdaheld-2026-11-29)
+LAMBDA_HELD_OUT = (TARGET, "diagnostics/lambdaheld-2026-11-29/runs/lambda-heldout")
 NEW_MODELS = {SOURCE: "diagnostics/new-models-2026-11-27/no-budget/runs/new-models",
               TARGET: "diagnostics/new-models-2026-11-27/collect/runs/new-models"}
 DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
@@ -370,6 +374,17 @@ def band_harnesses(machines: list[MachineResults]) -> str:
              "met" if h.coverage >= TARGET_COVERAGE else "missed"]
             for h in harness_coverage(table, build_pair_check(a))]
     return _table(["harness", "truths", "inside", "coverage", "median half-width", f"≥ {TARGET_COVERAGE:.0%}"], rows)
+
+
+def held_out_lambda(machines: list[MachineResults]) -> str:
+    """The held-out Lambda families from their own H200 collection, each GPU's ratio to the H100 SXM against the range
+    its two bands (built without the family) give it (planner/check/lambda_heldout.py)."""
+    machine, folder = LAMBDA_HELD_OUT
+    path = _by(machines, machine).folder / folder
+    if not path.is_dir():
+        return ""
+    measured = load_machine(path)
+    return render(held_out_lambda_ratios(band_table_for(machines), measured), measured.gpu_name or machine)
 
 
 def held_out_models(machines: list[MachineResults]) -> str:
