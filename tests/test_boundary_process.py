@@ -242,3 +242,49 @@ def test_each_probe_of_a_search_is_a_job_started_at_its_batch(tmp_path):
     probes, boundary = there[:-1], there[-1]
     assert len(probes) >= 3 and all(p.status in ("ok", "oom") for p in probes)
     assert boundary.status == "ok" and 294 <= boundary.max_batch <= 300 < boundary.first_oom_batch
+
+
+HELD_FILE = '''\
+import builtins
+import gc
+import weakref
+
+import torch
+import torch.nn.functional as F
+
+BUILT = builtins.__dict__.setdefault("_gpuplan_test_built", [])
+
+
+class Alone(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 2)
+        BUILT.append(weakref.ref(self))
+
+    def forward(self, x):
+        gc.collect()
+        if any(r() is not None and r() is not self for r in BUILT):
+            raise RuntimeError("an earlier probe's model is alive")
+        return self.lin(x)
+
+
+def make_batch(batch_size, device):
+    if batch_size > 300:
+        raise torch.OutOfMemoryError("CUDA out of memory (test)")
+    return torch.randn(batch_size, 8, device=device), torch.randn(batch_size, 2, device=device)
+
+
+def build():
+    return {"name": "alone", "model": Alone(), "make_batch": make_batch, "loss": F.mse_loss, "batch_start": 4}
+'''
+
+
+def test_no_earlier_probe_s_model_outlives_it_in_the_search_process(tmp_path):
+    """The child's search holds no reference to the workload it started with: each probe's model is the only one
+    alive when it runs (a model held by the caller kept its parameters and gradients on the device throughout)."""
+    from collectors.workloads.boundary_process import run_search
+    path = tmp_path / "alone.py"
+    path.write_text(HELD_FILE, encoding="utf-8")
+    items = list(run_search(Search(f"{path}:build", "cpu", "fp32", [], 5000, "default", limit_s=900)))
+    assert len(items) >= 4 and all(p.status in ("ok", "oom") for p in items[:-1])
+    assert items[-1].status == "ok" and 294 <= items[-1].max_batch <= 300

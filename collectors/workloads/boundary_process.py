@@ -101,9 +101,9 @@ def run_search(search: Search) -> Iterator[WorkloadPoint | OomBoundary]:
     """The search itself, in this process (the child's side)."""
     device = torch.device(search.device)
     ctx = Context(device, point_timeout_s=search.point_timeout_s)
-    workload = instantiate(search.spec, device)
-    # each probe on a workload built anew: a job started at that batch (boundary.py iter_boundary)
-    for item in iter_boundary(workload, search.precision, search.measured, ctx, search.cap,
+    # each probe on a workload built anew: a job started at that batch (boundary.py iter_boundary); no name here
+    # holds the first, whose model, gradients and own tensors would stay on the device through the later probes
+    for item in iter_boundary(instantiate(search.spec, device), search.precision, search.measured, ctx, search.cap,
                               Variant.from_name(search.variant), search.hint, search.tolerance, search.limit_s,
                               rebuild=lambda: instantiate(search.spec, device)):
         yield dataclasses.replace(item, fresh_process=True, fresh_probes=True) if isinstance(item, OomBoundary) \
