@@ -28,7 +28,7 @@ from planner.check.crossarch import MAX_TARGET as CROSS_MAX
 from planner.check.crossarch import MEDIAN_TARGET as CROSS_MEDIAN
 from planner.check.crossarch import build_crosscheck
 from planner.check.dle_points import DLE_POINTS
-from planner.check.harness_bands import harness_coverage, held_out_ratio_checks
+from planner.check.harness_bands import HarnessCoverage, harness_coverage, held_out_ratio_checks
 from planner.check.lambda_heldout import held_out_lambda_ratios, render
 from planner.check.pairs import build_pair_check
 from planner.check.pairs_markdown import render_held_out, render_pair_check
@@ -372,8 +372,24 @@ def band_harnesses(machines: list[MachineResults]) -> str:
     table = build_band_table([a, b], [c for c in (build_crosscheck(a), build_crosscheck(b)) if c and c.rows])
     rows = [[h.harness, str(h.n), str(h.inside), f"{h.coverage:.1%}", f"±{h.median_half_width:.1%}",
              "met" if h.coverage >= TARGET_COVERAGE else "missed"]
-            for h in harness_coverage(table, build_pair_check(a))]
+            for h in harness_coverage(table, build_pair_check(a)) + _held_out_across(machines)]
     return _table(["harness", "truths", "inside", "coverage", "median half-width", f"≥ {TARGET_COVERAGE:.0%}"], rows)
+
+
+def _held_out_across(machines: list[MachineResults]) -> list[HarnessCoverage]:
+    """Held-out models across architectures, the two harnesses that have them and both together: the new models' DLE
+    ratios (from their H100 and H200 collections) and the Lambda families' ratios to the H100 SXM (from the H200's)."""
+    folders = [m.folder / NEW_MODELS[m.machine] for m in machines if m.machine in NEW_MODELS]
+    dle = [(c.inside, c.half_width) for c in held_out_ratio_checks(band_table_for(machines),
+                                                                     [load_machine(f) for f in folders if f.is_dir()])]
+    machine, folder = LAMBDA_HELD_OUT
+    path = _by(machines, machine).folder / folder
+    lam = [(r.inside, r.half_width) for r in held_out_lambda_ratios(band_table_for(machines), load_machine(path))] \
+        if path.is_dir() else []
+    named = (("held-out models: DLE ratios (other architectures)", dle),
+             ("held-out families: Lambda ratios (other architectures)", lam),
+             ("held-out models, both (other architectures)", dle + lam))
+    return [HarnessCoverage.of(name, [i for i, _ in rows], [w for _, w in rows]) for name, rows in named if rows]
 
 
 def held_out_lambda(machines: list[MachineResults]) -> str:
