@@ -33,3 +33,25 @@ def test_markdown_keeps_every_configuration(capsys):
     table = build_accuracy(load_machine(FROZEN / "h100-80gb"), load_machine(FROZEN / "h200"))
     assert "**h100-80gb → h200**" in out and "**h200 → h100-80gb**" in out
     assert out.count("\n| ") >= 2 * len(table.rows)
+
+
+def test_each_boundary_says_how_its_probes_ran(tmp_path):
+    """A boundary searched with each probe a job (workloads collector 8) is told from one whose probes shared a model,
+    side by side: the frozen machines' are all of one model; the H200's searched again as jobs shows 'one model → jobs'
+    (results/h200/diagnostics/probe-chain-2026-11-29)."""
+    import json
+    import shutil
+
+    from planner.check.accuracy import render_markdown
+    frozen = build_accuracy(load_machine(FROZEN / "h100-80gb"), load_machine(FROZEN / "h200"))
+    assert frozen.capacity and {c.probes for c in frozen.capacity} == {"one model"}
+    target = tmp_path / "h200"
+    shutil.copytree(FROZEN / "h200", target)
+    for path in target.glob("workload-*.json"):   # the copy's boundaries as collector 8 would have searched them
+        doc = json.loads(path.read_text())
+        for b in doc["payload"]["boundaries"]:
+            b["fresh_probes"] = True
+        path.write_text(json.dumps(doc))
+    table = build_accuracy(load_machine(FROZEN / "h100-80gb"), load_machine(target))
+    assert {c.probes for c in table.capacity} == {"one model → jobs"}
+    assert "| one model → jobs |" in render_markdown(table)

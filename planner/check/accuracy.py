@@ -131,6 +131,9 @@ class CapacityCompared:
     measured: int
     allocator: Allocator = "default"
     fresh_process: bool = False  # both boundaries searched each in a process of its own (workloads collector 5)
+    # each side's probes: jobs (each on the workload built anew, workloads collector 8) or one model (before: what a
+    # probe left pinned the next one's segments, Transformer-XL's fp32 ran 174 so and failed at 148 alone)
+    probes: str = "one model"
 
     @property
     def error(self) -> float:
@@ -216,8 +219,15 @@ def _capacity(payload, other, source_bytes: int, target_bytes: int) -> list[Capa
         if fit and fit.usable_measured and b.status == "ok" and b.max_batch and not b.capped:
             mine = payload.boundary(b.precision, b.allocator)
             out.append(CapacityCompared(payload.workload, b.precision, fit.max_batch(target_bytes), b.max_batch,
-                                        b.allocator, b.fresh_process and bool(mine and mine.fresh_process)))
+                                        b.allocator, b.fresh_process and bool(mine and mine.fresh_process),
+                                        _probes(bool(mine and mine.fresh_probes), b.fresh_probes)))
     return out
+
+
+def _probes(source: bool, target: bool) -> str:
+    """How the two searches probed: 'jobs', 'one model', or the source's → the target's where they differ."""
+    name = {True: "jobs", False: "one model"}
+    return name[source] if source == target else f"{name[source]} → {name[target]}"
 
 
 def iter_accuracy_tables(machines: Iterable[MachineResults]) -> list[AccuracyTable]:
@@ -287,11 +297,12 @@ def render_markdown(table: AccuracyTable) -> str:
         lines.append(f"| {r.workload} | {r.precision} | {r.batch} | {variant} | {r.bound} "
                      f"| {r.source_step_s * 1e3:.1f} ms{mark} | {r.predicted:.4g} | {r.measured:.4g} | {r.error:+.1%} "
                      f"| {_naive(r.naive_flops, r.measured)} | {_naive(r.naive_bandwidth, r.measured)} |")
-    lines += ["", "| workload | precision | allocator | searched in | predicted max batch | measured | error |",
-              "|---|---|---|---|---|---|---|"]
+    lines += ["", "| workload | precision | allocator | searched in | probes | predicted max batch | measured "
+              "| error |", "|---|---|---|---|---|---|---|---|"]
     lines += [f"| {c.workload} | {c.precision} | {ALLOCATOR_LABEL[c.allocator]} "
-              f"| {'fresh processes' if c.fresh_process else 'the collection'} | {c.predicted} | {c.measured} "
-              f"| {c.error:+.1%} |" for c in sorted(table.capacity, key=lambda c: (c.workload, c.precision))]
+              f"| {'fresh processes' if c.fresh_process else 'the collection'} | {c.probes} | {c.predicted} "
+              f"| {c.measured} | {c.error:+.1%} |"
+              for c in sorted(table.capacity, key=lambda c: (c.workload, c.precision))]
     return "\n".join(lines) + "\n"
 
 
