@@ -379,28 +379,35 @@ def band_harnesses(machines: list[MachineResults]) -> str:
 def _held_out_across(machines: list[MachineResults]) -> list[HarnessCoverage]:
     """Held-out models across architectures, the two harnesses that have them and both together: the new models' DLE
     ratios (from their H100 and H200 collections) and the Lambda families' ratios to the H100 SXM (from the H200's)."""
-    folders = [m.folder / NEW_MODELS[m.machine] for m in machines if m.machine in NEW_MODELS]
-    dle = [(c.inside, c.half_width) for c in held_out_ratio_checks(band_table_for(machines),
-                                                                     [load_machine(f) for f in folders if f.is_dir()])]
-    machine, folder = LAMBDA_HELD_OUT
-    path = _by(machines, machine).folder / folder
-    lam = [(r.inside, r.half_width) for r in held_out_lambda_ratios(band_table_for(machines), load_machine(path))] \
-        if path.is_dir() else []
+    bands, lambda_machine = band_table_for(machines), _lambda_held_out(machines)
+    dle = [(c.inside, c.half_width) for c in held_out_ratio_checks(bands, _new_models(machines))]
+    lam = [(r.inside, r.half_width) for r in held_out_lambda_ratios(bands, lambda_machine)] if lambda_machine else []
     named = (("held-out models: DLE ratios (other architectures)", dle),
              ("held-out families: Lambda ratios (other architectures)", lam),
              ("held-out models, both (other architectures)", dle + lam))
     return [HarnessCoverage.of(name, [i for i, _ in rows], [w for _, w in rows]) for name, rows in named if rows]
 
 
+def _lambda_held_out(machines: list[MachineResults]) -> MachineResults | None:
+    """The H200's collection of the held-out Lambda families (LAMBDA_HELD_OUT), where it is committed."""
+    machine, folder = LAMBDA_HELD_OUT
+    path = _by(machines, machine).folder / folder
+    return load_machine(path) if path.is_dir() else None
+
+
+def _new_models(machines: list[MachineResults]) -> list[MachineResults]:
+    """The new models' collections (NEW_MODELS) that are committed, one per machine of the pair."""
+    folders = [m.folder / NEW_MODELS[m.machine] for m in machines if m.machine in NEW_MODELS]
+    return [load_machine(f) for f in folders if f.is_dir()]
+
+
 def held_out_lambda(machines: list[MachineResults]) -> str:
     """The held-out Lambda families from their own H200 collection, each GPU's ratio to the H100 SXM against the range
     its two bands (built without the family) give it (planner/check/lambda_heldout.py)."""
-    machine, folder = LAMBDA_HELD_OUT
-    path = _by(machines, machine).folder / folder
-    if not path.is_dir():
+    measured = _lambda_held_out(machines)
+    if measured is None:
         return ""
-    measured = load_machine(path)
-    return render(held_out_lambda_ratios(band_table_for(machines), measured), measured.gpu_name or machine)
+    return render(held_out_lambda_ratios(band_table_for(machines), measured), measured.gpu_name or LAMBDA_HELD_OUT[0])
 
 
 def held_out_models(machines: list[MachineResults]) -> str:
