@@ -101,13 +101,43 @@ def test_gpuplan_plan_of_a_trace_folder_says_nothing_was_measured(capsys):
     assert "(measured)" not in text
 
 
+def test_a_trace_plans_reasons_say_predicted_never_measured(capsys):
+    """Every figure of a trace folder's plan is a prediction: no reason calls one measured (the loader's 'not
+    measured' default and the usable memory measured on the reference GPU are true and stay)."""
+    assert main(["plan", str(TRACE), "--verbose"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    for claim in ("measured there", "best measured", "compile measured", "measured knee", "measured +",
+                  "no measured setting"):
+        assert claim not in text, claim
+    assert "predicted knee" in text
+
+
+def test_a_trace_plan_compares_each_precision_with_the_main_one(traced):
+    """The predicted document holds the main precision's trial at the main batch beside its sweep point, as a
+    collection does: the precision choice's baseline (choice.py), without which the fastest trial won however
+    small its lead."""
+    from planner.plan.choice import choose
+
+    for payload in traced.machine.workloads:
+        main_trials = [p for p in payload.points if p.sweep == "variant" and p.precision == "bf16"
+                       and p.variant == "default"]
+        assert len(main_trials) == 1
+        choice = choose(payload, "bf16", True, applies=False)
+        assert choice.chosen is choice.baseline and choice.chosen.precision == "bf16"
+
+
 def test_the_report_shows_the_trace_as_a_machine_of_its_own():
     from planner.render.report import render_report_html
     from planner.report.frame import build_report_for
 
     report = build_report_for(TRACE)
     assert report.device.startswith("Predicted from a trace: no GPU measured")
-    assert report.head[0].kind == "trace" and report.head[0].summaries[0].ops
+    kinds = [section.kind for section in report.head]
+    # the answer first (the title says it is predicted), then what the prediction rests on
+    assert kinds[0] == "decision" and kinds.index("summary") < kinds.index("trace")
+    trace = report.head[kinds.index("trace")]
+    assert trace.summaries[0].ops
+    assert next(s for s in report.head if s.kind == "summary").known == "predicted"
     html = render_report_html(report)
     assert "Predicted from a trace: no GPU measured" in html
     assert "Unknown share" in html and "sensor-cnn" in html

@@ -228,6 +228,11 @@ class WorkloadPayload:
         """Predicted from a trace (planner/trace/machine.py writes these), not measured on a GPU."""
         return self.profile == TRACE_PROFILE
 
+    @property
+    def known(self) -> str:
+        """How its figures are known, the word every reason uses: 'predicted' (from a trace) or 'measured'."""
+        return "predicted" if self.from_trace else "measured"
+
     def boundary(self, precision: str, allocator: Allocator = "default") -> OomBoundary | None:
         """The precision's boundary searched with `allocator`, where there is one."""
         return next((b for b in self.boundaries if b.precision == precision and b.allocator == allocator), None)

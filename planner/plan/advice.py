@@ -151,10 +151,11 @@ def advise_workload(spec: GpuSpec, payload: WorkloadPayload, fits: dict, loader:
                                 MAIN_PRECISION)
     mine += recommend_variants(payload, MAIN_PRECISION, choice)
     mine += recommend_allocator(payload, chosen if payload.boundary(chosen) else MAIN_PRECISION)
-    point = recommended_point(payload, settings_from(payload.workload, mine, MAIN_PRECISION, MAIN_PRECISION))
+    point = recommended_point(payload, settings_from(payload.workload, mine, MAIN_PRECISION, MAIN_PRECISION,
+                                                     payload.known))
     feed = workload_feed(loader, payload, point) if loader else None
     mine += recommend_loader(payload, feed, cores)
-    settings = settings_from(payload.workload, mine, MAIN_PRECISION, MAIN_PRECISION)
+    settings = settings_from(payload.workload, mine, MAIN_PRECISION, MAIN_PRECISION, payload.known)
     expandable = fit_memory(payload, chosen, card, "expandable_segments") if settings.allocator else None
     bounds = Bounds(fit.max_batch(card) if fit else None, fit.safe_batch(card) if fit else None,
                     expandable.safe_batch(card) if expandable and expandable.usable_measured else None)

@@ -70,17 +70,17 @@ def aggressive_preset(balanced: Settings, knee: Knee | None, bounds: Bounds) -> 
     # compile's gain timed in another precision (gnmt's fp16 answer) says nothing of this one
     gain = s.compile_gain_here
     if not s.torch_compile and gain is not None and gain > 0:
-        changes.append(f"torch.compile: measured {_pct(gain)}, below the 10% that pays for its compile "
+        changes.append(f"torch.compile: {s.known} {_pct(gain)}, below the 10% that pays for its compile "
                        "time in a short run")
         s = replace(s, torch_compile=True)
     limit = bounds.expandable_safe or bounds.safe
     if knee and s.batch and knee.best_batch > s.batch and (limit is None or knee.best_batch <= limit) \
             and knee.best_throughput_per_s >= (1 + AGGRESSIVE_MIN_GAIN) * knee.throughput_per_s:
         gain = knee.best_throughput_per_s / knee.throughput_per_s - 1
-        changes.append(f"batch {knee.best_batch}: the best measured throughput ({_pct(gain)} over the knee); "
+        changes.append(f"batch {knee.best_batch}: the best {s.known} throughput ({_pct(gain)} over the knee); "
                        "scale the learning rate with it")
         s = s.with_batch(knee.best_batch)
-    return Preset("aggressive", s, tuple(changes) or ("nothing: no measured setting is faster than balanced",))
+    return Preset("aggressive", s, tuple(changes) or (f"nothing: no {s.known} setting is faster than balanced",))
 
 
 def _pct(gain: float | None) -> str:

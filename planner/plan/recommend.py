@@ -105,7 +105,7 @@ def recommend_precision(payload: WorkloadPayload, choice: Choice, not_applied: s
     figures = "; ".join(f"{t.name} {short_rate(t.throughput)}" for t in by_speed)
     if not choice.applies:
         why = f"the trials at batch {format_count(chosen.point.batch)} do not apply at the recommended batch " \
-              f"({not_applied}): the sweep's {chosen.precision} is kept (measured there: {figures} {unit}/s)"
+              f"({not_applied}): the sweep's {chosen.precision} is kept ({payload.known} there: {figures} {unit}/s)"
     elif choice.tied:
         why = f"ties with the fastest, {best.name} ({short_rate(best.throughput)} against " \
               f"{short_rate(chosen.throughput)} {unit}/s, within their measured spread), and is simpler " \
@@ -132,7 +132,8 @@ def recommend_batch(payload: WorkloadPayload, knee: Knee, fit: MemoryFit | None,
     memory = ""
     if fit and card_bytes:
         memory = (f"; the memory model puts the boundary at {format_count(fit.max_batch(card_bytes))} "
-                  f"({'measured' if fit.usable_measured else 'assumed usable memory'}), {SAFETY_MARGIN:.0%} margin "
+                  f"({'usable memory measured' if fit.usable_measured else 'assumed usable memory'}), "
+                  f"{SAFETY_MARGIN:.0%} margin "
                   f"→ at most {format_count(fit.safe_batch(card_bytes))}")
     at_main = payload.sweep_throughput(sweep_precision).get(reference)
     gain = knee.throughput_per_s / at_main - 1 if at_main and knee.batch != reference else None
@@ -157,7 +158,7 @@ def _batch_reason(payload: WorkloadPayload, knee: Knee, sweep_precision: str) ->
     unit = payload.unit
     sweep = knee.sweep_knee or knee
     words = (f"the throughput knee of the {sweep_precision} sweep: {short_rate(sweep.throughput_per_s)} {unit}/s at "
-             f"batch {format_count(sweep.batch)}, within {KNEE:.0%} of the best measured "
+             f"batch {format_count(sweep.batch)}, within {KNEE:.0%} of the best {payload.known} "
              f"({short_rate(sweep.best_throughput_per_s)} at batch {format_count(sweep.best_batch)})")
     if not knee.timed or knee.timed_per_s is None:
         return words
@@ -188,10 +189,10 @@ def recommend_variants(payload: WorkloadPayload, precision: str, choice: Choice)
                    f"{math.ceil(compiled.point.compile_s / saved)} steps"
         on = choice.chosen is compiled
         why = "" if on or gain <= 0 else "; not recommended: " + (
-            "measured at another regime's batch" if not choice.applies else
+            f"{payload.known} at another regime's batch" if not choice.applies else
             f"{choice.chosen.name} ties with it or beats it and is simpler" if choice.chosen else "")
         out.append(Recommendation(payload.workload, "torch_compile", "yes" if on else "no",
-                                  f"measured {gain:+.0%} throughput in {precision} at batch "
+                                  f"{payload.known} {gain:+.0%} throughput in {precision} at batch "
                                   f"{format_count(compiled.point.batch)}{even}{why}",
                                   "true" if on else "false", gain))
     for variant, setting, on_means in (("contiguous", "channels_last", "channels_last"),

@@ -41,6 +41,7 @@ class Settings:
     allocator: str | None   # the PYTORCH_CUDA_ALLOC_CONF value, None: leave the default
     loader: LoaderSettings
     compile_precision: str | None = None
+    known: str = "measured"   # how the figures behind it are known: 'predicted' where the plan read a trace
 
     @property
     def compile_gain_here(self) -> float | None:
@@ -52,7 +53,7 @@ class Settings:
 
 
 def settings_from(workload: str, recs: list[Recommendation], fallback_precision: str = "bf16",
-                  compiled_in: str | None = None) -> Settings:
+                  compiled_in: str | None = None, known: str = "measured") -> Settings:
     """The Settings the workload's recommendations state (a setting with no recommendation keeps PyTorch's
     default: eager mode, the default allocator). `compiled_in`: the precision torch.compile was timed in."""
     by = {r.setting: r for r in recs if r.workload == workload}
@@ -65,7 +66,7 @@ def settings_from(workload: str, recs: list[Recommendation], fallback_precision:
         compile_gain=compile_rec.gain if compile_rec else None,
         channels_last=_flag(by.get("channels_last")), cudnn_benchmark=_flag(by.get("cudnn_benchmark")),
         allocator=by["allocator"].choice if "allocator" in by else None, loader=loader_from(by),
-        compile_precision=compiled_in if compile_rec else None)
+        compile_precision=compiled_in if compile_rec else None, known=known)
 
 
 def _flag(rec: Recommendation | None) -> bool | None:

@@ -40,7 +40,7 @@ def render_capacity_table(plan: Plan, width: int = DEFAULT_WIDTH) -> list[str]:
                  for t in plan.targets]
         rows.append([workload, precision, _recommended(plan, workload, precision, keys), *cells])
     title = wrap("Largest batch that fits, per target (default allocator / expandable segments; recommended = "
-                 "the measured knee, at the recommended precision)", width)
+                 f"the {'predicted' if plan.traced else 'measured'} knee, at the recommended precision)", width)
     return [*title, *chunk_columns(rows, 3, set(range(2, len(head))), width)]
 
 

@@ -25,7 +25,7 @@ def compile_words(s: Settings) -> str:
     if s.torch_compile:
         return f"torch.compile ({s.compile_gain:+.0%})" if s.compile_gain is not None else "torch.compile"
     if s.compile_gain_here is not None:
-        return f"eager (compile measured {s.compile_gain_here:+.0%})"
+        return f"eager (compile {s.known} {s.compile_gain_here:+.0%})"
     if s.compile_gain is not None:  # timed in the sweep's precision only: its gain is over that one's eager
         return f"eager (compile timed in {s.compile_precision} only: {s.compile_gain:+.0%} there)"
     return "eager"

@@ -180,8 +180,10 @@ def build_report(machine: MachineResults, plan: Plan | None = None, measured: Se
     given = ReportInput(machine, plan)
     body = [section for slot in REPORT_ORDER for section in slot.sections(given)]
     decision = build_decision_sections(machine, plan, workload_rankings(plan))
-    head: list[Section] = [*build_trace_sections(machine, plan), *decision,
-                           build_summary(machine, collected, body, plan)]
+    # the answer first; on a machine predicted from a trace, what the prediction rests on follows it (the title
+    # already says "predicted from a trace: no GPU measured")
+    head: list[Section] = [*decision, build_summary(machine, collected, body, plan),
+                           *build_trace_sections(machine, plan)]
     present = {doc.kind for doc in machine.documents.values()}
     missing = [kind for kind in PAYLOADS if kind not in present]
     if missing:

@@ -17,6 +17,7 @@ from planner.plan.plan import Plan
 from planner.report.glossary import term_anchor
 from planner.report.sections import SectionBase
 from planner.report.workloads import WorkloadSection
+from planner.trace.machine import is_prediction
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ class SummarySection(SectionBase, kind="summary", title="Summary", in_toc=False)
     changes: list[Change]
     changes_note: str | None    # why fewer than three changes are shown
     verdicts: list[VerdictRow]
+    known: str = "measured"     # 'predicted' on a machine predicted from a trace: the changes' gains are predictions
 
 
 def build_verdict_row(section: WorkloadSection) -> VerdictRow:
@@ -94,4 +96,5 @@ def build_summary(machine: MachineResults, collected: str, sections: list, plan:
         torch=env.torch if env else None, cuda=env.cuda_runtime if env else None,
         driver=env.driver if env else None, collected=collected, changes=changes,
         changes_note=changes_note(workloads, len(changes)), verdicts=[build_verdict_row(w) for w in workloads],
+        known="predicted" if is_prediction(machine) else "measured",
     )

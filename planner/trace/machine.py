@@ -91,6 +91,11 @@ def predicted_workload(trace: TracePayload, model: GpuModel, card_bytes: int) ->
     points = [_point(trace, r, steps[(r.precision, r.batch)], model, "batch" if r.precision == MAIN else "variant")
               for r in runs if r.precision == MAIN or r.batch == trace.main_batch]
     main = trace.run(MAIN, trace.main_batch)
+    if main is not None and main.status == "ok":
+        # The main precision's trial at the main batch, as a collection holds it beside its sweep point: the
+        # precision choice compares every precision with it (planner/plan/choice.py `baseline`); without it the
+        # choice fell back to the fastest trial however small its lead.
+        points.append(_point(trace, main, steps[(MAIN, trace.main_batch)], model, "variant"))
     if main is not None and main.status == "ok" and trace.training:
         step = steps[(MAIN, trace.main_batch)]
         points.append(_point(trace, main, step, model, "variant", "compile",
