@@ -22,13 +22,19 @@ from planner.check.accuracy_markdown import (
     render_regimes,
     render_repeatability,
 )
-from planner.check.bands import band_table_for, build_band_table
+from planner.check.bands import BandTable, band_table_for, build_band_table
 from planner.check.coverage import TARGET_COVERAGE, band_coverage, overall
 from planner.check.crossarch import MAX_TARGET as CROSS_MAX
 from planner.check.crossarch import MEDIAN_TARGET as CROSS_MEDIAN
 from planner.check.crossarch import build_crosscheck
 from planner.check.dle_points import DLE_POINTS
-from planner.check.harness_bands import HarnessCoverage, harness_coverage, held_out_ratio_checks
+from planner.check.harness_bands import (
+    HarnessCoverage,
+    HeldOutFamilies,
+    harness_coverage,
+    held_out_family_checks,
+    held_out_ratio_checks,
+)
 from planner.check.lambda_heldout import held_out_lambda_ratios, render
 from planner.check.pairs import build_pair_check
 from planner.check.pairs_markdown import render_held_out, render_pair_check
@@ -37,6 +43,7 @@ from planner.check.scaling_check import check_published_scaling, slow_host_bandw
 from planner.export.frame import machines_frame
 from planner.model.workload_verdict import main_batch
 from planner.scaling.intra_node import load_link_runs
+from planner.specs.published_pairs import PairTable, load_pairs
 
 SOURCE, TARGET = "h100-80gb", "h200"  # the accuracy pair: two single GPUs measured alike
 # The new models (issue 38's examples) collected on each of the pair, held out of the model and the bands
@@ -46,6 +53,12 @@ SOURCE, TARGET = "h100-80gb", "h200"  # the accuracy pair: two single GPUs measu
 LAMBDA_HELD_OUT = (TARGET, "diagnostics/lambdaheld-2026-11-29/runs/lambda-heldout")
 NEW_MODELS = {SOURCE: "diagnostics/new-models-2026-11-27/no-budget/runs/new-models",
               TARGET: "diagnostics/new-models-2026-11-27/collect/runs/new-models"}
+# The held-out families DLE publishes too (published_pairs.json: dle-ncf, dle-waveglow, dle-tacotron2): each model's
+# DLE ratios are scored from the collection that measured it (machine, folder under results/<machine>/), never from the
+# reference machines; a folder not committed yet lists its tables as not measured. tacotron2's is the folder its H200
+# collection is expected in: set it to where that collection is committed.
+HELD_OUT_DLE = {"ncf": LAMBDA_HELD_OUT, "waveglow": LAMBDA_HELD_OUT,
+                "tacotron2": (TARGET, "diagnostics/lambdaheld2-2026-11-29/runs/h200-lambdaheld2")}
 DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
 
 
@@ -372,7 +385,7 @@ def band_harnesses(machines: list[MachineResults]) -> str:
     table = build_band_table([a, b], [c for c in (build_crosscheck(a), build_crosscheck(b)) if c and c.rows])
     rows = [[h.harness, str(h.n), str(h.inside), f"{h.coverage:.1%}", f"±{h.median_half_width:.1%}",
              "met" if h.coverage >= TARGET_COVERAGE else "missed"]
-            for h in harness_coverage(table, build_pair_check(a)) + _held_out_across(machines)]
+            for h in harness_coverage(table, build_pair_check(a, _reference_pairs())) + _held_out_across(machines)]
     return _table(["harness", "truths", "inside", "coverage", "median half-width", f"≥ {TARGET_COVERAGE:.0%}"], rows)
 
 
@@ -380,7 +393,8 @@ def _held_out_across(machines: list[MachineResults]) -> list[HarnessCoverage]:
     """Held-out models across architectures, the two harnesses that have them and both together: the new models' DLE
     ratios (from their H100 and H200 collections) and the Lambda families' ratios to the H100 SXM (from the H200's)."""
     bands, lambda_machine = band_table_for(machines), _lambda_held_out(machines)
-    dle = [(c.inside, c.half_width) for c in held_out_ratio_checks(bands, _new_models(machines))]
+    judged = held_out_ratio_checks(bands, _new_models(machines)) + _held_out_families(machines, bands).judged
+    dle = [(c.inside, c.half_width) for c in judged]
     lam = [(r.inside, r.half_width) for r in held_out_lambda_ratios(bands, lambda_machine)] if lambda_machine else []
     named = (("held-out models: DLE ratios (other architectures)", dle),
              ("held-out families: Lambda ratios (other architectures)", lam),
@@ -393,6 +407,25 @@ def _lambda_held_out(machines: list[MachineResults]) -> MachineResults | None:
     machine, folder = LAMBDA_HELD_OUT
     path = _by(machines, machine).folder / folder
     return load_machine(path) if path.is_dir() else None
+
+
+def _reference_pairs() -> list[PairTable]:
+    """The DLE tables the reference machines are checked against: all but the held-out families' (HELD_OUT_DLE), which
+    are scored from their own collections only."""
+    return [t for t in load_pairs() if t.model not in HELD_OUT_DLE]
+
+
+def _held_out_families(machines: list[MachineResults], bands: BandTable) -> HeldOutFamilies:
+    """The held-out families' DLE ratios, each from its collection (HELD_OUT_DLE; a folder loaded once)."""
+    loaded: dict[Path, MachineResults | None] = {}
+    collections = {}
+    for model, (machine, folder) in HELD_OUT_DLE.items():
+        path = _by(machines, machine).folder / folder
+        if path not in loaded:
+            loaded[path] = load_machine(path) if path.is_dir() else None
+        collections[model] = loaded[path]
+    where = {model: f"`results/{machine}/{folder}/`" for model, (machine, folder) in HELD_OUT_DLE.items()}
+    return held_out_family_checks(bands, collections, where=where)
 
 
 def _new_models(machines: list[MachineResults]) -> list[MachineResults]:
@@ -533,29 +566,43 @@ def accuracy_dle(machines: list[MachineResults]) -> str:
     """DeepLearningExamples' A100 and V100 rows predicted from the H100, as ratios between the table's own rows; from
     the H200 too where it has points timed in DLE's configuration (benchmarks/gpu_dle_points.sh ran on an H200). The
     tables not scored are listed once (a second source lists them again only where its list differs). Then the new
-    models' DLE rows, predicted from their own collections (NEW_MODELS), which neither the model nor the bands saw."""
-    first = build_pair_check(_by(machines, SOURCE))
+    models' DLE rows, predicted from their own collections (NEW_MODELS), which neither the model nor the bands saw; and
+    the held-out families' (HELD_OUT_DLE), each from the collection that measured it."""
+    first = build_pair_check(_by(machines, SOURCE), _reference_pairs())
     text = render_pair_check(first)
     target = _by(machines, TARGET)
     if (target.folder / DLE_POINTS).is_dir():
-        second = build_pair_check(target)
+        second = build_pair_check(target, _reference_pairs())
         again = first is None or second is None or second.listed != first.listed
         text += "\n" + render_pair_check(second, listed=again)
-    return text + _held_out_dle(machines)
+    bands = band_table_for(machines)
+    return text + _held_out_dle(machines, bands) + _held_out_families_dle(machines, bands)
 
 
-def _held_out_dle(machines: list[MachineResults]) -> str:
+def _held_out_dle(machines: list[MachineResults], bands: BandTable) -> str:
     """The new models' DLE ratios from their own collections, each against the range its two bands give it."""
     folders = {m.machine: m.folder / NEW_MODELS[m.machine] for m in machines if m.machine in NEW_MODELS}
     folders = {name: folder for name, folder in folders.items() if folder.is_dir()}
     if not folders:
         return ""
     shown = ", ".join(f"`results/{name}/{NEW_MODELS[name]}/`" for name in folders)
-    judged = held_out_ratio_checks(band_table_for(machines), [load_machine(f) for f in folders.values()])
+    judged = held_out_ratio_checks(bands, [load_machine(f) for f in folders.values()])
     return (f"\n**Held-out models** ({shown}: EfficientNet-B0 and ResNeXt-101 32x4d, collected after every choice of "
             "the model and its bands; mixed precision from the bf16 point where a collection has no fp16 one, on both "
             "GPUs). Each ratio against the range its two bands give it (the bands built from results/):\n"
             + render_held_out(judged))
+
+
+def _held_out_families_dle(machines: list[MachineResults], bands: BandTable) -> str:
+    """The held-out families' DLE ratios from their own collections (HELD_OUT_DLE), and those not measured yet."""
+    held = _held_out_families(machines, bands)
+    folders = dict.fromkeys(f"`results/{machine}/{folder}/`" for machine, folder in HELD_OUT_DLE.values()
+                            if (_by(machines, machine).folder / folder).is_dir())
+    return (f"\n**Held-out families** ({', '.join(folders) or 'no collection committed yet'}: "
+            f"{', '.join(sorted(HELD_OUT_DLE))}, examples/ written and their trace-only predictions frozen before a "
+            "GPU ran them). Each ratio from the family's own collection, against the range its two bands give it (the "
+            "bands built from results/, without the family):\n"
+            + render_held_out(held.judged, "the held-out families", held.not_measured))
 
 
 # ── several GPUs, input pipeline ────────────────────────────────────────────────────────────────

@@ -13,13 +13,14 @@ The half-width of a band is its larger side, as everywhere on the accuracy page.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from gpuplan_schema.results import MachineResults
 from planner.check.bands import Band, BandTable
 from planner.check.coverage import Check, check_bands
 from planner.check.pairs import PairCheck, PairRatio, build_pair_check
+from planner.specs.published_pairs import PairTable, load_pairs
 
 GPT2_FAMILY = "nanogpt"
 
@@ -96,3 +97,36 @@ def held_out_ratio_checks(table: BandTable, machines: Sequence[MachineResults]) 
         for ratio in check.ratios if check else []:
             out.append(RatioCheck(m.gpu_name or m.machine, ratio, *ratio_inside(table, ratio)))
     return out
+
+
+@dataclass(frozen=True)
+class HeldOutFamilies:
+    """The DLE ratios of held-out families, each from its own collection, and the tables not scored with why."""
+
+    judged: list[RatioCheck]
+    not_measured: list[str] = field(default_factory=list)   # '<table id> (why)'
+
+
+def held_out_family_checks(table: BandTable, collections: Mapping[str, MachineResults | None],
+                           tables: list[PairTable] | None = None, where: Mapping[str, str] | None = None
+                           ) -> HeldOutFamilies:
+    """Across architectures, for held-out families (models no reference workload is, measured in a collection of their
+    own: examples/ncf.py, waveglow.py, tacotron2.py): each DLE table of a family in `collections` predicted from that
+    family's collection only, each ratio against the range its two bands give it (ratio_inside: the bands without the
+    family). A family whose collection is None (not committed yet) or holds no point of it is listed, not dropped, with
+    where its collection is expected (`where`: the model's folder in words)."""
+    out: list[RatioCheck] = []
+    missing: list[str] = []
+    for pair_table in load_pairs() if tables is None else tables:
+        if pair_table.model not in collections:
+            continue
+        machine = collections[pair_table.model]
+        check = build_pair_check(machine, [pair_table]) if machine is not None else None
+        if machine is None or check is None or not check.ratios:
+            at = f" at {where[pair_table.model]}" if where and pair_table.model in where else ""
+            why = f"no collection{at} yet" if machine is None else \
+                f"its collection{at} has no {pair_table.model} point to start from"
+            missing.append(f"{pair_table.id} ({why})")
+            continue
+        out += [RatioCheck(machine.gpu_name or machine.machine, r, *ratio_inside(table, r)) for r in check.ratios]
+    return HeldOutFamilies(out, missing)

@@ -5,6 +5,7 @@ every ratio with its two published rows, cited, and our two predictions."""
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 
 from planner.check.crossarch import MAX_TARGET, MEDIAN_TARGET
 from planner.check.harness_bands import RatioCheck
@@ -65,14 +66,16 @@ def render_pair_check(check: PairCheck | None, listed: bool = True) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_held_out(judged: list[RatioCheck]) -> str:
-    """The DLE ratios of models the bands and the model were not built from, each against the range its two bands give
-    (planner/check/harness_bands.py): coverage, median half-width, then every ratio."""
+def render_held_out(judged: list[RatioCheck], what: str = "the new models", not_measured: Sequence[str] = ()) -> str:
+    """The DLE ratios of models the bands and the model were not built from (`what`), each against the range its two
+    bands give (planner/check/harness_bands.py): coverage, median half-width, then every ratio; then the tables of
+    such models not measured yet, with why (`not_measured`)."""
+    missing = f"\nNot measured yet: {'; '.join(not_measured)}.\n" if not_measured else ""
     if not judged:
-        return "\nAcross architectures: no new model has a DLE table (planner/specs/published_pairs.json).\n"
+        return f"\nAcross architectures: no ratio of {what} to score (planner/specs/published_pairs.json).\n" + missing
     inside = sum(j.inside for j in judged)
     same = [j for j in judged if j.ratio.twin == "same"]
-    lines = ["", f"Across architectures (DLE ratios of the new models): {inside} of {len(judged)} inside the range "
+    lines = ["", f"Across architectures (DLE ratios of {what}): {inside} of {len(judged)} inside the range "
              f"their two bands give ({inside / len(judged):.1%}), median half-width "
              f"±{statistics.median(j.half_width for j in judged):.1%}; of them \"same\" (our layout is the row's) "
              f"{sum(j.inside for j in same)} of {len(same)}", "",
@@ -80,4 +83,4 @@ def render_held_out(judged: list[RatioCheck]) -> str:
     lines += [f"| {j.source} | {j.ratio.table} | {j.ratio.label} | {j.ratio.twin} | {j.ratio.published:.3f} | "
               f"{j.ratio.predicted:.3f} | {j.ratio.error:+.1%} | {'yes' if j.inside else 'no'} "
               f"(±{j.half_width:.0%}) |" for j in judged]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + missing
