@@ -16,7 +16,7 @@ from typing import Any
 from collectors.ceilings import collect as ceilings
 from collectors.core.budget import STANDARD_BUDGET_S, effective_budget, parse_duration
 from collectors.core.children import kill_descendants
-from collectors.core.collection import Collector, Options, Step, run_collection
+from collectors.core.collection import Collector, Options, Step, machine_folder, run_collection
 from collectors.core.device import pick_device
 from collectors.core.interrupt import resume_command
 from collectors.core.outcome import left_to_measure, report_outcome
@@ -31,7 +31,7 @@ from collectors.distributed import collectives, ddp, nodes
 from collectors.environment import collect as environment
 from collectors.roofline import collect as roofline
 from collectors.trace import collect as trace
-from collectors.workloads import BUILTIN, WorkloadError, load_workload
+from collectors.workloads import BUILTIN, WorkloadError, load_workload, retime
 from collectors.workloads import collect as workload_collector
 from gpuplan_schema.machine import sanitize_machine_id
 from gpuplan_schema.payloads import DataloaderPayload, RooflinePayload, TracePayload, WorkloadPayload
@@ -227,6 +227,13 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
                              "from there (one of workloads collector 2 keeps its boundary probes and times its "
                              "points again, for host and GPU time). With it, documents are replaced as the new "
                              "measurements come in")
+    parser.add_argument("--retime-host", action="store_true",
+                        help="time every host-set point (a step the host's speed moves: the GPU idles for part of "
+                             "it) of the named workloads' documents in OUT/MACHINE again, side by side in one "
+                             "window on this host, and rewrite those documents with them (their other points and "
+                             "boundaries stay): for a folder collected over several runs or days, whose host-set "
+                             "points would otherwise each carry the speed of the host they happened to run on. "
+                             "Needs --workload for each (as the collection named them); nothing else runs")
     parser.add_argument("--point-timeout", type=float, metavar="SECONDS", default=DEFAULT_POINT_TIMEOUT_S,
                         help="time limit of one workload point (build, first step, timed steps): a point still "
                              "running after it is recorded as an error, 'timed out after N s', and the "
@@ -307,6 +314,8 @@ def run_from_args(args: argparse.Namespace) -> int:
     except distributed.DistributedOptionError as e:  # the node options
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    if getattr(args, "retime_host", False):
+        return retime.run_retime(machine_folder(options)[1], options.workloads or [], sys.stderr)
     problem = cache_inside_results(options)
     if problem:
         print(f"error: {problem}", file=sys.stderr)

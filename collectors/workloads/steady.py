@@ -48,11 +48,12 @@ class SteadyTiming:
     host_issue_s: Stat  # over every round's issues
 
 
-def needs_steady(point: WorkloadPoint) -> bool:
-    """Whether the host's speed moves this point's step (module docstring), and it is not timed so yet."""
+def needs_steady(point: WorkloadPoint, again: bool = False) -> bool:
+    """Whether the host's speed moves this point's step (module docstring), and it is not timed so yet (`again`:
+    timed so already or not, collectors/workloads/retime.py)."""
     if point.status != "ok" or point.sweep not in ("batch", "variant", "knee", "repeat") or point.seq_len is not None:
         return False
-    if point.steady_rounds or not point.gpu_busy_s or point.step_s is None:
+    if (point.steady_rounds and not again) or not point.gpu_busy_s or point.step_s is None:
         return False
     if "channels_last" in point.variant or "contiguous" in point.variant:
         return False
@@ -77,13 +78,14 @@ def interleave(steps: list[Callable[[], object]], modes: list[Callable[[], objec
 
 
 def with_steady(point: WorkloadPoint, timing: SteadyTiming, rounds: int) -> WorkloadPoint:
-    """The point with its steady timing as its step time, its rates and achieved fractions rescaled to it."""
+    """The point with its steady timing as its step time, its rates and achieved fractions rescaled to it; the sweep's
+    own timing stays its `quick_step_s` (a point timed steadily before keeps the sweep's, not the earlier window's)."""
     scale = point.step_s.median / timing.step_s.median if point.step_s else 1.0
     tokens = point.tokens_per_s * scale if point.tokens_per_s is not None else None
 
     def rescaled(fraction: float | None) -> float | None:
         return fraction * scale if fraction is not None else None
-    return replace(point, quick_step_s=point.step_s, step_s=timing.step_s, steady_rounds=rounds,
+    return replace(point, quick_step_s=point.quick_step_s or point.step_s, step_s=timing.step_s, steady_rounds=rounds,
                    throughput_per_s=point.batch / timing.step_s.median, tokens_per_s=tokens,
                    host_issue_s=timing.host_issue_s,
                    achieved_flops_fraction=rescaled(point.achieved_flops_fraction),
@@ -100,12 +102,13 @@ class Job:
 
 
 def iter_steady_documents(jobs: list[Job], instantiate: Callable[[str], Workload], ctx: Context,
-                          progress: Progress, rounds: int = ROUNDS,
-                          slice_s: float = SLICE_S) -> Iterator[tuple[str, WorkloadPayload]]:
+                          progress: Progress, rounds: int = ROUNDS, slice_s: float = SLICE_S,
+                          again: bool = False) -> Iterator[tuple[str, WorkloadPayload]]:
     """Every job's payload, complete, with the points that need it timed steadily in one window (module
-    docstring). A step that fails to build keeps its sweep timing, said once; if the window itself fails,
-    every point keeps it, said once: the documents complete either way, so that a rerun does not fail again."""
-    chosen = {job.stem: [i for i, p in enumerate(job.payload.points) if needs_steady(p)] for job in jobs}
+    docstring; `again`: those timed steadily before too). A step that fails to build keeps its sweep timing, said
+    once; if the window itself fails, every point keeps it, said once: the documents complete either way, so that
+    a rerun does not fail again."""
+    chosen = {job.stem: [i for i, p in enumerate(job.payload.points) if needs_steady(p, again)] for job in jobs}
     timed: dict[str, dict[int, WorkloadPoint]] = {}
     count = sum(map(len, chosen.values()))
     if count:
