@@ -69,6 +69,7 @@ GENERATORS: dict[str, Callable[[list[MachineResults]], str]] = {
     "band-harnesses": tables.band_harnesses,
     "held-out-models": tables.held_out_models,
     "held-out-lambda": tables.held_out_lambda,
+    "held-out-timm": tables.held_out_timm,
     "below-roof-candidates": tables.below_roof_candidates,
     "below-roof-families": tables.below_roof_families,
     "accuracy-h100-h200": tables.accuracy_tables,

@@ -36,6 +36,8 @@ from planner.check.harness_bands import (
     held_out_ratio_checks,
 )
 from planner.check.lambda_heldout import held_out_lambda_ratios, render
+from planner.check.model_tables import measured_checks
+from planner.check.model_tables import render as render_timm
 from planner.check.pairs import build_pair_check
 from planner.check.pairs_markdown import render_held_out, render_pair_check
 from planner.check.repeatability import ANOTHER_LEND, SAME_RUN, all_repeat_pairs, repeat_summaries
@@ -43,6 +45,7 @@ from planner.check.scaling_check import check_published_scaling, slow_host_bandw
 from planner.export.frame import machines_frame
 from planner.model.workload_verdict import main_batch
 from planner.scaling.intra_node import load_link_runs
+from planner.specs.published_models import load_model_tables
 from planner.specs.published_pairs import PairTable, load_pairs
 
 SOURCE, TARGET = "h100-80gb", "h200"  # the accuracy pair: two single GPUs measured alike
@@ -697,3 +700,13 @@ def accuracy_scaling(machines: list[MachineResults]) -> str:
                          f"{int(g.covered.sum())}/{int(g.covered.notna().sum())}"])
     lines.append(_table(["by", "rows", "median \\|error\\|", "largest", "published efficiency", "in band"], rows))
     return "\n".join(lines)
+
+
+def held_out_timm(machines: list[MachineResults]) -> str:
+    """timm's RTX 3090 training tables (published_throughput.json `model_tables`), each model predicted from our H200
+    and H100 collections of it, absolute and as the ratio to ResNet-50's row (planner/check/model_tables.py); the
+    trace-only scoring needs a plan of the CPU traces (benchmarks/timm_rtx3090.py --plan)."""
+    root = _by(machines, SOURCE).folder.parent
+    checks = measured_checks(band_table_for(machines), load_model_tables(), root)
+    return "\n".join(render_timm([c for c in checks if c.source == source], f"timm RTX 3090 from the {source}")
+                     for source in dict.fromkeys(c.source for c in checks))

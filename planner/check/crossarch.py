@@ -208,10 +208,10 @@ def nearest_point(payload: WorkloadPayload, precision: str, batch: int | None,
 
 
 def predict_row(table: PublishedTable, gpu: GpuSpec, published: PublishedRow, ratio: float, source: MachineResults,
-         source_spec: GpuSpec, payload: WorkloadPayload) -> CrossRow | None:
-    # our measured precision of the table's; a GPU without it runs the measured step in its stand-in (STAND_IN:
-    # TF32 work as plain fp32 on a V100, as the published fp32 runs did there)
-    ours = PRECISIONS_OF[table.precision]
+         source_spec: GpuSpec, payload: WorkloadPayload, precisions: tuple[str, ...] | None = None) -> CrossRow | None:
+    # our measured precision of the table's (or the first of `precisions` a caller chose); a GPU without it runs the
+    # measured step in its stand-in (STAND_IN: TF32 work as plain fp32 on a V100, as the published fp32 runs did there)
+    ours = precisions or PRECISIONS_OF[table.precision]
     precision = next((p for p in ours if p in gpu.flops_per_s), None) \
         or next((p for p in ours if run_precision(p, gpu.flops_per_s)), None)
     point = nearest_point(payload, precision, published.batch, table.compiled) if precision else None

@@ -25,36 +25,40 @@ class CatalogError(DocumentError):
     """A catalog file that cannot be used; the message names the file and the field."""
 
 
-def read_json_object(path: Path, keys: tuple[str, ...]) -> dict[str, Any]:
-    """A data file's top-level object, refused with one line unless it is valid JSON with exactly `keys`."""
+def read_json_object(path: Path, keys: tuple[str, ...], optional: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A data file's top-level object, refused with one line unless it is valid JSON with exactly `keys` (and any of
+    `optional`)."""
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
         raise CatalogError(path, "", f"not valid JSON ({e.msg}, line {e.lineno})") from None
-    if not isinstance(raw, dict) or set(raw) != set(keys):
-        raise CatalogError(path, "", f"must be an object with exactly the keys {', '.join(keys)}")
+    if not isinstance(raw, dict) or not set(keys) <= set(raw) <= set(keys) | set(optional):
+        also = f" (and optionally {', '.join(optional)})" if optional else ""
+        raise CatalogError(path, "", f"must be an object with exactly the keys {', '.join(keys)}{also}")
     return raw
 
 
 def read_tables(path: Path, schema_version: int, kind: str,
-                read_table: Callable[[Path, str, dict[str, Any]], Any]) -> list[Any]:
-    """The tables of a published-figures file ({schema_version, kind, tables}): the header checked, each entry read
-    by `read_table(path, where, entry)`, each table's `id` unique (CatalogError naming the field otherwise)."""
-    raw = read_json_object(path, ("schema_version", "kind", "tables"))
+                read_table: Callable[[Path, str, dict[str, Any]], Any], key: str = "tables",
+                optional: tuple[str, ...] = ()) -> list[Any]:
+    """The tables of a published-figures file ({schema_version, kind, tables}, and any `optional` lists of tables of
+    another shape): the header checked, each entry of `key` read by `read_table(path, where, entry)`, each table's
+    `id` unique (CatalogError naming the field otherwise)."""
+    raw = read_json_object(path, ("schema_version", "kind", key), optional)
     if raw["schema_version"] != schema_version:
         raise CatalogError(path, "schema_version", f"must be {schema_version}, not {raw['schema_version']!r}")
     if raw["kind"] != kind:
         raise CatalogError(path, "kind", f"must be {kind!r}, not {raw['kind']!r}")
-    entries = raw["tables"]
+    entries = raw[key]
     if not isinstance(entries, list) or not entries:
-        raise CatalogError(path, "tables", "must be a non-empty list")
+        raise CatalogError(path, key, "must be a non-empty list")
     tables, ids = [], set()
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict):
-            raise CatalogError(path, f"tables[{i}]", "must be an object")
-        table = read_table(path, f"tables[{i}]", entry)
+            raise CatalogError(path, f"{key}[{i}]", "must be an object")
+        table = read_table(path, f"{key}[{i}]", entry)
         if table.id in ids:
-            raise CatalogError(path, f"tables[{i}].id", f"{table.id!r} names an earlier table too")
+            raise CatalogError(path, f"{key}[{i}].id", f"{table.id!r} names an earlier table too")
         ids.add(table.id)
         tables.append(table)
     return tables

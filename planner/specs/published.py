@@ -29,6 +29,8 @@ REFERENCE_GPUS = ("H100 SXM", "H200 SXM")
 _OPTIONAL_ROW_FIELDS = ("stack", "note", "informed")
 # Table fields a table may leave out, with the value it then has.
 _OPTIONAL_TABLE_FIELDS = {"compiled": False}
+# The file's second list: one GPU, many models (timm's RTX 3090 tables; planner/specs/published_models.py)
+MODEL_TABLES = "model_tables"
 
 
 @dataclass(frozen=True)
@@ -139,7 +141,8 @@ def read_published(path: Path | str) -> list[PublishedTable]:
     """Every table of a published-throughput file, checked field by field (CatalogError, a ValueError)."""
     catalog_names = {spec.name for spec in load_gpu_catalog()}
     return read_tables(Path(path), SCHEMA_VERSION, KIND,
-                       lambda path, where, entry: _read_table(path, where, entry, catalog_names))
+                       lambda path, where, entry: _read_table(path, where, entry, catalog_names),
+                       optional=(MODEL_TABLES,))
 
 
 def load_published(path: Path | str | None = None) -> list[PublishedTable]:
