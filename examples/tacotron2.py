@@ -50,10 +50,12 @@ of 256 of its 625 lines holds one of about that length) and 860 frames (9.98 s; 
 566 an utterance in the mean (benchmarks/lambda_heldout.py converts).
 
 What sets its step: the host. 860 decoder steps of some 30 small kernels forward and more backward, each step's
-matrices (batch × 1,792 × 4,096 and batch × 2,560 × 4,096) a few MFLOP a sample: ~41 MFLOP a frame a sample for a
-training step (the two LSTM cells 0.1 GFLOP a frame in all three passes are most of it), ~9 TFLOP a step at batch 256,
-plus the attention's (batch, text, 128) elementwise tensors every frame. Lambda's iterations take 1.8-2.8 s from
-batch 48 (V100) to 256 (H100) on every GPU: nearly flat in the batch, so its rates are about batch × a host speed.
+matrices (batch × 1,792 × 4,096 and batch × 2,560 × 4,096, the two LSTM cells) 36 MFLOP a sample: ~37 MFLOP a frame
+a sample forward, ~110 for a training step: ~24 TFLOP a step at batch 256, 33 TFLOP with the encoder's and the
+postnet's convolutions (the trace's count), a few tens of ms of an H100's tensor cores; and the attention's (batch,
+text, 128) elementwise tensors every frame. Lambda's iterations take 1.5-2.9 s on every GPU but the Quadro RTX 8000
+(4.0-4.2 s), from batch 48 (V100) to 256 (H100): nearly flat in the batch, so its rates are about batch × a host
+speed.
 
 What differs from Lambda's run, knowingly:
 - every utterance at the batch's longest text and mel (DLE's texts are padded and its BiLSTM runs packed over each
@@ -67,7 +69,8 @@ What differs from Lambda's run, knowingly:
 Lambda's fp32 ran on NGC 22.10 (PyTorch 1.13): its container turns TF32 on for cuBLAS on Ampere and later, cuDNN's
 convolutions default to TF32 too: it compares with gpuplan's `tf32` there and plain fp32 on the V100 and the Quadro
 RTX 8000. Lambda's fp16 column is the same fp32 job (its logs print `amp : False` on all twelve GPUs: `--amp-run` did
-not turn AMP on), within 4 % of the fp32 column where the batches agree, and is not compared a second time.
+not turn AMP on), within 3 % of the fp32 column where the batches agree (the A100 80GB SXM +7.7 %, the H100 PCIe
++4.1 % aside), and is not compared a second time.
 
 Sources: NVIDIA/DeepLearningExamples PyTorch/SpeechSynthesis/Tacotron2/tacotron2/model.py, arg_parser.py,
 loss_function.py, data_function.py, text/symbols.py, common/layers.py and the 625-file filelist as stored (read, not
