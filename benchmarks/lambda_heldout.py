@@ -9,14 +9,17 @@
    predicted from it and held as a ratio to the H100 SXM against the range its two bands give it, the bands built from
    the committed results without the family (planner/check/lambda_heldout.py): coverage and median half-width.
 
-    F=results/predictions-before-measurement/lambdaheld-2026-11-29
+    F=results/predictions-before-measurement/lambdaheld-2026-11-29                 # ncf, waveglow
     PYTHONPATH=$PWD python benchmarks/lambda_heldout.py --frozen $F/plan-all-gpus.json        # 1
     M=results/h200/diagnostics/lambdaheld-2026-11-29/runs/lambda-heldout
     PYTHONPATH=$PWD python benchmarks/lambda_heldout.py $M                                   # 2
+    F=results/predictions-before-measurement/lambdaheld2-2026-11-29                # tacotron2, transformer-xl-large
 
 Rates are compared in the table's unit: WaveGlow's published figure is audio samples a second, our workload's unit a
-segment of 8,000 of them (examples/waveglow.py); NCF's is samples a second in both. DLE's NCF counts the samples of
-the partial batch it drops (examples/ncf.py), so its published rates lie 0.8-3.4 % above the rate it trained at.
+segment of 8,000 of them (examples/waveglow.py); Tacotron 2's is mel frames, ours an utterance (566 frames of its own
+in the mean: examples/tacotron2.py); Transformer-XL large's target tokens, ours a segment of 256; NCF's is samples a
+second in both. DLE's NCF counts the samples of the partial batch it drops (examples/ncf.py), so its published rates
+lie 0.8-3.4 % above the rate it trained at.
 """
 
 from __future__ import annotations
@@ -37,7 +40,9 @@ from planner.check.crossarch import PRECISIONS_OF  # noqa: E402
 from planner.check.lambda_heldout import HELD_OUT_FAMILIES, REFERENCE, held_out_lambda_ratios, render  # noqa: E402
 from planner.specs.published import PublishedTable, load_published  # noqa: E402
 
-UNIT_SCALE = {"waveglow": 8000}   # published units in one of our workload's: audio samples in a segment
+# published units in one of our workload's: audio samples in a segment (examples/waveglow.py), an utterance's own mel
+# frames in the mean of Lambda's logs (examples/tacotron2.py FRAMES_PER_UTTERANCE), target tokens in a segment
+UNIT_SCALE = {"waveglow": 8000, "tacotron2": 566, "transformer-xl-large": 256}
 
 
 def _prediction(target: dict, model: str, precisions: tuple[str, ...], batch: int | None) -> dict | None:

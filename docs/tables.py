@@ -51,9 +51,11 @@ from planner.specs.published_pairs import PairTable, load_pairs
 SOURCE, TARGET = "h100-80gb", "h200"  # the accuracy pair: two single GPUs measured alike
 # The new models (issue 38's examples) collected on each of the pair, held out of the model and the bands
 # (results/<machine>/diagnostics/new-models-2026-11-27/README.md says how each was run)
-# the Lambda families no reference workload is (examples/ncf.py, examples/waveglow.py), collected on an H200 after their
-# trace-only predictions were frozen (results/predictions-before-measurement/lambdaheld-2026-11-29)
-LAMBDA_HELD_OUT = (TARGET, "diagnostics/lambdaheld-2026-11-29/runs/lambda-heldout")
+# the held-out Lambda models (planner/check/lambda_heldout.py HELD_OUT_FAMILIES), each round collected on an H200 after
+# its trace-only predictions were frozen (results/predictions-before-measurement/lambdaheld-2026-11-29: ncf, waveglow;
+# lambdaheld2-2026-11-29: tacotron2, transformer-xl-large); a round not committed yet is left out
+LAMBDA_HELD_OUT = ((TARGET, "diagnostics/lambdaheld-2026-11-29/runs/lambda-heldout"),
+                   (TARGET, "diagnostics/lambdaheld2-2026-11-29/runs/h200-lambdaheld2"))
 NEW_MODELS = {SOURCE: "diagnostics/new-models-2026-11-27/no-budget/runs/new-models",
               TARGET: "diagnostics/new-models-2026-11-27/collect/runs/new-models"}
 # The held-out families DLE publishes too (published_pairs.json: dle-ncf, dle-waveglow, dle-tacotron2): each model's
@@ -395,21 +397,20 @@ def band_harnesses(machines: list[MachineResults]) -> str:
 def _held_out_across(machines: list[MachineResults]) -> list[HarnessCoverage]:
     """Held-out models across architectures, the two harnesses that have them and both together: the new models' DLE
     ratios (from their H100 and H200 collections) and the Lambda families' ratios to the H100 SXM (from the H200's)."""
-    bands, lambda_machine = band_table_for(machines), _lambda_held_out(machines)
+    bands, lambda_machines = band_table_for(machines), _lambda_held_out(machines)
     judged = held_out_ratio_checks(bands, _new_models(machines)) + _held_out_families(machines, bands).judged
     dle = [(c.inside, c.half_width) for c in judged]
-    lam = [(r.inside, r.half_width) for r in held_out_lambda_ratios(bands, lambda_machine)] if lambda_machine else []
+    lam = [(r.inside, r.half_width) for m in lambda_machines for r in held_out_lambda_ratios(bands, m)]
     named = (("held-out models: DLE ratios (other architectures)", dle),
              ("held-out families: Lambda ratios (other architectures)", lam),
              ("held-out models, both (other architectures)", dle + lam))
     return [HarnessCoverage.of(name, [i for i, _ in rows], [w for _, w in rows]) for name, rows in named if rows]
 
 
-def _lambda_held_out(machines: list[MachineResults]) -> MachineResults | None:
-    """The H200's collection of the held-out Lambda families (LAMBDA_HELD_OUT), where it is committed."""
-    machine, folder = LAMBDA_HELD_OUT
-    path = _by(machines, machine).folder / folder
-    return load_machine(path) if path.is_dir() else None
+def _lambda_held_out(machines: list[MachineResults]) -> list[MachineResults]:
+    """The collections of the held-out Lambda models (LAMBDA_HELD_OUT) that are committed, in their rounds' order."""
+    paths = [_by(machines, machine).folder / folder for machine, folder in LAMBDA_HELD_OUT]
+    return [load_machine(p) for p in paths if p.is_dir()]
 
 
 def _reference_pairs() -> list[PairTable]:
@@ -438,12 +439,14 @@ def _new_models(machines: list[MachineResults]) -> list[MachineResults]:
 
 
 def held_out_lambda(machines: list[MachineResults]) -> str:
-    """The held-out Lambda families from their own H200 collection, each GPU's ratio to the H100 SXM against the range
-    its two bands (built without the family) give it (planner/check/lambda_heldout.py)."""
+    """The held-out Lambda models from their H200 collections (one a round), each GPU's ratio to the H100 SXM against
+    the range its two bands (built without the model) give it (planner/check/lambda_heldout.py)."""
     measured = _lambda_held_out(machines)
-    if measured is None:
+    if not measured:
         return ""
-    return render(held_out_lambda_ratios(band_table_for(machines), measured), measured.gpu_name or LAMBDA_HELD_OUT[0])
+    bands = band_table_for(machines)
+    sources = dict.fromkeys(m.gpu_name or m.machine for m in measured)   # one H200 name, each round's in order
+    return render([r for m in measured for r in held_out_lambda_ratios(bands, m)], " and ".join(sources))
 
 
 def held_out_models(machines: list[MachineResults]) -> str:
