@@ -265,12 +265,14 @@ def summary_of(payload: Any) -> str:
         gpus = ", ".join(g.name for g in payload.gpus) or f"no GPU ({payload.gpu_absent_reason})"
         return f"{payload.cpu.label}; {gpus}"
     if isinstance(payload, WorkloadPayload):
-        ok = [p for p in payload.points if p.status == "ok"]
-        best = max(ok, key=lambda p: p.throughput_per_s or 0, default=None)
+        # timed points only: a boundary probe that ran is 'ok' too, with no throughput (a tacotron2 collection on an
+        # H200 whose first sweep point timed out crashed here on its batch-1 probe)
+        timed = [p for p in payload.points if p.status == "ok" and p.throughput_per_s]
+        best = max(timed, key=lambda p: p.throughput_per_s or 0, default=None)
         bounds = ", ".join(f"{b.precision} {b.max_batch}" + _expandable(payload, b.precision)
                            for b in payload.default_boundaries if b.max_batch)
         head = f"best {best.throughput_per_s:.4g} {payload.unit}/s ({best.precision}, batch {best.batch})" if best \
-            else "no point ran"
+            else "no point timed"
         partial = "" if payload.complete else f" (stopped after {len(payload.points)} points: the same command resumes)"
         return head + (f"; max batch {bounds}" if bounds else "") + partial
     if isinstance(payload, RooflinePayload):

@@ -20,7 +20,7 @@ from collectors.__main__ import main
 from collectors.workloads.collect import iter_workload_documents
 from collectors.workloads.retime import run_retime
 from collectors.workloads.steady import needs_steady, with_steady
-from gpuplan_schema.payloads import WorkloadPayload
+from gpuplan_schema.payloads import MemoryUse, WorkloadPayload, WorkloadPoint
 from gpuplan_schema.progress import Progress
 from gpuplan_schema.schema import build_document, load_document, save_document
 
@@ -96,3 +96,15 @@ def test_retime_needs_the_workloads_named(tmp_path, capsys):
     (tmp_path / "h200").mkdir()
     assert main(["--out", str(tmp_path), "--machine", "h200", "--retime-host"]) == 2
     assert "--retime-host: name the workloads" in capsys.readouterr().err
+
+
+def test_the_collection_summary_of_a_document_whose_only_ok_point_is_a_probe(earlier_window):
+    """A boundary probe that ran is 'ok' with no throughput: the summary line says nothing was timed, where it raised
+    TypeError (an H200 tacotron2 collection whose first sweep point timed out, its batch-1 probe then ran)."""
+    from collectors.__main__ import summary_of
+
+    probe = WorkloadPoint("probe", "bf16", 1, "no_cudnn_benchmark", "ok", memory=MemoryUse(801454592, 899678208))
+    failed = replace(earlier_window.points[0], status="error", reason="timed out after 60 s (--point-timeout)",
+                     step_s=None, throughput_per_s=None)
+    line = summary_of(replace(earlier_window, points=[failed, probe], complete=False))
+    assert line.startswith("no point timed") and "the same command resumes" in line
