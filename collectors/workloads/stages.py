@@ -118,6 +118,9 @@ def at_knee(run: WorkloadRun, precision: str, variant: Variant) -> WorkloadPoint
 
 def compile_stage(run: WorkloadRun, progress: Progress) -> Iterator[Item]:
     if compiles(run) and unsupported(run, MAIN) is None and MAIN in run.profile.detail_precisions:
+        if run.knee is None:  # no sweep point ran: there is no batch to compile at (said, not 'batch None')
+            progress.note(f"{run.workload.name}: torch.compile: not timed (no point of the {MAIN} sweep ran)")
+            return
         progress.note(f"{run.workload.name}: torch.compile at batch {run.knee} (compiling takes a while)")
         if (point := at_knee(run, MAIN, Variant(compile=True))) is not None:
             yield point
