@@ -21,7 +21,7 @@ from collectors.core.device import pick_device
 from collectors.core.interrupt import resume_command
 from collectors.core.outcome import left_to_measure, report_outcome
 from collectors.core.profiles import PROFILES
-from collectors.core.resume import same_ddp_batches, same_world
+from collectors.core.resume import same_ddp_batches, same_world, why_complete
 from collectors.core.run_lock import LockHeld
 from collectors.core.time_limit import DEFAULT_POINT_TIMEOUT_S
 from collectors.dataloader import collect as dataloader_collector
@@ -81,13 +81,34 @@ def _same_ddp(payload: Any, options: Options) -> bool:
 ROOFLINE_NEEDS_S = 20.0
 
 
+def _roofline_stems(options: Options) -> dict[str, str | None]:
+    """The per-op profiles a run owes: each workload's, and on a GPU its extra precisions' (tf32) where the workloads
+    document timed them, so that a run stopped between the two resumes with the second (an H200 run of
+    transformer-xl-large stopped in its tf32 profile, and the resume called the collection complete)."""
+    stems = _per_workload("roofline")(options)
+    device = pick_device()
+    folder = machine_folder(options)[1]
+    out: dict[str, str | None] = {}
+    for stem, spec in stems.items():
+        out[stem] = spec
+        name = stem.removeprefix("roofline-")   # the workload's name as its documents are filed
+        out |= {f"{stem}-{p}": spec for p in roofline.extra_precisions(device)
+                if roofline.timed_batches(folder, name, p)}
+    return out
+
+
 def _roofline(progress: Progress, folder: Path, options: Options) -> Iterator[tuple[str, Any]]:
     names = options.workloads or workload_collector.DEFAULT_WORKLOADS
     if options.deadline is not None and (left := options.deadline - time.monotonic()) < ROOFLINE_NEEDS_S * len(names):
         progress.note(f"the per-op profile: skipped (over the time budget: it takes about "
                       f"{ROOFLINE_NEEDS_S * len(names):.0f} s here, {max(left, 0):.0f} s were left)")
         return
-    yield from roofline.iter_roofline_documents(names, folder, pick_device(), progress)
+    device = pick_device()
+
+    def kept(stem: str) -> bool:  # a profile a resumed run finished already (its tf32 sibling may be what is owed)
+        return not options.fresh and why_complete(folder / f"{stem}.json", roofline.NAME, roofline.VERSION,
+                                                  options.profile, device.type) is not None
+    yield from roofline.iter_roofline_documents(names, folder, device, progress, kept)
 
 
 # A user's model traced on the meta device (collectors/trace: CPU seconds, no GPU) where this run's budget has no
@@ -151,7 +172,7 @@ COLLECTORS = {
         Collector(roofline.NAME, roofline.VERSION, _roofline,
                   "per-op roofline of each workload at its main batch, a quarter and twice it: time, FLOPs, "
                   "bytes, bound class per aten op",
-                  stems=_per_workload("roofline"),
+                  stems=_roofline_stems,
                   matches=lambda payload, o: workload_collector.same_source(payload)),
         Collector(dataloader_collector.NAME, dataloader_collector.VERSION, _dataloader,
                   "JPEG input pipeline: DataLoader workers, prefetch, pinned memory against host RAM and CPU"),

@@ -62,7 +62,7 @@ NEW_MODELS = {SOURCE: "diagnostics/new-models-2026-11-27/no-budget/runs/new-mode
 # DLE ratios are scored from the collection that measured it (machine, folder under results/<machine>/), never from the
 # reference machines; a folder not committed yet lists its tables as not measured. tacotron2's is the folder its H200
 # collection is expected in: set it to where that collection is committed.
-HELD_OUT_DLE = {"ncf": LAMBDA_HELD_OUT, "waveglow": LAMBDA_HELD_OUT,
+HELD_OUT_DLE = {"ncf": LAMBDA_HELD_OUT[0], "waveglow": LAMBDA_HELD_OUT[0],
                 "tacotron2": (TARGET, "diagnostics/lambdaheld2-2026-11-29/runs/h200-lambdaheld2")}
 DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
 

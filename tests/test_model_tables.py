@@ -1,8 +1,9 @@
 """timm's RTX 3090 training tables (planner/specs/published_throughput.json `model_tables`, issues 39 and 41): the rows
 are our models (their parameter counts built on the meta device equal the published ones), cite their CSV lines at
 one commit, and a bad table stops with the field named; the scoring (planner/check/model_tables.py) runs on the
-committed collections and on a frozen trace-only plan for the RTX 3090 (tests/fixtures/frozen/timm-rtx3090-plan.json,
-the plan of the models' CPU traces that benchmarks/timm_rtx3090.py's docstring makes, cut to the fields it reads)."""
+committed collections and on a frozen trace-only plan for the RTX 3090
+(tests/fixtures/diagnostics/timm-rtx3090-plan.json, the plan of the models' CPU traces that
+benchmarks/timm_rtx3090.py's docstring makes, cut to the fields it reads)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ SPECS = {"vit-b16": "examples/vit_tiny.py:build_b16", "vit-tiny": "examples/vit_
          "resnet18": "examples/resnet18.py:build", "efficientnet-b0": "examples/efficientnet_b0.py:build",
          "mobilenet-v3": "examples/mobilenet_v3.py:build", "convnext-tiny": "examples/convnext_tiny.py:build",
          "swin-tiny": "examples/swin_tiny.py:build", "resnext101-32x4d": "examples/resnext101.py:build"}
-FROZEN_PLAN = REPO / "tests/fixtures/frozen/timm-rtx3090-plan.json"
+FROZEN_PLAN = REPO / "tests/fixtures/diagnostics/timm-rtx3090-plan.json"
 
 
 @pytest.fixture(scope="module")

@@ -352,3 +352,18 @@ def test_a_bad_profiled_batch_names_the_file_and_field(collected, tmp_path):
     path.write_text(json.dumps(raw))
     with pytest.raises(DocumentError, match=r"roofline-mlp-stgan\.json: payload\.batches\[0\]: batch is 0"):
         load_document(path)
+
+
+def test_a_resumed_profile_run_does_not_profile_a_kept_document_again(tmp_path, collected):
+    """A resume owes only the profiles not done (on a GPU, the tf32 sibling where the run stopped in it: an H200 run
+    of transformer-xl-large called itself complete without it): a document `kept` says is complete is not
+    profiled again, and one it does not is."""
+    from collectors.roofline.collect import iter_roofline_documents
+
+    folder = tmp_path / "cpu-test"
+    shutil.copytree(collected, folder)
+    quiet = Progress("test", total=1, stream=io.StringIO())
+    name = WORKLOADS[0]
+    assert list(iter_roofline_documents([name], folder, torch.device("cpu"), quiet, lambda stem: True)) == []
+    again = list(iter_roofline_documents([name], folder, torch.device("cpu"), quiet, lambda stem: False))
+    assert [stem for stem, _ in again] == [f"roofline-{name}"] and again[0][1].status == "ok"

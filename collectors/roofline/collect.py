@@ -21,7 +21,7 @@ tf32 profiles of every committed workload together took 77 s).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import torch
@@ -32,6 +32,7 @@ from collectors.core.timing import TimingPlan, synchronize, time_callable
 from collectors.roofline.op_profile import ProfiledSteps, profile_steps
 from collectors.roofline.op_roofline import build_ops, build_roofs
 from collectors.workloads import Workload
+from collectors.workloads.collect import workload_name
 from collectors.workloads.sweep_plan import build_sweep_plan, instantiate, load_ceilings, untuned
 from collectors.workloads.training import Variant, build_step, precision_mode, precision_unsupported, prepare_model
 from gpuplan_schema.machine import sanitize_machine_id
@@ -80,7 +81,9 @@ def workload_document(folder: Path, workload: str) -> WorkloadPayload | None:
             payload = load_document(path).payload
         except DocumentError:
             continue
-        if isinstance(payload, WorkloadPayload) and payload.workload == workload:
+        # by its name, or as its files are named (a resume knows the workload by its document's stem)
+        if isinstance(payload, WorkloadPayload) and workload in (payload.workload,
+                                                                 sanitize_machine_id(payload.workload)):
             return payload
     return None
 
@@ -178,19 +181,24 @@ def _measure(workload: Workload, precision: str, batch: int, device: torch.devic
     return step_s, profile_steps(step.run, device)
 
 
-def iter_roofline_documents(names: list[str], folder: Path, device: torch.device,
-                            progress: Progress) -> Iterator[tuple[str, RooflinePayload]]:
-    """(file stem, payload) per workload, yielded as each finishes so it is saved at once."""
+def iter_roofline_documents(names: list[str], folder: Path, device: torch.device, progress: Progress,
+                            kept: Callable[[str], bool] = lambda stem: False) -> Iterator[tuple[str, RooflinePayload]]:
+    """(file stem, payload) per workload, yielded as each finishes so it is saved at once; a document `kept` says is
+    complete already is not profiled again (a resume owes only its extra precisions')."""
     roofs = build_roofs(load_ceilings(folder), device.type, str(folder / "ceilings.json"))
     progress.total = len(names)
     for name in names:
-        payload = collect_roofline(name, roofs, device, progress, folder)
-        progress.advance(f"{name}: {payload.status}")
-        stem = f"roofline-{sanitize_machine_id(payload.workload)}"
-        yield stem, payload
+        workload = workload_name(name)
+        stem = f"roofline-{sanitize_machine_id(workload)}"
+        if kept(stem):
+            progress.advance(f"{name}: kept")
+        else:
+            payload = collect_roofline(name, roofs, device, progress, folder)
+            progress.advance(f"{name}: {payload.status}")
+            yield stem, payload
         for precision in extra_precisions(device):
-            batches = timed_batches(folder, payload.workload, precision)
-            if batches:
+            batches = timed_batches(folder, workload, precision)
+            if batches and not kept(f"{stem}-{precision}"):
                 extra = collect_roofline(name, roofs, device, progress, folder, precision, batches)
                 progress.note(f"{name} {precision}: {extra.status}")
                 yield f"{stem}-{precision}", extra
