@@ -107,7 +107,8 @@ def _roofline(progress: Progress, folder: Path, options: Options) -> Iterator[tu
 
     def kept(stem: str) -> bool:  # a profile a resumed run finished already (its tf32 sibling may be what is owed)
         return not options.fresh and why_complete(folder / f"{stem}.json", roofline.NAME, roofline.VERSION,
-                                                  options.profile, device.type) is not None
+                                                  options.profile, device.type, workload_collector.same_source) \
+            is not None
     yield from roofline.iter_roofline_documents(names, folder, device, progress, kept)
 
 
