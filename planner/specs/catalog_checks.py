@@ -105,6 +105,14 @@ class EntryReader:
             raise self.fail(key, f"must be non-empty text{' or null' if nullable else ''}, not {value!r}")
         return value
 
+    def url(self, key: str) -> str:
+        """An https:// address (a source that can be checked), one word."""
+        value = self.text(key)
+        assert value is not None
+        if not value.startswith("https://") or any(c.isspace() for c in value):
+            raise self.fail(key, f"must be an https:// address where it can be checked, not {value!r}")
+        return value
+
     def number(self, key: str, *, nullable: bool = False, whole: bool = False, value: Any = _OWN) -> float | None:
         """A finite number > 0 (a whole number ≥ 1 if `whole`); `value` is checked instead of the
         entry's own field when given (for values nested under `key`, e.g. `flops_per_s.bf16`)."""

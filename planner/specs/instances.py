@@ -127,7 +127,7 @@ def read_instance(reader: EntryReader) -> InstanceSpec:
         gpu_interconnect=link, vcpus=reader.number("vcpus", whole=True),
         memory_bytes=reader.number("memory_bytes", whole=True),
         price_usd_per_hour=reader.number("price_usd_per_hour"), region=reader.text("region"),
-        price_date=reader.date("price_date"), source_url=_url(reader, "source_url"),
+        price_date=reader.date("price_date"), source_url=reader.url("source_url"),
         spec_source=reader.text("spec_source"), price_note=reader.text("price_note", nullable=True),
         network=read_network(reader), host_cpu=read_host_cpu(reader))
 
@@ -145,7 +145,7 @@ def read_host_cpu(reader: EntryReader) -> HostCpu:
     if arch is None and note is None:
         raise sub.fail("note", "must say which platforms the cloud may give where the microarchitecture is null")
     return HostCpu(vendor=sub.choice("vendor", CPU_VENDORS), model=sub.text("model", nullable=True),
-                   microarchitecture=arch, source=_url(sub, "source"), note=note)
+                   microarchitecture=arch, source=sub.url("source"), note=note)
 
 
 def read_network(reader: EntryReader) -> NetworkSpec | None:
@@ -161,14 +161,7 @@ def read_network(reader: EntryReader) -> NetworkSpec | None:
     if multi and reader.entry.get("gpu_count") == 1:
         raise sub.fail("multi_node", "a single-GPU instance is not for multi-node training here: set false")
     return NetworkSpec(technology=sub.choice("technology", NETWORKS), bytes_per_s=sub.number("bytes_per_s"),
-                       links=sub.text("links"), multi_node=multi, source=_url(sub, "source"))
-
-
-def _url(reader: EntryReader, key: str) -> str:
-    url = reader.text(key)
-    if not url.startswith("https://"):
-        raise reader.fail(key, f"must be an https:// address where it can be checked, not {url!r}")
-    return url
+                       links=sub.text("links"), multi_node=multi, source=sub.url("source"))
 
 
 def read_instances(path: Path) -> tuple[InstanceSpec, ...]:

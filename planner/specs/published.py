@@ -81,13 +81,6 @@ ROW_FIELDS = tuple(f.name for f in fields(PublishedRow))
 TABLE_FIELDS = tuple(f.name for f in fields(PublishedTable))
 
 
-def _url(reader: EntryReader, key: str) -> str:
-    value = reader.text(key)
-    if not value.startswith("https://") or any(c.isspace() for c in value):
-        raise reader.fail(key, f"must be an https:// address, not {value!r}")
-    return value
-
-
 def _read_row(path: Path, where: str, entry: dict[str, Any], catalog_names: set[str]) -> PublishedRow:
     filled = {k: None for k in _OPTIONAL_ROW_FIELDS} | entry
     reader = EntryReader(path, where, filled, ROW_FIELDS)
@@ -102,7 +95,7 @@ def _read_row(path: Path, where: str, entry: dict[str, Any], catalog_names: set[
     batch = reader.number("batch", whole=True, nullable=True)
     return PublishedRow(gpu=gpu, gpu_label=reader.text("gpu_label"),
                         throughput_per_s=reader.number("throughput_per_s"),
-                        batch=batch, cite=_url(reader, "cite"),
+                        batch=batch, cite=reader.url("cite"),
                         stack=reader.text("stack", nullable=True), note=note,
                         informed=reader.text("informed", nullable=True))
 
@@ -130,7 +123,7 @@ def _read_table(path: Path, where: str, entry: dict[str, Any], catalog_names: se
                                   "the table's stack (no 'stack' of its own)")
     batch = reader.number("batch", whole=True, nullable=True)
     return PublishedTable(
-        id=reader.text("id"), source=reader.text("source"), url=_url(reader, "url"),
+        id=reader.text("id"), source=reader.text("source"), url=reader.url("url"),
         retrieved=reader.date("retrieved"), stack=reader.text("stack"), model=reader.text("model"),
         task=reader.choice("task", TASKS), precision=reader.choice("precision", PRECISIONS),
         unit=reader.text("unit"), batch=batch, notes=reader.text("notes"), rows=tuple(rows),

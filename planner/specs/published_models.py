@@ -64,19 +64,12 @@ ROW_FIELDS = tuple(f.name for f in fields(ModelRow))
 TABLE_FIELDS = tuple(f.name for f in fields(ModelTable))
 
 
-def _url(reader: EntryReader, key: str) -> str:
-    value = reader.text(key)
-    if not value.startswith("https://") or any(c.isspace() for c in value):
-        raise reader.fail(key, f"must be an https:// address, not {value!r}")
-    return value
-
-
 def _read_row(path: Path, where: str, entry: dict[str, Any]) -> ModelRow:
     reader = EntryReader(path, where, {k: None for k in _OPTIONAL_ROW_FIELDS} | entry, ROW_FIELDS)
     return ModelRow(workload=reader.text("workload"), published_name=reader.text("published_name"),
                     throughput_per_s=reader.number("throughput_per_s"), batch=reader.number("batch", whole=True),
                     image_size=reader.number("image_size", whole=True),
-                    param_count_m=reader.number("param_count_m"), cite=_url(reader, "cite"),
+                    param_count_m=reader.number("param_count_m"), cite=reader.url("cite"),
                     note=reader.text("note", nullable=True))
 
 
@@ -101,7 +94,7 @@ def _read_table(path: Path, where: str, entry: dict[str, Any], catalog_names: se
     if reference_table is None and not any(r.workload == reference for r in rows):
         raise reader.fail("reference_model", f"{reference!r} has no row here and no reference_table names another")
     return ModelTable(
-        id=reader.text("id"), source=reader.text("source"), url=_url(reader, "url"),
+        id=reader.text("id"), source=reader.text("source"), url=reader.url("url"),
         retrieved=reader.date("retrieved"), stack=reader.text("stack"), gpu=gpu, gpu_label=reader.text("gpu_label"),
         task=reader.choice("task", TASKS), precision=reader.choice("precision", PRECISIONS),
         layout=reader.choice("layout", LAYOUTS), unit=reader.text("unit"), reference_model=reference,
