@@ -105,6 +105,16 @@ class EntryReader:
             raise self.fail(key, f"must be non-empty text{' or null' if nullable else ''}, not {value!r}")
         return value
 
+    def objects(self, key: str) -> list[dict[str, Any]]:
+        """A non-empty list of objects, each for a reader of its own (`<where>.<key>[i]`)."""
+        raw = self.entry[key]
+        if not isinstance(raw, list) or not raw:
+            raise self.fail(key, "must be a non-empty list")
+        for i, item in enumerate(raw):
+            if not isinstance(item, dict):
+                raise self.fail(f"{key}[{i}]", "must be an object")
+        return raw
+
     def url(self, key: str) -> str:
         """An https:// address (a source that can be checked), one word."""
         value = self.text(key)

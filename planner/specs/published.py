@@ -105,14 +105,7 @@ def _read_table(path: Path, where: str, entry: dict[str, Any], catalog_names: se
     reader = EntryReader(path, where, entry, TABLE_FIELDS)
     if not isinstance(entry["compiled"], bool):
         raise reader.fail("compiled", f"must be true or false, not {entry['compiled']!r}")
-    raw_rows = entry["rows"]
-    if not isinstance(raw_rows, list) or not raw_rows:
-        raise reader.fail("rows", "must be a non-empty list")
-    rows = []
-    for i, raw in enumerate(raw_rows):
-        if not isinstance(raw, dict):
-            raise reader.fail(f"rows[{i}]", "must be an object")
-        rows.append(_read_row(path, f"{where}.rows[{i}]", raw, catalog_names))
+    rows = [_read_row(path, f"{where}.rows[{i}]", raw, catalog_names) for i, raw in enumerate(reader.objects("rows"))]
     seen: set[str] = set()
     for i, row in enumerate(rows):
         if row.gpu is not None and row.gpu in seen:

@@ -78,13 +78,8 @@ def _read_table(path: Path, where: str, entry: dict[str, Any], catalog_names: se
     gpu = reader.text("gpu")
     if gpu not in catalog_names:
         raise reader.fail("gpu", f"must be a GPU name of planner/specs/gpus.json, not {gpu!r}")
-    raw_rows = entry["rows"]
-    if not isinstance(raw_rows, list) or not raw_rows:
-        raise reader.fail("rows", "must be a non-empty list")
-    rows = []
-    for i, raw in enumerate(raw_rows):
-        if not isinstance(raw, dict):
-            raise reader.fail(f"rows[{i}]", "must be an object")
+    rows: list[ModelRow] = []
+    for i, raw in enumerate(reader.objects("rows")):
         row = _read_row(path, f"{where}.rows[{i}]", raw)
         if any(r.workload == row.workload for r in rows):
             raise reader.fail(f"rows[{i}].workload", f"{row.workload!r} has an earlier row in this table")
