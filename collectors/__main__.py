@@ -338,14 +338,14 @@ def run_from_args(args: argparse.Namespace) -> int:
     except distributed.DistributedOptionError as e:  # the node options
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    if getattr(args, "retime_host", False):
-        return retime.run_retime(machine_folder(options)[1], options.workloads or [], sys.stderr)
     problem = cache_inside_results(options)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
         check_options(options)
+        if getattr(args, "retime_host", False):   # nothing else runs (collectors/workloads/retime.py)
+            return retime.run_retime(machine_folder(options)[1], options.workloads or [], sys.stderr)
         if args.budget is None and options.budget_s == STANDARD_BUDGET_S:
             print(f"standard profile: a {STANDARD_BUDGET_S / 60:.0f}-minute budget, the answer's stages first "
                   "(the same command continues where this one stops; --budget none runs every stage)", file=sys.stderr)

@@ -4,6 +4,7 @@ answer needs (collectors/workloads/stages.py)."""
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Iterator
 from dataclasses import replace
@@ -253,8 +254,19 @@ def describe_left(folder: Path, documents: dict[str, str | None], done: dict[str
 
 
 def workload_name(spec: str) -> str:
-    """The name a workload's document is filed under: a built-in's own, a user file's `name` key."""
-    return spec if spec in BUILTIN else load_workload(spec).name
+    """The name a workload's document is filed under: a built-in's own, a user file's `name` key (its file run once per
+    content: every collector's document names, the resume's and the per-op profile's, ask for it)."""
+    if spec in BUILTIN:
+        return spec
+    path = Path(spec.rpartition(":")[0])
+    if not path.is_file():
+        return load_workload(spec).name   # raises the error that names the file
+    return _user_workload_name(spec, source_hash(path))
+
+
+@functools.lru_cache(maxsize=64)
+def _user_workload_name(spec: str, sha256: str) -> str:
+    return load_workload(spec).name
 
 
 DEFAULT_WORKLOADS = list(BUILTIN)

@@ -24,8 +24,9 @@ import torch
 
 from collectors.core.device import pick_device
 from collectors.core.interrupt import EXIT_INTERRUPTED, StopNow, StopRequest
-from collectors.core.run_lock import LockHeld, results_lock
-from collectors.workloads import BUILTIN, WorkloadError, load_workload
+from collectors.core.run_lock import results_lock
+from collectors.workloads import WorkloadError
+from collectors.workloads.collect import workload_name
 from collectors.workloads.steady import ROUNDS, SLICE_S, Job, iter_steady_documents, needs_steady
 from collectors.workloads.sweep import Context
 from collectors.workloads.sweep_plan import instantiate, load_ceilings
@@ -33,8 +34,6 @@ from gpuplan_schema.machine import sanitize_machine_id
 from gpuplan_schema.payloads import StageRecord, WorkloadPayload
 from gpuplan_schema.progress import Progress
 from gpuplan_schema.schema import Document, DocumentError, build_document, load_document, save_document, utc_now
-
-EXIT_BAD_INPUT = 2
 
 
 @dataclass(frozen=True)
@@ -54,8 +53,7 @@ def load_for_retime(folder: Path, specs: list[str], device: torch.device) -> lis
     """Each named workload's document in `folder` (raises WorkloadError naming the file where one cannot be used)."""
     out = []
     for spec in specs:
-        name = spec if spec in BUILTIN else load_workload(spec).name
-        path = folder / f"workload-{sanitize_machine_id(name)}.json"
+        path = folder / f"workload-{sanitize_machine_id(workload_name(spec))}.json"
         if not path.is_file():
             raise WorkloadError(f"{path}: no such document to time again (collect {spec} first)")
         try:
@@ -102,32 +100,28 @@ def _steady_seconds(payload: WorkloadPayload) -> float:
 
 
 def run_retime(folder: Path, specs: list[str], stream: TextIO, rounds: int = ROUNDS, slice_s: float = SLICE_S) -> int:
-    """`collect --retime-host`: exit 0 (every document rewritten that had host-set points), 2 (bad input or the
-    folder in use: nothing written), 130 (stopped: the documents are as they were; nothing is half-written)."""
+    """`collect --retime-host`: exit 0 (every document rewritten that had host-set points) or 130 (stopped: the
+    documents are as they were; nothing is half-written). Bad input or the folder in use raises WorkloadError or
+    LockHeld before anything is written (the collect command's exit 2)."""
+    if not specs:
+        raise WorkloadError("--retime-host: name the workloads whose documents to time again (--workload, as the "
+                            "collection that measured them named them)")
     device = pick_device()
-    try:
-        if not specs:
-            raise WorkloadError("--retime-host: name the workloads whose documents to time again (--workload, as "
-                                "the collection that measured them named them)")
-        with results_lock(folder), StopRequest(stream) as stop:
-            earlier = load_for_retime(folder, specs, device)
-            count = host_set_points(earlier)
-            if not count:
-                stream.write(f"{folder}: no host-set point in the {len(earlier)} documents named; nothing to time\n")
-                return 0
-            ctx = Context(device, load_ceilings(folder))
-            try:
-                with Progress("retime", total=1, stream=stream) as progress:
-                    for path, doc in iter_retimed(earlier, ctx, progress, rounds, slice_s):
-                        with stop.protected():
-                            save_document(doc, path)
-                        stream.write(f"{path}: {doc.payload.stage('steady').reason}\n")
-                    progress.advance("done")
-            except (StopNow, KeyboardInterrupt):
-                stop.caught()
-                stream.write("stopped: documents written so far are complete; the others are as they were\n")
-                return EXIT_INTERRUPTED
-    except (WorkloadError, LockHeld) as e:
-        stream.write(f"error: {e}\n")
-        return EXIT_BAD_INPUT
+    with results_lock(folder), StopRequest(stream) as stop:
+        earlier = load_for_retime(folder, specs, device)
+        if not host_set_points(earlier):
+            stream.write(f"{folder}: no host-set point in the {len(earlier)} documents named; nothing to time\n")
+            return 0
+        ctx = Context(device, load_ceilings(folder))
+        try:
+            with Progress("retime", total=1, stream=stream) as progress:
+                for path, doc in iter_retimed(earlier, ctx, progress, rounds, slice_s):
+                    with stop.protected():
+                        save_document(doc, path)
+                    stream.write(f"{path}: {doc.payload.stage('steady').reason}\n")
+                progress.advance("done")
+        except (StopNow, KeyboardInterrupt):
+            stop.caught()
+            stream.write("stopped: documents written so far are complete; the others are as they were\n")
+            return EXIT_INTERRUPTED
     return 0
