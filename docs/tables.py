@@ -60,10 +60,9 @@ NEW_MODELS = {SOURCE: "diagnostics/new-models-2026-11-27/no-budget/runs/new-mode
               TARGET: "diagnostics/new-models-2026-11-27/collect/runs/new-models"}
 # The held-out families DLE publishes too (published_pairs.json: dle-ncf, dle-waveglow, dle-tacotron2): each model's
 # DLE ratios are scored from the collection that measured it (machine, folder under results/<machine>/), never from the
-# reference machines; a folder not committed yet lists its tables as not measured. tacotron2's is the folder its H200
-# collection is expected in: set it to where that collection is committed.
-HELD_OUT_DLE = {"ncf": LAMBDA_HELD_OUT[0], "waveglow": LAMBDA_HELD_OUT[0],
-                "tacotron2": (TARGET, "diagnostics/lambdaheld2-2026-11-29/runs/h200-lambdaheld2")}
+# reference machines; a collection without the model's point lists its tables as not measured (tacotron2's: no step
+# of it timed yet in its round's folder).
+HELD_OUT_DLE = {"ncf": LAMBDA_HELD_OUT[0], "waveglow": LAMBDA_HELD_OUT[0], "tacotron2": LAMBDA_HELD_OUT[1]}
 DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
 
 
@@ -432,10 +431,14 @@ def _held_out_families(machines: list[MachineResults], bands: BandTable) -> Held
     return held_out_family_checks(bands, collections, where=where)
 
 
+def _new_model_folders(machines: list[MachineResults]) -> dict[str, Path]:
+    """The new models' collections (NEW_MODELS) that are committed, by the machine of the pair that holds each."""
+    folders = {m.machine: m.folder / NEW_MODELS[m.machine] for m in machines if m.machine in NEW_MODELS}
+    return {name: folder for name, folder in folders.items() if folder.is_dir()}
+
+
 def _new_models(machines: list[MachineResults]) -> list[MachineResults]:
-    """The new models' collections (NEW_MODELS) that are committed, one per machine of the pair."""
-    folders = [m.folder / NEW_MODELS[m.machine] for m in machines if m.machine in NEW_MODELS]
-    return [load_machine(f) for f in folders if f.is_dir()]
+    return [load_machine(f) for f in _new_model_folders(machines).values()]
 
 
 def held_out_lambda(machines: list[MachineResults]) -> str:
@@ -587,12 +590,11 @@ def accuracy_dle(machines: list[MachineResults]) -> str:
 
 def _held_out_dle(machines: list[MachineResults], bands: BandTable) -> str:
     """The new models' DLE ratios from their own collections, each against the range its two bands give it."""
-    folders = {m.machine: m.folder / NEW_MODELS[m.machine] for m in machines if m.machine in NEW_MODELS}
-    folders = {name: folder for name, folder in folders.items() if folder.is_dir()}
+    folders = _new_model_folders(machines)
     if not folders:
         return ""
     shown = ", ".join(f"`results/{name}/{NEW_MODELS[name]}/`" for name in folders)
-    judged = held_out_ratio_checks(bands, [load_machine(f) for f in folders.values()])
+    judged = held_out_ratio_checks(bands, _new_models(machines))
     return (f"\n**Held-out models** ({shown}: EfficientNet-B0 and ResNeXt-101 32x4d, collected after every choice of "
             "the model and its bands; mixed precision from the bf16 point where a collection has no fp16 one, on both "
             "GPUs). Each ratio against the range its two bands give it (the bands built from results/):\n"
